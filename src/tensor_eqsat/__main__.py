@@ -1,0 +1,5 @@
+"""``python -m tensor_eqsat`` runs the CLI."""
+
+from tensor_eqsat.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,68 @@
+"""The ``tensor-eqsat`` command line: a thin layer over the library.
+
+Each subcommand is a module in :mod:`tensor_eqsat.commands` defining ``NAME``, ``HELP``,
+``add_arguments(parser)`` and ``run(args) -> int``; they are discovered at start-up, so adding a
+command touches no shared table. Machine-readable output (``--json``) goes to stdout alone;
+progress, logs and errors go to stderr. Every :class:`TensorEqsatError` becomes a one-line
+``error: ...`` message and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import pkgutil
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+
+from tensor_eqsat import __version__, commands
+from tensor_eqsat.errors import TensorEqsatError
+
+
+def _command_modules() -> list[ModuleType]:
+    mods = []
+    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
+        mods.append(importlib.import_module(f"{commands.__name__}.{info.name}"))
+    return mods
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every discovered subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="tensor-eqsat",
+        description="Optimize tensor computation graphs with equality saturation and MCTS.",
+    )
+    parser.add_argument("--version", action="version", version=f"tensor-eqsat {__version__}")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output on stderr")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for mod in _command_modules():
+        p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
+        mod.add_arguments(p)
+        p.set_defaults(_run=mod.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the process exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.WARNING - 10 * min(args.verbose, 2),
+        format="%(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    if not getattr(args, "_run", None):
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return int(args._run(args) or 0)
+    except TensorEqsatError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130

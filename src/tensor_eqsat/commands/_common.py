@@ -1,0 +1,43 @@
+"""Helpers shared by CLI subcommands: reading a graph argument, printing JSON and tables."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from tensor_eqsat.errors import FormatError
+from tensor_eqsat.ir.graph import Graph
+from tensor_eqsat.ir.serialize import load
+
+stderr = Console(stderr=True)
+"""Console for progress, tables meant for people, and logs (never stdout)."""
+
+
+def print_json(data: Any) -> None:
+    """Machine-readable output: JSON on stdout alone."""
+    json.dump(data, sys.stdout, indent=2)
+    sys.stdout.write("\n")
+
+
+def load_graph_arg(spec: str) -> Graph:
+    """A graph from a CLI argument: a ``.json`` graph file or a zoo model name.
+
+    Raises FormatError naming the argument when it is neither.
+    """
+    path = Path(spec)
+    if path.suffix == ".json" or path.exists():
+        if path.suffix != ".json":
+            raise FormatError(f"{spec}: unsupported file type {path.suffix!r} (expected .json)")
+        return load(path)
+    try:
+        zoo = importlib.import_module("tensor_eqsat.zoo")
+    except ImportError:
+        raise FormatError(f"{spec}: no such file") from None
+    if spec not in zoo.names():
+        raise FormatError(f"{spec}: no such file or zoo model (models: {', '.join(zoo.names())})")
+    return zoo.get(spec)

@@ -1,0 +1,56 @@
+"""The project's exception hierarchy.
+
+Every error a user can provoke (a bad graph, a bad attribute, a malformed file) is a subclass of
+:class:`TensorEqsatError`, so the CLI can turn it into a one-line message and a non-zero exit code
+instead of a traceback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class TensorEqsatError(Exception):
+    """Base class of every error raised on purpose by tensor-eqsat."""
+
+
+class ShapeError(TensorEqsatError):
+    """An operator's inputs have shapes it cannot accept.
+
+    The message names the op, the offending attribute (if any) and every input shape.
+
+    >>> str(ShapeError("matmul", "inner dims differ: 3 vs 4", [(2, 3), (4, 5)]))
+    'matmul: inner dims differ: 3 vs 4 (input shapes: (2, 3), (4, 5))'
+    """
+
+    def __init__(
+        self,
+        op: str,
+        message: str,
+        shapes: Sequence[tuple[int, ...]] = (),
+        attr: str | None = None,
+    ) -> None:
+        self.op = op
+        self.attr = attr
+        self.shapes = tuple(tuple(s) for s in shapes)
+        where = f"{op}.{attr}" if attr else op
+        shown = ", ".join(str(s) for s in self.shapes)
+        suffix = f" (input shapes: {shown})" if self.shapes else ""
+        super().__init__(f"{where}: {message}{suffix}")
+
+
+class AttributeValueError(TensorEqsatError):
+    """An operator attribute is missing, unknown, or of the wrong type or value."""
+
+    def __init__(self, op: str, attr: str, message: str) -> None:
+        self.op = op
+        self.attr = attr
+        super().__init__(f"{op}.{attr}: {message}")
+
+
+class GraphError(TensorEqsatError):
+    """A graph is malformed (unknown op, wrong arity, tensor from another graph, no outputs...)."""
+
+
+class FormatError(TensorEqsatError):
+    """A file could not be read: it names the file and, where known, the line or field."""

@@ -1,0 +1,341 @@
+"""Graph: a tensor computation graph and its builder API.
+
+A :class:`Graph` is a list of :class:`Node` in topological order (the builder only accepts inputs
+that already exist), plus a list of output tensors. Every builder call validates its attributes
+and infers output shapes on the spot, so a shape error surfaces on the line that wrote it::
+
+    >>> g = Graph()
+    >>> x = g.input((1, 64, 56, 56))
+    >>> w = g.weight((64, 64, 3, 3))
+    >>> y = g.conv2d(x, w, stride=(1, 1), padding="same", activation="relu")
+    >>> g.output(y)
+    >>> y.shape
+    (1, 64, 56, 56)
+
+Weights may carry data (``g.weight(shape, data=array)``, as ONNX initializers do); weights without
+data get seeded random values in the interpreter, drawn per weight name.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tensor_eqsat.errors import GraphError
+from tensor_eqsat.ir.ops import get_op
+from tensor_eqsat.ir.opspec import Attrs, OpSpec
+from tensor_eqsat.ir.types import Shape, volume
+
+TensorRef = tuple[int, int]
+"""(node id, output index)."""
+
+
+@dataclass(frozen=True)
+class Node:
+    """One operator instance. ``inputs`` are (node id, output index) pairs of earlier nodes."""
+
+    id: int
+    op: str
+    attrs: Attrs
+    inputs: tuple[TensorRef, ...]
+    shapes: tuple[Shape, ...]
+
+    @property
+    def spec(self) -> OpSpec:
+        return get_op(self.op)
+
+    def attr_dict(self) -> dict[str, Any]:
+        """Named attributes (a fresh dict)."""
+        return dict(self.spec.attr_dict(self.attrs))
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """A handle to one output of a node of a particular graph."""
+
+    node: int
+    index: int
+    shape: Shape
+    graph: Graph = field(compare=False, repr=False, hash=False)
+
+    @property
+    def ref(self) -> TensorRef:
+        return (self.node, self.index)
+
+
+class Graph:
+    """A tensor computation graph (see the module docstring for an example)."""
+
+    def __init__(self) -> None:
+        self.nodes: list[Node] = []
+        self.outputs: list[TensorRef] = []
+        self.weight_data: dict[str, np.ndarray] = {}
+        self._names: dict[str, int] = {}
+        self._counters: Counter[str] = Counter()
+
+    # -- generic construction ------------------------------------------------------------------
+    def add(self, op: str, inputs: Sequence[Tensor], **attrs: Any) -> tuple[Tensor, ...]:
+        """Add one op instance and return its output tensors.
+
+        Raises GraphError (unknown op, arity, foreign tensor), AttributeValueError or ShapeError.
+        """
+        spec = get_op(op)
+        spec.check_arity(len(inputs))
+        refs = []
+        for i, t in enumerate(inputs):
+            if not isinstance(t, Tensor):
+                raise GraphError(f"{op}: input {i} is {type(t).__name__}, not a Tensor")
+            if t.graph is not self:
+                raise GraphError(f"{op}: input {i} belongs to another graph")
+            refs.append(t.ref)
+        in_shapes = [t.shape for t in inputs]
+        if spec.canonicalize is not None:
+            attrs = spec.canonicalize(in_shapes, dict(attrs))
+        canon = spec.make_attrs(**attrs)
+        shapes = spec.infer_shapes(in_shapes, canon)
+        return self._append_raw(op, canon, tuple(refs), shapes)
+
+    def add_node(self, op: str, attrs: Attrs, inputs: Sequence[TensorRef]) -> tuple[Tensor, ...]:
+        """Add a node from canonical attributes and raw (node, index) refs (used by converters)."""
+        spec = get_op(op)
+        spec.check_arity(len(inputs))
+        in_shapes = []
+        for node, idx in inputs:
+            if not 0 <= node < len(self.nodes) or not 0 <= idx < len(self.nodes[node].shapes):
+                raise GraphError(f"{op}: input ({node}, {idx}) does not exist")
+            in_shapes.append(self.nodes[node].shapes[idx])
+        canon = spec.make_attrs(**spec.attr_dict(tuple(attrs)))
+        shapes = spec.infer_shapes(in_shapes, canon)
+        if spec.is_leaf:
+            name = spec.attr(canon, "name")
+            if name in self._names:
+                raise GraphError(f"{op}: name {name!r} is already used")
+            self._names[name] = len(self.nodes)
+        return self._append_raw(op, canon, tuple((int(n), int(i)) for n, i in inputs), shapes)
+
+    def _append_raw(
+        self, op: str, attrs: Attrs, refs: tuple[TensorRef, ...], shapes: tuple[Shape, ...]
+    ) -> tuple[Tensor, ...]:
+        node = Node(len(self.nodes), op, attrs, refs, shapes)
+        self.nodes.append(node)
+        return tuple(Tensor(node.id, i, s, self) for i, s in enumerate(shapes))
+
+    def _one(self, op: str, inputs: Sequence[Tensor], **attrs: Any) -> Tensor:
+        return self.add(op, inputs, **attrs)[0]
+
+    def _leaf(self, op: str, shape: Sequence[int], name: str | None) -> Tensor:
+        if name is None:
+            prefix = "input" if op == "input" else "w"
+            while True:
+                name = f"{prefix}_{self._counters[op]}"
+                self._counters[op] += 1
+                if name not in self._names:
+                    break
+        elif name in self._names:
+            raise GraphError(f"{op}: name {name!r} is already used")
+        t = self._one(op, [], shape=tuple(shape), name=name)
+        self._names[name] = t.node
+        return t
+
+    # -- leaves ----------------------------------------------------------------------------------
+    def input(self, shape: Sequence[int], name: str | None = None) -> Tensor:
+        """A graph input. Names are generated (``input_0``...) when not given and must be unique."""
+        return self._leaf("input", shape, name)
+
+    def weight(self, shape: Sequence[int], name: str | None = None, data: np.ndarray | None = None) -> Tensor:
+        """A weight (a constant known at load time), optionally with its data."""
+        t = self._leaf("weight", shape, name)
+        if data is not None:
+            arr = np.asarray(data, dtype=np.float32)
+            if arr.shape != t.shape:
+                raise GraphError(f"weight {self.name_of(t)!r}: data shape {arr.shape} != declared {t.shape}")
+            self.weight_data[self.name_of(t)] = arr
+        return t
+
+    # -- ops -------------------------------------------------------------------------------------
+    def ewadd(self, a: Tensor, b: Tensor) -> Tensor:
+        return self._one("ewadd", [a, b])
+
+    def ewmul(self, a: Tensor, b: Tensor) -> Tensor:
+        return self._one("ewmul", [a, b])
+
+    def smul(self, x: Tensor, scalar: float) -> Tensor:
+        return self._one("smul", [x], scalar=scalar)
+
+    def sdiv(self, x: Tensor, divisor: float) -> Tensor:
+        return self._one("sdiv", [x], divisor=divisor)
+
+    def relu(self, x: Tensor) -> Tensor:
+        return self._one("relu", [x])
+
+    def tanh(self, x: Tensor) -> Tensor:
+        return self._one("tanh", [x])
+
+    def sigmoid(self, x: Tensor) -> Tensor:
+        return self._one("sigmoid", [x])
+
+    def gelu(self, x: Tensor, approximate: str = "none") -> Tensor:
+        return self._one("gelu", [x], approximate=approximate)
+
+    def transpose(self, x: Tensor, perm: Sequence[int]) -> Tensor:
+        return self._one("transpose", [x], perm=tuple(perm))
+
+    def matmul(self, a: Tensor, b: Tensor, activation: str = "none") -> Tensor:
+        return self._one("matmul", [a, b], activation=activation)
+
+    def conv2d(
+        self,
+        x: Tensor,
+        w: Tensor,
+        stride: Sequence[int] = (1, 1),
+        padding: str = "same",
+        activation: str = "none",
+    ) -> Tensor:
+        return self._one("conv2d", [x, w], stride=tuple(stride), padding=padding, activation=activation)
+
+    def enlarge(self, w: Tensor, reference: Tensor) -> Tensor:
+        return self._one("enlarge", [w, reference])
+
+    def merge(self, w: Tensor, count: int, groups: int) -> Tensor:
+        return self._one("merge", [w], count=count, groups=groups)
+
+    def dropout(self, x: Tensor, rate: float = 0.0) -> Tensor:
+        return self._one("dropout", [x], rate=rate)
+
+    def poolmax(
+        self,
+        x: Tensor,
+        kernel: Sequence[int],
+        stride: Sequence[int] = (1, 1),
+        padding: str = "valid",
+        activation: str = "none",
+    ) -> Tensor:
+        return self._one(
+            "poolmax", [x], kernel=tuple(kernel), stride=tuple(stride), padding=padding, activation=activation
+        )
+
+    def poolavg(
+        self,
+        x: Tensor,
+        kernel: Sequence[int],
+        stride: Sequence[int] = (1, 1),
+        padding: str = "valid",
+        activation: str = "none",
+    ) -> Tensor:
+        return self._one(
+            "poolavg", [x], kernel=tuple(kernel), stride=tuple(stride), padding=padding, activation=activation
+        )
+
+    def concat(self, xs: Sequence[Tensor], axis: int) -> Tensor:
+        return self._one("concat", list(xs), axis=axis)
+
+    def split(self, x: Tensor, axis: int, sizes: Sequence[int]) -> tuple[Tensor, ...]:
+        return self.add("split", [x], axis=axis, sizes=tuple(sizes))
+
+    def reshape(self, x: Tensor, shape: Sequence[int]) -> Tensor:
+        return self._one("reshape", [x], shape=tuple(shape))
+
+    def noop(self, *xs: Tensor) -> Tensor:
+        return self._one("noop", list(xs))
+
+    def batchnorm(
+        self, x: Tensor, scale: Tensor, bias: Tensor, mean: Tensor, var: Tensor, eps: float = 1e-5
+    ) -> Tensor:
+        return self._one("batchnorm", [x, scale, bias, mean, var], eps=eps)
+
+    def softmax(self, x: Tensor, axis: int = -1) -> Tensor:
+        return self._one("softmax", [x], axis=axis)
+
+    def layernorm(self, x: Tensor, scale: Tensor, bias: Tensor, axis: int = -1, eps: float = 1e-5) -> Tensor:
+        return self._one("layernorm", [x, scale, bias], axis=axis, eps=eps)
+
+    # -- outputs and queries ---------------------------------------------------------------------
+    def output(self, *tensors: Tensor) -> None:
+        """Mark tensors as graph outputs (in order; call again to add more)."""
+        for t in tensors:
+            if not isinstance(t, Tensor) or t.graph is not self:
+                raise GraphError("output: expected a Tensor of this graph")
+            self.outputs.append(t.ref)
+
+    def tensor(self, ref: TensorRef) -> Tensor:
+        """The Tensor handle of a (node, index) ref."""
+        node, idx = ref
+        return Tensor(node, idx, self.nodes[node].shapes[idx], self)
+
+    def shape_of(self, ref: TensorRef) -> Shape:
+        return self.nodes[ref[0]].shapes[ref[1]]
+
+    def name_of(self, t: Tensor | int) -> str:
+        """The name of an input or weight tensor (or node id)."""
+        node = self.nodes[t.node if isinstance(t, Tensor) else t]
+        if not node.spec.is_leaf:
+            raise GraphError(f"node {node.id} ({node.op}) has no name")
+        return str(node.spec.attr(node.attrs, "name"))
+
+    def __iter__(self) -> Iterator[Node]:
+        """Nodes in topological order."""
+        return iter(self.nodes)
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def inputs(self) -> list[Node]:
+        return [n for n in self.nodes if n.op == "input"]
+
+    def weights(self) -> list[Node]:
+        return [n for n in self.nodes if n.op == "weight"]
+
+    def op_counts(self, include_leaves: bool = False) -> dict[str, int]:
+        """Op name -> count (leaves excluded unless asked), in first-seen order."""
+        counts: Counter[str] = Counter()
+        for n in self.nodes:
+            if include_leaves or not n.spec.is_leaf:
+                counts[n.op] += 1
+        return dict(counts)
+
+    def num_parameters(self) -> int:
+        """Total number of weight elements."""
+        return sum(volume(n.shapes[0]) for n in self.weights())
+
+    def consumers(self) -> dict[int, list[int]]:
+        """Node id -> ids of nodes that read one of its outputs."""
+        out: dict[int, list[int]] = {n.id: [] for n in self.nodes}
+        for n in self.nodes:
+            for src, _ in n.inputs:
+                out[src].append(n.id)
+        return out
+
+    def live_nodes(self) -> set[int]:
+        """Ids of nodes that some output depends on."""
+        seen: set[int] = set()
+        stack = [ref[0] for ref in self.outputs]
+        while stack:
+            nid = stack.pop()
+            if nid in seen:
+                continue
+            seen.add(nid)
+            stack.extend(src for src, _ in self.nodes[nid].inputs)
+        return seen
+
+    def validate(self) -> None:
+        """Re-check every node (arity, attributes, shapes, topological order) and the outputs."""
+        for n in self.nodes:
+            spec = n.spec
+            spec.check_arity(len(n.inputs))
+            for src, idx in n.inputs:
+                if not 0 <= src < n.id:
+                    raise GraphError(f"node {n.id} ({n.op}): input node {src} is not an earlier node")
+                if not 0 <= idx < len(self.nodes[src].shapes):
+                    raise GraphError(f"node {n.id} ({n.op}): input ({src}, {idx}) does not exist")
+            shapes = spec.infer_shapes([self.shape_of(r) for r in n.inputs], n.attrs)
+            if shapes != n.shapes:
+                raise GraphError(f"node {n.id} ({n.op}): stored shapes {n.shapes} != inferred {shapes}")
+        if not self.outputs:
+            raise GraphError("graph has no outputs")
+        for ref in self.outputs:
+            if not 0 <= ref[0] < len(self.nodes) or not 0 <= ref[1] < len(self.nodes[ref[0]].shapes):
+                raise GraphError(f"output {ref} does not exist")

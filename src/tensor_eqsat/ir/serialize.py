@@ -1,0 +1,161 @@
+"""Lossless, versioned JSON for graphs.
+
+Format (version 1)::
+
+    {"format": "tensor-eqsat-graph", "version": 1,
+     "nodes": [{"id": 0, "op": "input", "attrs": {"shape": [1, 3], "name": "x"}, "inputs": []}, ...],
+     "outputs": [[node, index], ...],
+     "weights": {"w_0": {"shape": [...], "dtype": "float32", "data": "<base64 little-endian>"}}}
+
+Node ids are positions; inputs must refer to earlier nodes. Loading rebuilds the graph through the
+validating builder, so a hand-edited file with a shape error fails with the node named.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tensor_eqsat.errors import FormatError, TensorEqsatError
+from tensor_eqsat.ir.graph import Graph
+from tensor_eqsat.ir.ops import get_op
+
+FORMAT = "tensor-eqsat-graph"
+VERSION = 1
+
+
+def _jsonable(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def to_dict(graph: Graph, *, include_weights: bool = True) -> dict[str, Any]:
+    """The JSON-ready dict of a graph (weight data base64-encoded when present)."""
+    nodes = []
+    for n in graph.nodes:
+        nodes.append(
+            {
+                "id": n.id,
+                "op": n.op,
+                "attrs": {k: _jsonable(v) for k, v in n.spec.attr_dict(n.attrs).items()},
+                "inputs": [list(r) for r in n.inputs],
+            }
+        )
+    out: dict[str, Any] = {
+        "format": FORMAT,
+        "version": VERSION,
+        "nodes": nodes,
+        "outputs": [list(r) for r in graph.outputs],
+    }
+    if include_weights and graph.weight_data:
+        out["weights"] = {
+            name: {
+                "shape": list(arr.shape),
+                "dtype": "float32",
+                "data": base64.b64encode(np.ascontiguousarray(arr, dtype="<f4").tobytes()).decode(),
+            }
+            for name, arr in sorted(graph.weight_data.items())
+        }
+    return out
+
+
+def from_dict(data: Any, source: str = "<dict>") -> Graph:
+    """Rebuild a Graph from :func:`to_dict` output; raises FormatError naming the field or node."""
+    if not isinstance(data, dict):
+        raise FormatError(f"{source}: top level must be a JSON object")
+    if data.get("format") != FORMAT:
+        raise FormatError(f"{source}: not a tensor-eqsat graph (format is {data.get('format')!r})")
+    if data.get("version") != VERSION:
+        raise FormatError(f"{source}: unsupported version {data.get('version')!r} (this reads {VERSION})")
+    nodes = data.get("nodes")
+    if not isinstance(nodes, list):
+        raise FormatError(f"{source}: 'nodes' must be a list")
+    g = Graph()
+    for pos, entry in enumerate(nodes):
+        where = f"{source}: node {pos}"
+        if not isinstance(entry, dict) or "op" not in entry:
+            raise FormatError(f"{where}: must be an object with an 'op'")
+        if entry.get("id", pos) != pos:
+            raise FormatError(f"{where}: id {entry.get('id')!r} does not match its position")
+        inputs = entry.get("inputs", [])
+        attrs = entry.get("attrs", {})
+        if not isinstance(inputs, list) or not all(
+            isinstance(r, list) and len(r) == 2 and all(isinstance(v, int) for v in r) for r in inputs
+        ):
+            raise FormatError(f"{where}: 'inputs' must be a list of [node, index] pairs")
+        if not isinstance(attrs, dict):
+            raise FormatError(f"{where}: 'attrs' must be an object")
+        try:
+            spec = get_op(entry["op"])
+            for node_id, _ in inputs:
+                if not 0 <= node_id < pos:
+                    raise FormatError(f"{where} ({entry['op']}): input node {node_id} is not an earlier node")
+            canon = spec.make_attrs(**attrs)
+            g.add_node(spec.name, canon, [tuple(r) for r in inputs])
+        except FormatError:
+            raise
+        except TensorEqsatError as exc:
+            raise FormatError(f"{where} ({entry['op']}): {exc}") from exc
+    outputs = data.get("outputs")
+    if not isinstance(outputs, list) or not outputs:
+        raise FormatError(f"{source}: 'outputs' must be a non-empty list of [node, index] pairs")
+    for ref in outputs:
+        if (
+            not isinstance(ref, list)
+            or len(ref) != 2
+            or not 0 <= ref[0] < len(g.nodes)
+            or not 0 <= ref[1] < len(g.nodes[ref[0]].shapes)
+        ):
+            raise FormatError(f"{source}: output {ref!r} does not name an existing tensor")
+        g.outputs.append((ref[0], ref[1]))
+    for name, w in (data.get("weights") or {}).items():
+        try:
+            arr = np.frombuffer(base64.b64decode(w["data"]), dtype="<f4").astype(np.float32)
+            arr = arr.reshape(w["shape"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise FormatError(f"{source}: weight {name!r}: bad data ({exc})") from exc
+        leaf = g._names.get(name)
+        if leaf is None or g.nodes[leaf].op != "weight":
+            raise FormatError(f"{source}: data given for unknown weight {name!r}")
+        if arr.shape != g.nodes[leaf].shapes[0]:
+            raise FormatError(f"{source}: weight {name!r} data shape {arr.shape} != declared")
+        g.weight_data[name] = arr
+    return g
+
+
+def dumps(graph: Graph, *, include_weights: bool = True, indent: int | None = None) -> str:
+    """JSON text of a graph."""
+    return json.dumps(to_dict(graph, include_weights=include_weights), indent=indent)
+
+
+def loads(text: str, source: str = "<string>") -> Graph:
+    """Graph from JSON text; raises FormatError on malformed JSON with line and column."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise FormatError(
+            f"{source}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        ) from exc
+    return from_dict(data, source)
+
+
+def save(graph: Graph, path: str | os.PathLike[str], *, include_weights: bool = True) -> None:
+    """Write a graph as JSON atomically (a temp file renamed into place: never half-written)."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(dumps(graph, include_weights=include_weights))
+    os.replace(tmp, path)
+
+
+def load(path: str | os.PathLike[str]) -> Graph:
+    """Read a graph written by :func:`save`."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise FormatError(f"{path}: cannot read ({exc.strerror})") from exc
+    return loads(text, str(path))
