@@ -1,0 +1,1 @@
+"""Patterns, rewrites (single and multi-pattern), conditions and cycle filtering."""
