@@ -13,8 +13,8 @@ Format::
      "bandwidth_gbs": 2039.0, "cache_bytes": 41943040, "cache_bandwidth_gbs": 4000.0,
      "sources": {"vector_tflops": "...", ...}, "calibration": "...",
      "kinds": {"gemm": {"unit": "matrix", "compute_efficiency": 0.5, "bandwidth_efficiency": 0.8,
-                        "launch_us": 3.0, "tile_elems": 8192, "fill_waves": 0.5,
-                        "depth_overhead": 16.0}, ...}}
+                        "launch_us": 3.0, "tile_rows": 128, "tile_cols": 64,
+                        "fill_waves": 0.5, "depth_overhead": 16.0}, ...}}
 
 ``kinds`` needs an entry for every op kind that runs kernels: gemm, conv, elementwise, reduction,
 pool, memory (weight transforms on activations are priced as memory).
@@ -22,6 +22,7 @@ pool, memory (weight transforms on activations are priced as memory).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
@@ -46,6 +47,9 @@ KIND_KEYS: tuple[OpKind, ...] = (
 )
 """Op kinds a profile must parameterise."""
 
+MAX_WINOGRAD = 2.25
+"""Upper bound of ``winograd_speedup``: F(2x2, 3x3) makes a 2x2 output tile with 16 multiplies, not 36."""
+
 _SOURCED = ("compute_units", "vector_tflops", "matrix_tflops", "bandwidth_gbs")
 
 
@@ -57,20 +61,38 @@ class KindParams:
     compute_efficiency: fraction of the unit's peak a large problem attains, in (0, 1].
     bandwidth_efficiency: fraction of the memory bandwidth a large transfer attains, in (0, 1].
     launch_us: fixed per-kernel overhead in microseconds.
-    tile_elems: output elements one compute unit works on at a time (GEMM/conv blocking).
+    tile_rows, tile_cols: the output block one compute unit works on at a time (GEMM/conv
+        blocking); a GEMM is padded up to whole tiles, so narrow ones (grouped convs) waste work.
+        1 and 1 disable tiling (a CPU core).
     fill_waves: how many waves of tiles the device needs to be half busy; problems with few
         output tiles run below peak. 0 disables the effect.
-    depth_overhead: extra reduction steps charged per output element (prologue/epilogue work); it
-        makes shallow reductions (depthwise convs) less efficient than deep ones.
+    depth_overhead: extra reduction steps charged per output element and depth chunk
+        (prologue/epilogue work); it makes shallow reductions less efficient than deep ones.
+    split_depth: reduction length one block handles when a product is split along its depth
+        (split-K, as cuBLAS does for tall-skinny problems), so few-tile, deep GEMMs still fill the
+        device. 0 disables splitting.
+    serial_groups: grouped (not depthwise) convs run their groups one after another, each paying
+        the fill cost (what cuDNN's grouped convolutions measure like). Default False.
+    bias_pass: a conv without a fused activation also runs a separate bias-add kernel over its
+        output, priced with the element-wise parameters (TASO's cuDNN runtime does this:
+        cudnnConvolutionForward then cudnnAddTensor; ../reference/taso.md §2.1). Default False.
+    winograd_speedup: reduction of the multiply work of dense 3x3 stride-1 convs by Winograd-type
+        algorithms (cuDNN picks them when faster); at most 2.25, the F(2x2, 3x3) ratio, so that
+        a 3x3 conv never costs less than a 1x3 one. 1 disables it.
     """
 
     unit: str
     compute_efficiency: float
     bandwidth_efficiency: float
     launch_us: float
-    tile_elems: int = 1
+    tile_rows: int = 1
+    tile_cols: int = 1
     fill_waves: float = 0.0
     depth_overhead: float = 0.0
+    split_depth: float = 0.0
+    serial_groups: bool = False
+    bias_pass: bool = False
+    winograd_speedup: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -122,8 +144,18 @@ class DeviceProfile:
             "cache_bandwidth_gbs": self.cache_bandwidth_gbs,
             "sources": dict(self.sources),
             "calibration": self.calibration,
-            "kinds": {k.value: dict(vars(p)) for k, p in self.kinds.items()},
+            "kinds": {k.value: _kind_dict(p) for k, p in self.kinds.items()},
         }
+
+
+def _kind_dict(params: KindParams) -> dict[str, Any]:
+    """The JSON form of one kind's parameters; optional fields left at their default are omitted."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(params):
+        value = getattr(params, f.name)
+        if f.default is dataclasses.MISSING or value != f.default:
+            out[f.name] = value
+    return out
 
 
 def _number(where: str, data: dict[str, Any], key: str, *, positive: bool = True, default: Any = None) -> Any:
@@ -136,6 +168,13 @@ def _number(where: str, data: dict[str, Any], key: str, *, positive: bool = True
         raise FormatError(f"{where}: field {key!r} must be a number, got {value!r}")
     if value < 0 or (positive and value == 0):
         raise FormatError(f"{where}: field {key!r} must be {'> 0' if positive else '>= 0'}, got {value!r}")
+    return value
+
+
+def _bool(where: str, data: dict[str, Any], key: str) -> bool:
+    value = data.get(key, False)
+    if not isinstance(value, bool):
+        raise FormatError(f"{where}: field {key!r} must be true or false, got {value!r}")
     return value
 
 
@@ -156,10 +195,17 @@ def _kind_params(where: str, data: Any) -> KindParams:
         compute_efficiency=float(_number(where, data, "compute_efficiency")),
         bandwidth_efficiency=float(_number(where, data, "bandwidth_efficiency")),
         launch_us=float(_number(where, data, "launch_us", positive=False)),
-        tile_elems=int(_number(where, data, "tile_elems", default=1)),
+        tile_rows=int(_number(where, data, "tile_rows", default=1)),
+        tile_cols=int(_number(where, data, "tile_cols", default=1)),
         fill_waves=float(_number(where, data, "fill_waves", positive=False, default=0.0)),
         depth_overhead=float(_number(where, data, "depth_overhead", positive=False, default=0.0)),
+        split_depth=float(_number(where, data, "split_depth", positive=False, default=0.0)),
+        serial_groups=_bool(where, data, "serial_groups"),
+        bias_pass=_bool(where, data, "bias_pass"),
+        winograd_speedup=float(_number(where, data, "winograd_speedup", default=1.0)),
     )
+    if not 1.0 <= params.winograd_speedup <= MAX_WINOGRAD:
+        raise FormatError(f"{where}: field 'winograd_speedup' must be in [1, {MAX_WINOGRAD}]")
     for key in ("compute_efficiency", "bandwidth_efficiency"):
         if getattr(params, key) > 1.0:
             raise FormatError(f"{where}: field {key!r} must be <= 1, got {getattr(params, key)}")
