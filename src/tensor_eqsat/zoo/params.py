@@ -23,6 +23,7 @@ class ZooError(TensorEqsatError):
 
     def __init__(self, model: str, message: str) -> None:
         self.model = model
+        self.detail = message
         super().__init__(f"{model}: {message}")
 
 

@@ -78,7 +78,13 @@ class ModelInfo:
             raise ZooError(
                 self.name, f"unknown parameter(s) {', '.join(unknown)} (parameters: {', '.join(known)})"
             )
-        return self.builder(**{**self.presets, **params})
+        try:
+            return self.builder(**{**self.presets, **params})
+        except ZooError as exc:
+            if exc.model == self.name:
+                raise
+            # A shared builder (``vit`` for the three ViT sizes) names itself; name the entry.
+            raise ZooError(self.name, exc.detail) from None
 
 
 _TENSAT = "TENSAT (Yang et al. 2021), as built or loaded by its optimizer"

@@ -128,5 +128,5 @@ def test_presets_can_be_overridden():
     [({"image": 100}, "multiple of patch"), ({"heads": 5}, "must divide hidden"), ({"mlp": 0}, "positive")],
 )
 def test_bad_parameters(params, message):
-    with pytest.raises(ZooError, match=message):
+    with pytest.raises(ZooError, match=f"^vit-base: .*{message}"):
         zoo.get("vit-base", **params)
