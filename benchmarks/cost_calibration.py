@@ -373,6 +373,7 @@ def coordinate_descent(
     *,
     rounds: int,
     seed: int = 0,
+    verbose: bool = False,
 ) -> tuple[dict[tuple[OpKind, str], float], float]:
     """Multiplicative coordinate search within bounds; integers stay integers."""
     rng = random.Random(seed)
@@ -399,7 +400,8 @@ def coordinate_descent(
                     break
             else:
                 step[k] *= 0.5
-        print(f"  round {rnd + 1}: loss {cur:.5f}", file=sys.stderr)
+        if verbose:
+            print(f"  round {rnd + 1}: loss {cur:.5f}", file=sys.stderr)
         if max(step.values()) < 0.005:
             break
     return x, cur
@@ -414,7 +416,12 @@ def log_loss(
 
 
 def fit(
-    profile_name: str, models: dict[str, Graph], measured: MeasuredCostModel | None, rounds: int
+    profile_name: str,
+    models: dict[str, Graph],
+    measured: MeasuredCostModel | None,
+    rounds: int,
+    restarts: int = 0,
+    seed: int = 0,
 ) -> DeviceProfile:
     base = load_profile(profile_name)
     if profile_name in PAPER:
@@ -447,6 +454,16 @@ def fit(
     start = {k: getattr(base.kinds[k[0]], k[1]) for k in bounds}
     print(f"fitting {profile_name}: start loss {loss(start):.5f}", file=sys.stderr)
     x, best = coordinate_descent(start, bounds, loss, rounds=rounds)
+    rng = random.Random(seed)
+    for restart in range(restarts):
+        # Log-uniform random starts within the bounds, to escape the current basin.
+        init = {
+            k: math.exp(rng.uniform(math.log(max(lo, 1e-3)), math.log(hi))) for k, (lo, hi) in bounds.items()
+        }
+        y, val = coordinate_descent(init, bounds, loss, rounds=rounds, seed=restart + 1)
+        print(f"restart {restart + 1}: loss {val:.5f}", file=sys.stderr)
+        if val < best:
+            x, best = y, val
     print(f"fitted {profile_name}: loss {best:.5f}", file=sys.stderr)
     for (kind, field), v in sorted(x.items(), key=lambda kv: (kv[0][0].value, kv[0][1])):
         print(f"  {kind.value}.{field} = {v:.4g}")
@@ -482,7 +499,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "out")
     ap.add_argument("--fit", dest="fit_profile", choices=["a100", "p100", "cpu"], help="profile to fit")
     ap.add_argument("--write", action="store_true", help="store fitted parameters in the profile file")
-    ap.add_argument("--rounds", type=int, default=40)
+    ap.add_argument("--rounds", type=int, default=40, help="coordinate-descent rounds per start")
+    ap.add_argument("--restarts", type=int, default=0, help="extra random starts (seeded)")
+    ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--cache-path", help="timing cache file (default: the user cache)")
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=9)
@@ -502,7 +521,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         if not args.fit_profile:
             ap.error("fit needs --fit PROFILE")
-        fitted = fit(args.fit_profile, models, measured() if args.fit_profile == "cpu" else None, args.rounds)
+        fitted = fit(
+            args.fit_profile,
+            models,
+            measured() if args.fit_profile == "cpu" else None,
+            args.rounds,
+            args.restarts,
+            args.seed,
+        )
         if args.write:
             if args.fit_profile in PAPER:
                 note = (

@@ -4,10 +4,13 @@ TASO's approach (../reference/taso.md §2.1) on whatever device the user has: ea
 configuration runs on seeded random inputs, ``warmup`` untimed runs then up to ``repeats`` timed
 runs (fewer once ``max_seconds`` of timed runs have passed, never fewer than three); the cost is the
 median. CPU timings use ``threads`` intra-op threads (default 1: with two threads on small shared
-machines PyTorch's timings are erratic, see ../reference/python-deps.md §6) and are taken with
-``time.perf_counter``; CUDA timings use CUDA events. Results go to a persistent
-:class:`~tensor_eqsat.cost.timing_cache.TimingCache`, keyed by device, library version, op,
-attributes and shapes, so a configuration is measured once per machine, not once per run.
+machines PyTorch's timings are erratic, see ../reference/python-deps.md §6). With one thread the op
+runs on the calling thread, and its CPU time (``time.thread_time``) is the measure: unlike wall
+time it does not grow while other processes hold the core, so timings on a shared machine stay
+stable. With more threads wall time (``time.perf_counter``) is used. CUDA timings use CUDA
+events. Results go to a persistent :class:`~tensor_eqsat.cost.timing_cache.TimingCache`, keyed by
+device (with thread count and clock), library version, op, attributes and shapes, so a
+configuration is measured once per machine, not once per run.
 
 PyTorch is imported lazily: building the model without it raises :class:`CostModelError` naming
 the ``torch`` extra.
@@ -69,6 +72,8 @@ class MeasuredCostModel(KernelCostModel):
     device: ``"auto"`` (CUDA when available, else CPU; the default), ``"cpu"``, ``"cuda"`` or
         ``"cuda:N"``.
     threads: CPU intra-op threads while timing. Default 1.
+    clock: ``"auto"`` (thread CPU time with one thread, wall time otherwise; the default),
+        ``"thread"`` or ``"wall"``. Ignored on CUDA.
     warmup: untimed runs first. Default 3.
     repeats: at most this many timed runs. Default 15.
     max_seconds: stop timing a configuration after this much timed run time (at least 3 runs).
@@ -87,6 +92,7 @@ class MeasuredCostModel(KernelCostModel):
         *,
         device: str = "auto",
         threads: int = 1,
+        clock: str = "auto",
         warmup: int = 3,
         repeats: int = 15,
         max_seconds: float = 1.0,
@@ -102,8 +108,15 @@ class MeasuredCostModel(KernelCostModel):
                 f"measured: need threads >= 1, warmup >= 0, repeats >= 1, max_seconds > 0 "
                 f"(got {threads}, {warmup}, {repeats}, {max_seconds})"
             )
+        if clock not in ("auto", "thread", "wall"):
+            raise CostModelError(f"measured: clock must be auto, thread or wall, got {clock!r}")
+        if clock == "thread" and threads != 1:
+            raise CostModelError(
+                "measured: clock='thread' measures one thread; use threads=1 or clock='wall'"
+            )
         self.torch = import_torch()
         self.threads = threads
+        self.clock = ("thread" if threads == 1 else "wall") if clock == "auto" else clock
         self.warmup = warmup
         self.repeats = repeats
         self.max_seconds = max_seconds
@@ -138,7 +151,7 @@ class MeasuredCostModel(KernelCostModel):
         if self.device.type == "cuda":
             idx = self.device.index if self.device.index is not None else self.torch.cuda.current_device()
             return f"cuda:{self.torch.cuda.get_device_name(idx)}"
-        return f"cpu:{_cpu_name()}:threads={self.threads}"
+        return f"cpu:{_cpu_name()}:threads={self.threads}:clock={self.clock}"
 
     # -- pricing -------------------------------------------------------------------------------
     def kernel_ms(self, spec: OpSpec, attrs: Attrs, in_shapes: tuple[Shape, ...]) -> float:
@@ -171,12 +184,13 @@ class MeasuredCostModel(KernelCostModel):
     def _time_cpu(self, kernel: Any) -> list[float]:
         for _ in range(self.warmup):
             kernel()
+        clock = time.thread_time if self.clock == "thread" else time.perf_counter
         times: list[float] = []
         spent = 0.0
         while len(times) < self.repeats and (spent < self.max_seconds or len(times) < 3):
-            start = time.perf_counter()
+            start = clock()
             kernel()
-            dt = time.perf_counter() - start
+            dt = clock() - start
             times.append(dt * 1e3)
             spent += dt
         return times

@@ -55,7 +55,7 @@ COST_MODELS: dict[str, Factory] = {"roofline": _roofline, "measured": _measured,
 """Registered cost-model names and their factories."""
 
 _EXTRA_OPTIONS = {
-    "measured": {"threads", "warmup", "repeats", "max_seconds", "cache_path", "persistent", "seed"}
+    "measured": {"threads", "clock", "warmup", "repeats", "max_seconds", "cache_path", "persistent", "seed"}
 }
 
 
@@ -69,7 +69,7 @@ def parse_cost_model(
     """The cost model a spec string names (see the module docstring for the grammar).
 
     weight_ops, taso_compat: passed to the model (see :class:`~tensor_eqsat.cost.model.KernelCostModel`).
-    options: model-specific keywords (``measured``: threads, warmup, repeats, max_seconds,
+    options: model-specific keywords (``measured``: threads, clock, warmup, repeats, max_seconds,
         cache_path, persistent, seed).
 
     Raises CostModelError for an unknown name, profile, device or option.

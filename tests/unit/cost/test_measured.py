@@ -93,7 +93,7 @@ def test_threads_are_restored(tmp_path):
     m = _model(tmp_path, threads=1)
     m.op_cost("relu", (), ((64, 64),), False)
     assert torch.get_num_threads() == before
-    assert m.device_key.endswith("threads=1")
+    assert m.device_key.endswith("threads=1:clock=thread")
     assert m.library == f"torch {torch.__version__}"
 
 
@@ -173,3 +173,13 @@ def test_cache_persists_across_processes(tmp_path):
     second, measured_second = run()
     assert (measured_first, measured_second) == (1, 0)
     assert first == second
+
+
+def test_clock_choice(tmp_path):
+    assert _model(tmp_path).clock == "thread"
+    assert _model(tmp_path, threads=2).clock == "wall"
+    assert _model(tmp_path, clock="wall").device_key.endswith("threads=1:clock=wall")
+    with pytest.raises(CostModelError, match="clock='thread' measures one thread"):
+        _model(tmp_path, threads=2, clock="thread")
+    with pytest.raises(CostModelError, match="clock must be auto, thread or wall"):
+        _model(tmp_path, clock="cycles")
