@@ -6,11 +6,12 @@ runs (fewer once ``max_seconds`` of timed runs have passed, never fewer than thr
 median. CPU timings use ``threads`` intra-op threads (default 1: with two threads on small shared
 machines PyTorch's timings are erratic, see ../reference/python-deps.md §6). With one thread the op
 runs on the calling thread, and its CPU time (``time.thread_time``) is the measure: unlike wall
-time it does not grow while other processes hold the core, so timings on a shared machine stay
-stable. With more threads wall time (``time.perf_counter``) is used. CUDA timings use CUDA
-events. Results go to a persistent :class:`~tensor_eqsat.cost.timing_cache.TimingCache`, keyed by
-device (with thread count and clock), library version, op, attributes and shapes, so a
-configuration is measured once per machine, not once per run.
+time it does not grow while other processes hold the core (shared caches and memory bandwidth
+still slow it), so timings on a shared machine are far steadier. With more threads wall time
+(``time.perf_counter``) is used. CUDA timings use CUDA events. Results go to a persistent
+:class:`~tensor_eqsat.cost.timing_cache.TimingCache`, keyed by device (with thread count and
+clock), library version, op, attributes and shapes, so a configuration is measured once per
+machine, not once per run.
 
 PyTorch is imported lazily: building the model without it raises :class:`CostModelError` naming
 the ``torch`` extra.
