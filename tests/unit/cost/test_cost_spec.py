@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 
 from tensor_eqsat.cost import CostModelError, RooflineCostModel, UnitCostModel, parse_cost_model
+from tensor_eqsat.cost import measured as measured_mod
 
 
 def test_default_is_roofline_on_the_a100():
@@ -41,3 +44,16 @@ def test_bad_specs(spec, message):
 def test_unknown_option():
     with pytest.raises(CostModelError, match="roofline: unknown option 'threads'"):
         parse_cost_model("roofline", threads=2)
+
+
+def test_missing_torch_names_the_extra(monkeypatch):
+    real = importlib.import_module
+
+    def fake(name, *a, **kw):
+        if name == "torch":
+            raise ModuleNotFoundError("No module named 'torch'")
+        return real(name, *a, **kw)
+
+    monkeypatch.setattr(measured_mod.importlib, "import_module", fake)
+    with pytest.raises(CostModelError, match=r"needs PyTorch.*'torch' extra.*tensor-eqsat\[torch\]"):
+        parse_cost_model("measured")

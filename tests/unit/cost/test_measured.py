@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import subprocess
 import sys
 import textwrap
@@ -11,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from tensor_eqsat.cost import CostModelError, MeasuredCostModel, parse_cost_model
-from tensor_eqsat.cost import measured as measured_mod
 from tensor_eqsat.cost.torch_kernels import has_kernel
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.ir.ops import get_op, op_names
@@ -129,19 +127,6 @@ def test_bad_device_and_options(tmp_path):
         parse_cost_model("measured:tpu", persistent=False)
     with pytest.raises(CostModelError, match="repeats >= 1"):
         MeasuredCostModel(repeats=0, persistent=False)
-
-
-def test_missing_torch_names_the_extra(monkeypatch):
-    real = importlib.import_module
-
-    def fake(name, *a, **kw):
-        if name == "torch":
-            raise ModuleNotFoundError("No module named 'torch'")
-        return real(name, *a, **kw)
-
-    monkeypatch.setattr(measured_mod.importlib, "import_module", fake)
-    with pytest.raises(CostModelError, match=r"needs PyTorch.*'torch' extra.*tensor-eqsat\[torch\]"):
-        parse_cost_model("measured")
 
 
 _MEASURE = textwrap.dedent(
