@@ -118,28 +118,31 @@ class TensorAnalysis:
     def make(self, op: str, attrs: tuple[Any, ...], children: Sequence[TensorData]) -> TensorData:
         if op == PROJECTION:
             return project(attrs, children)
+        if not children:
+            # Leaves: names make every key unique, so they bypass the cache.
+            spec = self._spec(op)
+            return TensorData(spec.infer_shapes((), attrs), op == "weight" or spec.kind is not OpKind.LEAF)
         in_shapes = []
         all_weights = True
         for i, child in enumerate(children):
-            if len(child.shapes) != 1:
-                raise ShapeError(op, f"input {i} has {len(child.shapes)} outputs; select one with get")
-            in_shapes.append(child.shapes[0])
+            shapes = child.shapes
+            if len(shapes) != 1:
+                raise ShapeError(op, f"input {i} has {len(shapes)} outputs; select one with get")
+            in_shapes.append(shapes[0])
             all_weights = all_weights and child.all_weights
         key = (op, attrs, *in_shapes)
-        shapes = self._cache.get(key)
-        if shapes is None:
+        out = self._cache.get(key)
+        if out is None:
             spec = self._spec(op)
             try:
-                shapes = spec.infer_shapes(in_shapes, attrs)
+                out = spec.infer_shapes(in_shapes, attrs)
             except TensorEqsatError as exc:
                 self._cache[key] = exc
                 raise
-            self._cache[key] = shapes
-        elif isinstance(shapes, TensorEqsatError):
-            raise shapes
-        if not children:
-            all_weights = op == "weight" or self._spec(op).kind is not OpKind.LEAF
-        return TensorData(shapes, all_weights)
+            self._cache[key] = out
+        elif isinstance(out, TensorEqsatError):
+            raise out
+        return TensorData(out, all_weights)
 
     def merge(self, a: TensorData, b: TensorData) -> TensorData:
         if a.shapes != b.shapes:

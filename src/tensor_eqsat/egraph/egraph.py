@@ -152,7 +152,10 @@ class EGraph:
         Raises whatever the analysis raises for an ill-typed node (ShapeError for tensors), before
         changing anything; KeyError-free: unknown child ids raise IndexError.
         """
-        node = self.canonicalize(node)
+        return self._add_canonical(self.canonicalize(node))
+
+    def _add_canonical(self, node: ENode) -> int:
+        """:meth:`add` for a node whose children are known to be canonical."""
         nid = self._memo.get(node)
         if nid is not None:
             return self._uf.find(self._node_class[nid])

@@ -40,14 +40,15 @@ def from_graph(graph: Graph, *, cycle_filter: bool = True) -> EGraph:
     """
     eg = EGraph(TensorAnalysis(), cycle_filter=cycle_filter)
     ref_class: dict[TensorRef, int] = {}
+    add = eg._add_canonical  # no unions yet, so every class id is canonical
     for node in graph.nodes:
-        children = tuple(ref_class[r] for r in node.inputs)
-        cid = eg.add(ENode(node.op, node.attrs, children))
+        children = tuple([ref_class[r] for r in node.inputs])
+        cid = add(ENode(node.op, node.attrs, children))
         if len(node.shapes) == 1:
             ref_class[(node.id, 0)] = cid
         else:
             for i in range(len(node.shapes)):
-                ref_class[(node.id, i)] = eg.add(ENode(PROJECTION, (i,), (cid,)))
+                ref_class[(node.id, i)] = add(ENode(PROJECTION, (i,), (cid,)))
     eg.roots = [ref_class[r] for r in graph.outputs]
     eg.weight_data = dict(graph.weight_data)
     eg.rebuild()

@@ -3,12 +3,13 @@
 MCTS reaches the same e-graph through different orders of rule applications (and therefore with
 different class ids); caching extraction costs by content needs a hash that sees only structure.
 
-Algorithm: a bottom-up structural hash. The hash of a node combines a stable id of its (op,
-attrs) with the hashes of its child classes; the hash of a class is the hash of the sorted tuple
-of its non-blacklisted nodes' hashes (a multiset, so node order does not matter). Blacklisted
-nodes are then folded into their class's hash using the finished child hashes, so two e-graphs
-that differ only in their blacklist hash differently. The e-graph hash combines the sorted class
-hashes and the root hashes in root order.
+Algorithm: a bottom-up structural hash, visiting classes by increasing height (a topological
+order of the acyclic non-blacklisted e-graph; a depth-first search without cycle filtering). The
+hash of a node combines a stable id of its (op, attrs) with the hashes of its child classes; the
+hash of a class is the hash of the sorted tuple of its non-blacklisted nodes' hashes (a multiset,
+so node order does not matter). Blacklisted nodes are then folded into their class's hash using
+the finished child hashes, so two e-graphs that differ only in their blacklist hash differently.
+The e-graph hash combines the sorted class hashes and the root hashes in root order.
 
 Only ints are combined, with Python's tuple hash (deterministic for ints across processes; string
 hashing is salted per process, which is why ops and attributes go through a CRC first). With
@@ -40,6 +41,63 @@ def _stable(op: str, attrs: tuple[Any, ...]) -> int:
 def content_hash(egraph: EGraph) -> int:
     """The id-independent content hash of ``egraph`` (rebuilds first)."""
     egraph.rebuild()
+    h = _dag_hashes(egraph) if egraph.cycle_filter else _dfs_hashes(egraph)
+    find = egraph.find
+    nodes = egraph._nodes
+    blacklist = egraph._blacklist
+    node_class = egraph._node_class
+    if blacklist:
+        extra: dict[int, list[int]] = {}
+        for nid in blacklist:
+            if node_class[nid] < 0:
+                continue
+            node = nodes[nid]
+            c = find(node_class[nid])
+            sig = hash((_stable(node[0], node[1]), -1, *[h[find(ch)] for ch in node[2]]))
+            extra.setdefault(c, []).append(sig)
+        final = dict(h)
+        for c, sigs in extra.items():
+            final[c] = hash((h[c], *sorted(sigs)))
+    else:
+        final = h
+    return hash((tuple(sorted(final.values())), tuple([final[r] for r in egraph.roots])))
+
+
+def _node_sig(node: Any, h: dict[int, int]) -> int:
+    return hash((_stable(node[0], node[1]), *[h.get(ch, _CYCLE) for ch in node[2]]))
+
+
+def _dag_hashes(egraph: EGraph) -> dict[int, int]:
+    # Heights increase along every non-blacklisted edge: ascending height is a topological order.
+    nodes = egraph._nodes
+    class_nodes = egraph._class_nodes
+    blacklist = egraph._blacklist
+    stable = _STABLE
+    h: dict[int, int] = {}
+    for c in sorted(class_nodes, key=egraph._height.__getitem__):
+        sigs = []
+        for nid in class_nodes[c]:
+            if nid in blacklist:
+                continue
+            node = nodes[nid]
+            key = (node[0], node[1])
+            sid = stable.get(key)
+            if sid is None:
+                sid = _stable(node[0], node[1])
+            ch = node[2]
+            if not ch:
+                sigs.append(hash((sid,)))
+            elif len(ch) == 1:
+                sigs.append(hash((sid, h[ch[0]])))
+            else:
+                sigs.append(hash((sid, *[h[x] for x in ch])))
+        if len(sigs) > 1:
+            sigs.sort()
+        h[c] = hash(tuple(sigs))
+    return h
+
+
+def _dfs_hashes(egraph: EGraph) -> dict[int, int]:
     find = egraph.find
     nodes = egraph._nodes
     class_nodes = egraph._class_nodes
@@ -53,15 +111,7 @@ def content_hash(egraph: EGraph) -> int:
         while stack:
             c, expanded = stack.pop()
             if expanded:
-                sigs = []
-                for nid in class_nodes[c]:
-                    if nid in blacklist:
-                        continue
-                    node = nodes[nid]
-                    sigs.append(
-                        hash((_stable(node[0], node[1]), *(h.get(find(ch), _CYCLE) for ch in node[2])))
-                    )
-                sigs.sort()
+                sigs = sorted(_node_sig(nodes[nid], h) for nid in class_nodes[c] if nid not in blacklist)
                 h[c] = hash(tuple(sigs))
                 on_path.discard(c)
                 continue
@@ -76,18 +126,4 @@ def content_hash(egraph: EGraph) -> int:
                     ch = find(ch)
                     if ch not in h and ch not in on_path:
                         stack.append((ch, False))
-    if blacklist:
-        extra: dict[int, list[int]] = {}
-        for nid in blacklist:
-            if egraph._node_class[nid] < 0:
-                continue
-            node = nodes[nid]
-            c = find(egraph._node_class[nid])
-            sig = hash((_stable(node[0], node[1]), -1, *(h[find(ch)] for ch in node[2])))
-            extra.setdefault(c, []).append(sig)
-        final = dict(h)
-        for c, sigs in extra.items():
-            final[c] = hash((h[c], *sorted(sigs)))
-    else:
-        final = h
-    return hash((tuple(sorted(final.values())), tuple(final[r] for r in egraph.roots)))
+    return h

@@ -27,14 +27,15 @@ def creates_cycle(egraph: EGraph, plan: Plan, targets: Iterable[int]) -> bool:
     some existing class that a new node uses is, or reaches, a target class."""
     if not egraph.cycle_filter or not plan.inputs:
         return False
-    find = egraph.find
-    inputs = {find(k) for k in plan.inputs}
+    find = plan.find
+    height = egraph._height
+    inputs = plan.inputs  # canonical: planned right after the e-graph was read
     for t in targets:
         t = find(t)
-        if t in inputs:
-            return True
+        ht = height[t]
         for k in inputs:
-            if egraph.reaches(k, t):
+            # Only a strictly higher class can reach t (heights grow along every edge).
+            if k == t or (height[k] > ht and egraph.reaches(k, t)):
                 return True
     return False
 

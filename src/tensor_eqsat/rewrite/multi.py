@@ -181,39 +181,37 @@ class MultiRewrite:
 
     def iter_matches(self, egraph: EGraph) -> Iterator[PairMatch]:
         """Compatible pairs of source matches whose conditions hold, generated lazily from the
-        match lists of the current e-graph (which is rebuilt first)."""
+        match lists of the current e-graph (which is rebuilt first).
+
+        Pairs come in the order of the full product (or of ``i < j`` pairs), restricted to the
+        compatible ones, which a hash join on the shared variables finds directly.
+        """
         first, second = self._source_matches(egraph)
         if not first or not second:
             return
         back0, back1 = self._back
-        find = egraph.find
-        if self.symmetric and self.same_source:
-            pairs: Iterable[tuple[Match, Match]] = itertools.combinations(first, 2)
+        shared = self.shared_vars
+        firsts = [({back0[k]: v for k, v in m.subst.items()}, m) for m in first]
+        if second is first and back1 == back0:
+            seconds = firsts
         else:
-            pairs = itertools.product(first, second)
-        for m1, m2 in pairs:
-            if find(m1.eclass) == find(m2.eclass):
-                continue
-            s1 = {back0[k]: v for k, v in m1.subst.items()}
-            merged = dict(s1)
-            ok = True
-            for k, v in m2.subst.items():
-                name = back1[k]
-                bound = merged.get(name, merged)
-                if bound is merged:
-                    merged[name] = v
-                elif bound != v:
-                    ok = False
-                    break
-            if not ok:
-                continue
-            if self.conditions and not holds(self.conditions, egraph, m1.eclass, merged):
-                continue
-            yield PairMatch(
-                Match(m1.eclass, s1, m1.stamp),
-                Match(m2.eclass, {back1[k]: v for k, v in m2.subst.items()}, m2.stamp),
-                merged,
-            )
+            seconds = [({back1[k]: v for k, v in m.subst.items()}, m) for m in second]
+        buckets: dict[tuple[object, ...], list[int]] = {}
+        for j, (s2, _) in enumerate(seconds):
+            buckets.setdefault(tuple([s2[v] for v in shared]), []).append(j)
+        unordered = self.symmetric and self.same_source
+        find = egraph._uf.find
+        for i, (s1, m1) in enumerate(firsts):
+            for j in buckets.get(tuple([s1[v] for v in shared]), ()):
+                if unordered and j <= i:
+                    continue
+                s2, m2 = seconds[j]
+                if find(m1.eclass) == find(m2.eclass):
+                    continue
+                merged = {**s1, **s2}
+                if self.conditions and not holds(self.conditions, egraph, m1.eclass, merged):
+                    continue
+                yield PairMatch(Match(m1.eclass, s1, m1.stamp), Match(m2.eclass, s2, m2.stamp), merged)
 
     def search(self, egraph: EGraph, limit: int | None = None) -> list[PairMatch]:
         """Compatible pairs (at most ``limit``)."""

@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from tensor_eqsat.egraph.enode import ENode
 from tensor_eqsat.errors import AttributeValueError, ShapeError
 from tensor_eqsat.ir.opspec import AttrSpec, lookup
 from tensor_eqsat.rewrite.syntax import (
@@ -46,6 +47,8 @@ from tensor_eqsat.rewrite.syntax import (
 
 if TYPE_CHECKING:
     from tensor_eqsat.egraph.egraph import EGraph
+
+_new_enode = tuple.__new__
 
 Subst = dict[str, Any]
 """Variable name -> canonical class id (tensor variables) or attribute value."""
@@ -296,34 +299,48 @@ class Plan:
     must look at).
     """
 
-    __slots__ = ("egraph", "index", "inputs", "steps")
+    __slots__ = ("data", "egraph", "find", "index", "inputs", "make", "memo", "node_class", "steps")
 
     def __init__(self, egraph: EGraph) -> None:
         self.egraph = egraph
+        self.find = egraph._uf.find
+        self.memo = egraph._memo
+        self.node_class = egraph._node_class
+        self.data = egraph._data
+        self.make = egraph.analysis.make
         self.steps: list[tuple[str, tuple[Any, ...], tuple[int, ...], Any]] = []
         self.index: dict[tuple[str, tuple[Any, ...], tuple[int, ...]], int] = {}
         self.inputs: set[int] = set()
 
-    def data(self, ref: int) -> Any:
-        return self.egraph._data[ref] if ref >= 0 else self.steps[-ref - 1][3]
+    def value(self, ref: int) -> Any:
+        """The analysis value of a reference."""
+        return self.data[ref] if ref >= 0 else self.steps[-ref - 1][3]
 
     def node(self, op: str, attrs: tuple[Any, ...], refs: tuple[int, ...]) -> int:
+        """Reference to the node ``(op, attrs, refs)``: an existing class, an already planned
+        node, or a newly planned one (raising if the analysis rejects it)."""
         key = (op, attrs, refs)
+        fresh = False
+        for r in refs:
+            if r < 0:
+                fresh = True
+                break
+        if not fresh:
+            nid = self.memo.get(_new_enode(ENode, key))
+            if nid is not None:
+                return self.find(self.node_class[nid])
         ref = self.index.get(key)
         if ref is not None:
             return ref
-        eg = self.egraph
-        if all(r >= 0 for r in refs):
-            cid = eg.lookup_canonical(op, attrs, refs)
-            if cid is not None:
-                self.index[key] = cid
-                return cid
-        value = eg.analysis.make(op, attrs, [self.data(r) for r in refs])
-        self.steps.append((op, attrs, refs, value))
+        data = self.data
+        steps = self.steps
+        value = self.make(op, attrs, [data[r] if r >= 0 else steps[-r - 1][3] for r in refs])
+        steps.append((op, attrs, refs, value))
+        inputs = self.inputs
         for r in refs:
             if r >= 0:
-                self.inputs.add(r)
-        ref = -len(self.steps)
+                inputs.add(r)
+        ref = -len(steps)
         self.index[key] = ref
         return ref
 
@@ -336,7 +353,7 @@ def _compile_build(p: Pattern) -> BuildFn:
         name = p.name
 
         def build_var(s: Subst, plan: Plan) -> int:
-            return plan.egraph.find(s[name])
+            return plan.find(s[name])
 
         return build_var
     op = p.op
@@ -363,10 +380,26 @@ def _compile_build(p: Pattern) -> BuildFn:
                 out.append(specs[i].convert(op, value) if specs is not None else value)
         return tuple(out)
 
+    # Unrolled for the common arities: this closure runs once per right-hand node per match.
+    if len(child_bs) == 1:
+        (b0,) = child_bs
+
+        def build1(s: Subst, plan: Plan) -> int:
+            return plan.node(op, fixed if fixed is not None else attrs_of(s, plan), (b0(s, plan),))
+
+        return build1
+    if len(child_bs) == 2:
+        b0, b1 = child_bs
+
+        def build2(s: Subst, plan: Plan) -> int:
+            refs = (b0(s, plan), b1(s, plan))
+            return plan.node(op, fixed if fixed is not None else attrs_of(s, plan), refs)
+
+        return build2
+
     def build_node(s: Subst, plan: Plan) -> int:
-        refs = tuple(b(s, plan) for b in child_bs)
-        attrs = fixed if fixed is not None else attrs_of(s, plan)
-        return plan.node(op, attrs, refs)
+        refs = tuple([b(s, plan) for b in child_bs])
+        return plan.node(op, fixed if fixed is not None else attrs_of(s, plan), refs)
 
     return build_node
 
@@ -395,19 +428,18 @@ def commit(plan: Plan, ref: int, ids: list[int], *, ceiling: float | None = None
     """Add the planned nodes not added yet (``ids`` holds the classes of those already added,
     extended in place) and return the canonical class of ``ref``.
 
+    The e-graph must not have changed since planning: planned nodes are known to be new, so
+    they are added without another hash-cons lookup.
+
     ceiling: height of the class the result is about to join (keeps new classes below it).
     """
-    eg = plan.egraph
-    find = eg.find
+    add_new = plan.egraph._add_new_node
     steps = plan.steps
     for k in range(len(ids), len(steps)):
         op, attrs, refs, value = steps[k]
-        children = tuple(find(r) if r >= 0 else ids[-r - 1] for r in refs)
-        cid = eg.lookup_canonical(op, attrs, children)
-        if cid is None:
-            cid = eg._add_new_node(op, attrs, children, value, ceiling)
-        ids.append(cid)
-    return find(ref) if ref >= 0 else ids[-ref - 1]
+        children = tuple([r if r >= 0 else ids[-r - 1] for r in refs])
+        ids.append(add_new(op, attrs, children, value, ceiling))
+    return plan.find(ref) if ref >= 0 else ids[-ref - 1]
 
 
 def add_pattern(egraph: EGraph, pattern: Pattern, subst: Mapping[str, Any] | None = None) -> int:

@@ -249,7 +249,8 @@ class Rewrite:
         return _with_seconds(report, time.perf_counter() - t0)
 
     def _apply_one(self, egraph: EGraph, m: Match, stats: _Counts) -> None:
-        cid = egraph.find(m.eclass)
+        find = egraph._uf.find
+        cid = find(m.eclass)
         subst = m.subst
         if m.stamp != egraph._blacklist_version:
             fresh = revalidate(egraph, self.searcher, cid, subst)
@@ -257,7 +258,7 @@ class Rewrite:
                 stats.stale += 1
                 return
             subst = fresh
-            cid = egraph.find(cid)
+            cid = find(cid)
         plan = Plan(egraph)
         try:
             ref = self.template.plan(subst, plan)
@@ -271,7 +272,7 @@ class Rewrite:
         if creates_cycle(egraph, plan, (cid,)):
             stats.cycle += 1
             return
-        ceiling = egraph._height.get(cid) if egraph.cycle_filter else None
+        ceiling = egraph._height[cid] if egraph.cycle_filter else None
         root = commit(plan, ref, [], ceiling=ceiling)
         egraph.union(cid, root)
         stats.applied += 1
