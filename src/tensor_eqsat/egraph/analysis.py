@@ -25,15 +25,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple, Protocol
 
+from tensor_eqsat.egraph.errors import MergeConflict
 from tensor_eqsat.errors import ShapeError, TensorEqsatError
 from tensor_eqsat.ir.ops import get_op
 from tensor_eqsat.ir.opspec import OpSpec
 from tensor_eqsat.ir.types import OpKind, Shape
 from tensor_eqsat.rewrite.syntax import PROJECTION
 
-
-class MergeConflict(TensorEqsatError):
-    """Two e-classes whose analysis values cannot be equal were unioned (a rule is unsound)."""
+__all__ = ["Analysis", "MergeConflict", "NoAnalysis", "TensorAnalysis", "TensorData", "project"]
 
 
 class Analysis(Protocol):

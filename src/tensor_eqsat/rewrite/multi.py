@@ -27,7 +27,14 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from tensor_eqsat.rewrite.conditions import RuleCondition, holds, normalize_conditions
 from tensor_eqsat.rewrite.cycles import creates_cycle
 from tensor_eqsat.rewrite.pattern import INVALID, Match, Plan, Searcher, Subst, Template, commit
-from tensor_eqsat.rewrite.rewrite import ApplyReport, _Counts, _with_seconds, check_rule_vars, revalidate
+from tensor_eqsat.rewrite.rewrite import (
+    ApplyReport,
+    _Counts,
+    _with_seconds,
+    check_merge,
+    check_rule_vars,
+    revalidate,
+)
 from tensor_eqsat.rewrite.syntax import (
     AttrValue,
     AttrVar,
@@ -289,6 +296,8 @@ class MultiRewrite:
         except INVALID:
             stats.shape += 1
             return
+        check_merge(egraph, self.name, c1, plan.value(r1))
+        check_merge(egraph, self.name, c2, plan.value(r2))
         if plan.steps and creates_cycle(egraph, plan, (c1, c2)):
             stats.cycle += 1
             return

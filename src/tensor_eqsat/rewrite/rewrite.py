@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from tensor_eqsat.egraph.errors import MergeConflict
 from tensor_eqsat.rewrite.conditions import RuleCondition, condition_vars, holds, normalize_conditions
 from tensor_eqsat.rewrite.cycles import creates_cycle
 from tensor_eqsat.rewrite.pattern import INVALID, Match, Plan, Searcher, Subst, Template, commit
@@ -265,6 +266,7 @@ class Rewrite:
         except INVALID:
             stats.shape += 1
             return
+        check_merge(egraph, self.name, cid, plan.value(ref))
         if ref >= 0:
             if egraph.union(cid, ref):
                 stats.applied += 1
@@ -276,6 +278,15 @@ class Rewrite:
         root = commit(plan, ref, [], ceiling=ceiling)
         egraph.union(cid, root)
         stats.applied += 1
+
+
+def check_merge(egraph: EGraph, rule: str, cid: int, value: object) -> None:
+    """Raise MergeConflict, naming the rule, if a right-hand side's analysis value cannot be
+    merged with the class it is about to join (the rule is unsound, e.g. changes a shape)."""
+    try:
+        egraph.analysis.merge(egraph._data[egraph.find(cid)], value)
+    except MergeConflict as exc:
+        raise MergeConflict(f"rule {rule}: right-hand side does not fit e-class {cid}: {exc}") from None
 
 
 def revalidate(egraph: EGraph, searcher: Searcher, cid: int, subst: Subst) -> Subst | None:

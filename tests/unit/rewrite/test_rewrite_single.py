@@ -172,3 +172,18 @@ def test_rhs_using_its_own_target_class_is_rejected_by_the_cycle_filter():
     loose = build(False)
     report = apply_rule(loose, grow)
     assert report.nodes_added == 1 and find_cycle(loose) == [loose.roots[0]]
+
+
+def test_unsound_rule_raises_naming_the_rule_and_adds_nothing():
+    from tensor_eqsat.egraph import MergeConflict
+
+    g = Graph()
+    a = g.input((2, 3), name="a")
+    b = g.input((3, 2), name="b")
+    g.output(g.matmul(a, b))
+    eg = from_graph(g)
+    n0, v0 = eg.num_enodes, eg.version
+    # (2,3)x(3,2) is (2,2) but the swapped product is (3,3): the rule is wrong, not the match.
+    with pytest.raises(MergeConflict, match="rule swap: right-hand side does not fit e-class 2"):
+        apply_rule(eg, Rewrite.parse("swap", "(matmul ?x ?y)", "(matmul ?y ?x)"))
+    assert (eg.num_enodes, eg.version) == (n0, v0)
