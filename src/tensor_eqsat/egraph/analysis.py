@@ -140,7 +140,8 @@ class TensorAnalysis:
                 raise
             self._cache[key] = out
         elif isinstance(out, TensorEqsatError):
-            raise out
+            # Re-raising a stored exception would otherwise keep extending its traceback.
+            raise out.with_traceback(None)
         return TensorData(out, all_weights)
 
     def merge(self, a: TensorData, b: TensorData) -> TensorData:
