@@ -108,6 +108,14 @@ class TensorAnalysis:
         self._specs: dict[str, OpSpec] = {}
         self._cache: dict[tuple[Any, ...], tuple[Shape, ...] | TensorEqsatError] = {}
 
+    def __getstate__(self) -> dict[str, Any]:
+        # The caches hold OpSpecs (with local functions) and stored errors; both are rebuilt on
+        # demand, so a pickled e-graph (for worker processes) carries none of them.
+        return {}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__()  # type: ignore[misc]
+
     def _spec(self, op: str) -> OpSpec:
         spec = self._specs.get(op)
         if spec is None:

@@ -733,6 +733,13 @@ class EGraph:
 
         return to_dot(self, max_classes=max_classes)
 
+    def __getstate__(self) -> dict[str, Any]:
+        self.rebuild()
+        state = self.__dict__.copy()
+        state["_cache"] = {}
+        state["_cache_version"] = -1
+        return state
+
     def __repr__(self) -> str:
         return (
             f"EGraph(enodes={self._num_enodes}, classes={len(self._class_nodes)}, "

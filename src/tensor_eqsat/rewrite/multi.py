@@ -169,6 +169,10 @@ class MultiRewrite:
         dst = [parse_pattern(t, f"rule {name}: target {i + 1}") for i, t in enumerate(targets)]
         return cls(name, src, dst, conditions, symmetric=symmetric)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Compiled closures do not pickle; a rule is rebuilt from its patterns instead.
+        return (_rebuild_multi, (self.name, self.sources, self.targets, self.conditions, self.symmetric))
+
     def __str__(self) -> str:
         cond = "".join(f" if {c}" for c in self.conditions)
         sym = " (symmetric)" if self.symmetric else ""
@@ -311,3 +315,13 @@ class MultiRewrite:
         u2 = egraph.union(c2, root2)
         if plan.steps or u1 or u2:
             stats.applied += 1
+
+
+def _rebuild_multi(
+    name: str,
+    sources: Sequence[Pattern],
+    targets: Sequence[Pattern],
+    conditions: Sequence[RuleCondition],
+    symmetric: bool,
+) -> MultiRewrite:
+    return MultiRewrite(name, sources, targets, conditions, symmetric=symmetric)

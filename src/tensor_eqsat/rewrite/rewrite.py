@@ -21,7 +21,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tensor_eqsat.egraph.errors import MergeConflict
 from tensor_eqsat.rewrite.conditions import RuleCondition, condition_vars, holds, normalize_conditions
@@ -182,6 +182,10 @@ class Rewrite:
             parse_pattern(rhs, f"rule {name}: right-hand side"),
             conditions,
         )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Compiled closures do not pickle; a rule is rebuilt from its patterns instead.
+        return (Rewrite, (self.name, self.lhs, self.rhs, self.conditions))
 
     def __str__(self) -> str:
         cond = "".join(f" if {c}" for c in self.conditions)

@@ -182,3 +182,31 @@ def test_check_detects_a_broken_invariant():
     eg._num_enodes += 1
     with pytest.raises(AssertionError, match="node count"):
         eg.check()
+
+
+def test_egraphs_and_rules_pickle_for_worker_processes():
+    import pickle
+
+    from tensor_eqsat.ir import Graph
+    from tensor_eqsat.rewrite import MultiRewrite, Rewrite, apply_rule
+
+    g = Graph()
+    x = g.input((4, 4), name="x")
+    g.output(g.relu(g.matmul(x, g.weight((4, 2)))), g.matmul(x, g.weight((4, 3))))
+    eg = EGraph.from_graph(g)
+    fuse = Rewrite.parse("fuse", "(relu (matmul ?x ?w))", "(matmul activation=relu ?x ?w)")
+    body = "(split axis=1 sizes=[(dim ?a 1) (dim ?b 1)] (matmul ?x (concat axis=1 ?a ?b)))"
+    merge = MultiRewrite.parse(
+        "merge",
+        ("(matmul ?x ?a)", "(matmul ?x ?b)"),
+        (f"(get index=0 {body})", f"(get index=1 {body})"),
+        symmetric=True,
+    )
+    eg2, fuse2, merge2 = pickle.loads(pickle.dumps((eg, fuse, merge)))
+    assert str(fuse2) == str(fuse) and str(merge2) == str(merge)
+    assert eg2.content_hash() == eg.content_hash()
+    for e in (eg, eg2):
+        apply_rule(e, fuse)
+        apply_rule(e, merge2)
+        e.check()
+    assert eg2.content_hash() == eg.content_hash() and eg2.num_enodes == eg.num_enodes
