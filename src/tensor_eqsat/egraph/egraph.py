@@ -462,7 +462,10 @@ class EGraph:
     def reaches(self, src: int, dst: int) -> bool:
         """True if class ``src`` reaches class ``dst`` through one or more non-blacklisted edges.
 
-        Needs ``cycle_filter`` (heights prune the search to classes higher than ``dst``).
+        Needs ``cycle_filter``. Every class on such a path lies strictly between the two in
+        height, so the search runs from both ends inside that band, down from ``src`` through
+        children and up from ``dst`` through parents, always expanding the smaller frontier; it
+        stops when the two meet or either side is exhausted.
         """
         if not self.cycle_filter:
             raise ValueError("reaches() needs an e-graph built with cycle_filter=True")
@@ -470,26 +473,49 @@ class EGraph:
         src = find(src)
         dst = find(dst)
         height = self._height
+        hs = height[src]
         hd = height[dst]
-        if height[src] <= hd:
+        if hs <= hd:
             return False
         nodes = self._nodes
         class_nodes = self._class_nodes
+        parents = self._parents
+        node_class = self._node_class
         blacklist = self._blacklist
-        seen = {src}
-        stack = [src]
-        while stack:
-            c = stack.pop()
-            for nid in class_nodes[c]:
-                if nid in blacklist:
-                    continue
-                for ch in nodes[nid][2]:
-                    ch = find(ch)
-                    if ch == dst:
+        # With no rebuild pending, every live node's children are canonical already.
+        canonical = not self._pending
+        down_seen = {src}
+        down = [src]
+        up_seen = {dst}
+        up = [dst]
+        while down and up:
+            if len(down) <= len(up):
+                c = down.pop()
+                for nid in class_nodes[c]:
+                    if nid in blacklist:
+                        continue
+                    for ch in nodes[nid][2]:
+                        if not canonical:
+                            ch = find(ch)
+                        if ch in up_seen:
+                            return True
+                        if ch not in down_seen and height[ch] > hd:
+                            down_seen.add(ch)
+                            down.append(ch)
+            else:
+                c = up.pop()
+                for nid in parents[c]:
+                    if nid in blacklist:
+                        continue
+                    p = node_class[nid]
+                    if p < 0:
+                        continue
+                    p = find(p)
+                    if p in down_seen:
                         return True
-                    if ch not in seen and height[ch] > hd:
-                        seen.add(ch)
-                        stack.append(ch)
+                    if p not in up_seen and height[p] < hs:
+                        up_seen.add(p)
+                        up.append(p)
         return False
 
     def _cut(self, top: int, bottom: int) -> None:
