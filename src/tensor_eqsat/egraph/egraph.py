@@ -195,7 +195,7 @@ class EGraph:
                 eg._num_enodes += 1
         for a, b in pending_unions:
             eg._union_imported(a, b)
-        eg._roots = list(roots)
+        eg.roots = roots
         eg.rebuild()
         return eg
 
@@ -254,7 +254,7 @@ class EGraph:
         """Add ``node`` (or find it) and return its canonical class id.
 
         Raises whatever the analysis raises for an ill-typed node (ShapeError for tensors), before
-        changing anything; KeyError-free: unknown child ids raise IndexError.
+        changing anything. A child id that is not a class id raises IndexError.
         """
         return self._add_canonical(self.canonicalize(node))
 
@@ -811,8 +811,3 @@ class EGraph:
                 assert any(self._nodes[n][0] == op for n in self._class_nodes[c]), (
                     f"op index {op} lists class {c} without such a node"
                 )
-
-
-def ids_of(egraph: EGraph, classes: Sequence[int]) -> list[int]:
-    """Canonical ids of ``classes``."""
-    return [egraph.find(c) for c in classes]
