@@ -1,0 +1,115 @@
+"""``tensor-eqsat bench`` and ``tensor-eqsat report`` from the command line (in process)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pytest
+
+import tensor_eqsat
+from tensor_eqsat.bench import ResultsDB, RunRecord, Settings, build_grid
+from tensor_eqsat.cli import main
+
+TINY = ["--models", "nasrnn", "vgg", "--configs", "ocf-ilp", "tensat", "--seeds", "0-1"]
+TINY_SETTINGS = ["--budget", "2", "--node-limit", "300"]
+
+
+def _dry_run(capsys, *args: str) -> list[dict]:
+    assert main(["bench", *args, "--dry-run", "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_paper_grid_has_390_runs(capsys, tmp_path):
+    runs = _dry_run(capsys, "--paper", "--db", str(tmp_path / "r.sqlite"))
+    assert len(runs) == 390
+    assert runs[0] == {"model": "bert", "config": "dcf-dcf", "seed": 0}
+    assert {r["config"] for r in runs} == {"dcf-dcf", "dcf-ilp", "ocf-ocf", "ocf-ilp", "ilp-ilp", "tensat"}
+
+
+def test_flags_narrow_the_grid(capsys, tmp_path):
+    runs = _dry_run(capsys, *TINY, "--db", str(tmp_path / "r.sqlite"))
+    assert len(runs) == 8
+    runs = _dry_run(
+        capsys, "--paper", "--models", "vgg", "--configs", "all", "--db", str(tmp_path / "r.sqlite")
+    )
+    assert len(runs) == 7 * 5 and {r["model"] for r in runs} == {"vgg"}
+
+
+def test_dry_run_lists_only_runs_missing_from_the_database(capsys, tmp_path):
+    db_path = tmp_path / "r.sqlite"
+    settings = Settings(budget=2, node_limit=300, model_params={"nasrnn": {"steps": 2}})
+    grid = build_grid(["nasrnn", "vgg"], ["ocf-ilp", "tensat"], [0, 1], settings)
+    with ResultsDB(db_path) as db:
+        for exp in grid[:3]:
+            db.add_run(exp, RunRecord(1.0, 0.9, 10.0, 0.5, "node limit"))
+    args = [*TINY, *TINY_SETTINGS, "--model-param", "nasrnn:steps=2", "--db", str(db_path)]
+    runs = _dry_run(capsys, *args)
+    assert [(r["model"], r["config"], r["seed"]) for r in runs] == [
+        (e.model, e.config.name, e.seed) for e in grid[3:]
+    ]
+    # Other settings are other runs.
+    assert len(_dry_run(capsys, *TINY, "--db", str(db_path))) == 8
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "give --paper for the paper's grid, or --models"),
+        (["--models", "alexnet"], "unknown model 'alexnet'"),
+        (["--models", "vgg", "--configs", "ocf"], "unknown configuration 'ocf'"),
+        (["--models", "vgg", "--budget", "0"], "settings.budget"),
+        (["--models", "vgg", "--model-param", "steps=2"], "expected MODEL:KEY=VALUE"),
+        (["--models", "vgg", "--address", "auto"], "--address is for --backend ray"),
+    ],
+)
+def test_bad_arguments_fail_cleanly(capsys, tmp_path, args, message):
+    assert main(["bench", *args, "--db", str(tmp_path / "r.sqlite")]) == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.skipif(importlib.util.find_spec("ray") is not None, reason="ray is installed here")
+def test_ray_backend_without_ray_names_the_extra(capsys, tmp_path):
+    assert main(["bench", "--models", "vgg", "--backend", "ray", "--db", str(tmp_path / "r.sqlite")]) == 2
+    err = capsys.readouterr().err
+    assert "optional 'ray' extra" in err and "tensor-eqsat[ray]" in err
+    assert not (tmp_path / "r.sqlite").exists()
+
+
+def test_report_command_writes_tables(capsys, tmp_path):
+    db_path = tmp_path / "r.sqlite"
+    grid = build_grid(["nasrnn", "vgg"], ["ocf-ilp", "tensat"], [0, 1], Settings(budget=2))
+    with ResultsDB(db_path) as db:
+        for i, exp in enumerate(grid):
+            db.add_run(exp, RunRecord(2.0, 2.0 - 0.1 * i, 5.0 * i, 1.0, "node limit", {i: 1}))
+    assert main(["report", str(db_path), "-o", str(tmp_path / "out"), "--no-figures", "--json"]) == 0
+    files = json.loads(capsys.readouterr().out)
+    assert files["runs"] == 8 and files["figures"] == []
+    assert files["report"] == str(tmp_path / "out" / "report.md")
+    assert "| vgg | MCTS | - | Our greedy | ILP |" in (tmp_path / "out" / "report.md").read_text()
+    # Default output directory: beside the database.
+    assert main(["report", str(db_path), "--no-figures"]) == 0
+    assert str(tmp_path / "r_report" / "report.md") in capsys.readouterr().out
+
+
+def test_report_on_a_missing_database_fails_cleanly(capsys, tmp_path):
+    assert main(["report", str(tmp_path / "none.sqlite")]) == 2
+    assert "no such results database" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(
+    not hasattr(tensor_eqsat, "optimize"), reason="tensor_eqsat.optimize() is not in this build yet"
+)
+def test_bench_runs_the_real_optimizer_on_a_tiny_grid(capsys, tmp_path):
+    db_path = tmp_path / "r.sqlite"
+    args = ["bench", *TINY, *TINY_SETTINGS, "--db", str(db_path), "--json"]
+    assert main(args) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert (summary["finished"], summary["failed"]) == (8, 0)
+    with ResultsDB(db_path, create=False) as db:
+        runs = db.runs()
+    assert len(runs) == 8
+    for r in runs:
+        assert r.record.original_cost_ms > 0 and r.record.wall_s > 0
+    assert main(args) == 0
+    assert json.loads(capsys.readouterr().out)["skipped"] == 8
