@@ -200,3 +200,32 @@ def test_serialize_round_trip_gives_the_same_extractions(p: ExtractionProblem) -
     except ExtractionError:
         return
     assert GreedyDagExtractor().extract(q).choices == a.choices
+
+
+@given(problems(max_core=20, max_extra=20, blacklist_p=0.2))
+def test_components_are_mutual_reachability_and_ordered_children_first(p: ExtractionProblem) -> None:
+    n = p.num_classes
+    edges = [set() for _ in range(n)]
+    for node, ch in enumerate(p.node_children):
+        if not p.node_blacklisted[node]:
+            edges[p.node_class[node]].update(ch)
+    reach = [set(e) for e in edges]
+    changed = True
+    while changed:
+        changed = False
+        for c in range(n):
+            extra = set().union(*(reach[k] for k in reach[c])) - reach[c]
+            if extra:
+                reach[c] |= extra
+                changed = True
+    scc = p.scc
+    for a in range(n):
+        assert scc.cyclic[a] == (a in reach[a])
+        for b in range(n):
+            same = a == b or (b in reach[a] and a in reach[b])
+            assert (scc.comp[a] == scc.comp[b]) == same
+    pos = {c: i for i, c in enumerate(scc.order)}
+    assert sorted(pos) == list(range(n))
+    for c in range(n):
+        for k in edges[c]:
+            assert scc.comp[k] == scc.comp[c] or pos[k] < pos[c]

@@ -225,7 +225,7 @@ def combine(
     for k in ch:
         if not h:
             hk = hist.get(k)
-            h = dict(hk) if hk else {}
+            h = hk.copy() if hk else {}
             x = costs[k]
         elif k in h:
             x = 0.0
@@ -236,9 +236,11 @@ def combine(
             else:
                 # Entries are positive (only positive counts are recorded), so the authors'
                 # maximum starting at 0 equals the maximum over the overlap, or 0 without one.
-                overlap = hk.keys() & h.keys()
-                m = max(map(hk.__getitem__, overlap)) if overlap else 0.0
-                if len(overlap) < len(hk):
+                if hk.keys() <= h.keys():  # the common case: a sibling's sub-graph contains it
+                    m = max(hk.values())
+                else:
+                    overlap = hk.keys() & h.keys()
+                    m = max(map(hk.__getitem__, overlap)) if overlap else 0.0
                     new = hk.keys() - overlap
                     h.update(zip(new, map(hk.__getitem__, new), strict=True))
                 x = costs[k] - m

@@ -211,7 +211,7 @@ class ExtractionProblem:
     def scc(self) -> _Scc:
         """Strongly connected components of the class graph over non-blacklisted nodes."""
         if self._scc is None:
-            self._scc = _tarjan(self)
+            self._scc = _components(self)
         return self._scc
 
     @property
@@ -296,28 +296,60 @@ class _Scc:
         """Every class, children before parents except within a cyclic component."""
 
 
-def _tarjan(p: ExtractionProblem) -> _Scc:
-    """SCCs of the class graph over non-blacklisted nodes; components come out children first."""
+def _components(p: ExtractionProblem) -> _Scc:
+    """SCCs of the class graph over non-blacklisted nodes, children first.
+
+    Kahn's algorithm peels off every class not on or above a cycle (all of them, on an acyclic
+    e-graph) as a singleton component, cheaply; Tarjan then runs on what is left. Members of a
+    cyclic component are listed in class order.
+    """
     num_c = p.num_classes
     bl = p.node_blacklisted
     cs = p.child_sets
-    succ: list[list[int]] = []
+    node_class = p.node_class
+    pending = [0] * num_c
+    for n, ch in enumerate(cs):
+        if not bl[n]:
+            pending[node_class[n]] += len(ch)
+    ready = [c for c in range(num_c) if pending[c] == 0]
+    parents = p.parent_nodes
+    i = 0
+    while i < len(ready):
+        for n in parents[ready[i]]:
+            if not bl[n]:
+                c = node_class[n]
+                pending[c] -= 1
+                if pending[c] == 0:
+                    ready.append(c)
+        i += 1
+    comp = [-1] * num_c
+    for idx, c in enumerate(ready):
+        comp[c] = idx
+    components = [[c] for c in ready]
     cyclic = [False] * num_c
-    for c, nodes in enumerate(p.class_nodes):
-        out: dict[int, None] = {}
-        for n in nodes:
-            if bl[n]:
-                continue
-            for k in cs[n]:
-                if k == c:
+    if len(ready) < num_c:
+        rest = [c for c in range(num_c) if comp[c] < 0]
+        local = {c: j for j, c in enumerate(rest)}
+        succ: list[list[int]] = []
+        for c in rest:
+            out: dict[int, None] = {}
+            for n in p.class_nodes[c]:
+                if bl[n]:
+                    continue
+                for k in cs[n]:
+                    if k == c:
+                        cyclic[c] = True
+                    j = local.get(k)
+                    if j is not None:
+                        out[j] = None
+            succ.append(list(out))
+        for members in strongly_connected_components(succ)[1]:
+            classes = sorted(rest[j] for j in members)
+            for c in classes:
+                comp[c] = len(components)
+                if len(classes) > 1:
                     cyclic[c] = True
-                out[k] = None
-        succ.append(list(out))
-    comp, components = strongly_connected_components(succ)
-    for members in components:
-        if len(members) > 1:
-            for w in members:
-                cyclic[w] = True
+            components.append(classes)
     return _Scc(comp, components, cyclic)
 
 
