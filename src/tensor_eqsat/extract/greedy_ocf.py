@@ -96,6 +96,36 @@ class GreedyOcfExtractor:
         )
 
 
+class NodeHistory:
+    """A node's history as the authors' code builds it (a copy of its first contributing child's
+    history plus additions), kept as the shared child history and the additions until it is
+    stored, so that nodes that never become their class's best are never copied."""
+
+    __slots__ = ("_full", "base", "extra")
+
+    def __init__(self, base: History | None, extra: History) -> None:
+        self.base = base
+        self.extra = extra
+        self._full: History | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.base) or bool(self.extra)
+
+    def full(self) -> History:
+        """The history as one dict (built once)."""
+        if self._full is None:
+            if self.base is None:
+                self._full = self.extra
+            else:
+                full = self.base.copy()
+                full.update(self.extra)
+                self._full = full
+        return self._full
+
+
+_EMPTY = NodeHistory(None, {})
+
+
 class OcfState:
     """The cost function's state and egg's extractor loop over one problem."""
 
@@ -109,9 +139,9 @@ class OcfState:
         self.hist: dict[int, History] = {}
         self.cur = -1
         self.best_cur = math.inf
-        self.hist_cur: History = {}
+        self.hist_cur: NodeHistory = _EMPTY
         # Per class, the result of its latest pricing: (best cost, best history), for skipping.
-        self.cached: list[tuple[float, History] | None] = [None] * num_c
+        self.cached: list[tuple[float, NodeHistory] | None] = [None] * num_c
         # Classes whose child classes changed cost or history since their latest pricing.
         self.dirty = [True] * num_c
         self.pricings = 0
@@ -120,12 +150,15 @@ class OcfState:
         if self.cur != c:
             if self.hist_cur:
                 prev = self.cur
+                new = self.hist_cur.full()
                 old = self.hist.get(prev)
-                if old is not self.hist_cur:
-                    self.hist[prev] = self.hist_cur
-                    if old != self.hist_cur:
-                        for pc in self.p.parent_classes[prev]:
-                            self.dirty[pc] = True
+                if old is not new:
+                    self.hist[prev] = new
+                    if old != new:
+                        nc = self.p.node_class
+                        dirty = self.dirty
+                        for n in self.p.parent_nodes[prev]:
+                            dirty[nc[n]] = True
             self.cur = c
             self.best_cur = math.inf
 
@@ -137,7 +170,8 @@ class OcfState:
         children = p.node_children
         own = p.node_cost
         bl = p.node_blacklisted
-        parents = p.parent_classes
+        parents = p.parent_nodes
+        node_class = p.node_class
         cyclic = p.scc.cyclic
         costs = self.costs
         choices = self.choices
@@ -159,7 +193,7 @@ class OcfState:
                     continue
                 best: float | None = None
                 best_n = -1
-                best_h: History = {}
+                best_h = _EMPTY
                 cands: list[tuple[float, int]] = []
                 for n in class_nodes[c]:
                     if bl[n]:
@@ -202,8 +236,8 @@ class OcfState:
                 costs[c] = best
                 choices[c] = best_n
                 did_something = True
-                for pc in parents[c]:
-                    dirty[pc] = True
+                for q in parents[c]:
+                    dirty[node_class[q]] = True
         return sweeps
 
     def root_cost(self) -> float:
@@ -218,16 +252,22 @@ class OcfState:
 
 def combine(
     hist: dict[int, History], costs: Sequence[float], ch: Sequence[int], own_cost: float
-) -> tuple[History, float]:
-    """The paper's cost of a node with children ``ch``: (its history, its total)."""
+) -> tuple[NodeHistory, float]:
+    """The paper's cost of a node with children ``ch``: (its history, its total).
+
+    The node's history ``h`` is ``base`` (the first contributing child's stored history, shared,
+    never modified) plus ``extra`` (everything added after it).
+    """
     total = own_cost
-    h: History = {}
+    base: History | None = None
+    extra: History = {}
     for k in ch:
-        if not h:
+        if base is None and not extra:  # h is empty
             hk = hist.get(k)
-            h = hk.copy() if hk else {}
+            if hk:
+                base = hk
             x = costs[k]
-        elif k in h:
+        elif k in extra or (base is not None and k in base):
             x = 0.0
         else:
             hk = hist.get(k)
@@ -236,17 +276,19 @@ def combine(
             else:
                 # Entries are positive (only positive counts are recorded), so the authors'
                 # maximum starting at 0 equals the maximum over the overlap, or 0 without one.
-                if hk.keys() <= h.keys():  # the common case: a sibling's sub-graph contains it
+                new = hk.keys() - base.keys() if base is not None else set(hk)
+                if extra and new:
+                    new.difference_update(extra.keys())
+                if not new:  # the common case: a sibling's sub-graph contains it
                     m = max(hk.values())
                 else:
-                    overlap = hk.keys() & h.keys()
+                    overlap = hk.keys() - new
                     m = max(map(hk.__getitem__, overlap)) if overlap else 0.0
-                    new = hk.keys() - overlap
-                    h.update(zip(new, map(hk.__getitem__, new), strict=True))
+                    extra.update(zip(new, map(hk.__getitem__, new), strict=True))
                 x = costs[k] - m
                 if x < 0.0:
                     x = 0.0
         if x > 0.0:
-            h[k] = x
+            extra[k] = x
         total += x
-    return h, total
+    return NodeHistory(base, extra), total

@@ -52,7 +52,8 @@ def test_ocf_history_of_class_5_has_largest_constituent_3(appendix: ExtractionPr
     hist: dict[int, dict[int, float]] = {}
     costs: list[float] = [0.0] * appendix.num_classes
     for c in range(appendix.num_classes):  # classes are numbered children first here
-        hist[c], costs[c] = combine(hist, costs, appendix.node_children[c], 1.0)
+        h, costs[c] = combine(hist, costs, appendix.node_children[c], 1.0)
+        hist[c] = h.full()
     assert costs == [1.0, 2.0, 3.0, 3.0, 5.0, 5.0, 8.0]
     assert max(hist[4].values()) == 3.0
     assert hist[4] == {0: 1.0, 1: 2.0, 2: 3.0, 3: 1.0}
