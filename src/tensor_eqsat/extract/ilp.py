@@ -444,7 +444,7 @@ class IlpExtractor:
             status = SolveStatus.TIME_LIMIT if outcome.time_limit_hit else SolveStatus.HEURISTIC
             bound = None if outcome.dual_bound is None else outcome.dual_bound / model.scale
             lower = None if bound is None else min(best, max(bound, 0.0))
-        gap = None if lower is None else (best - lower) / best
+        gap = None if lower is None else (best - lower) / best if best > 0 else 0.0
         return self._result(problem, best_choices, best, start, status, gap, stats, lower)
 
     def _result(
