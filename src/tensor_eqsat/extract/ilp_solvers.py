@@ -97,6 +97,10 @@ def solve_scip(
     )
 
 
+_highs_threads: int | None = None
+"""The thread count HiGHS's process-wide pool was last used with."""
+
+
 def solve_highs(
     model: IlpModel, time_limit: float | None, threads: int, rel_gap: float, warm: Sequence[float]
 ) -> SolverOutcome:
@@ -128,6 +132,12 @@ def solve_highs(
     h.passModel(lp)
     if time_limit is not None:
         h.setOptionValue("time_limit", float(time_limit))
+    global _highs_threads
+    if _highs_threads is not None and threads != _highs_threads:
+        # HiGHS keeps one thread pool per process, sized on first use; a run asking for another
+        # size fails ("Not Set") unless the pool is rebuilt.
+        highspy.Highs.resetGlobalScheduler(True)
+    _highs_threads = threads
     h.setOptionValue("threads", threads)
     h.setOptionValue("mip_rel_gap", rel_gap)
     h.setOptionValue("random_seed", 0)
@@ -137,8 +147,10 @@ def solve_highs(
         sol.value_valid = True
         h.setSolution(sol)
     start = time.perf_counter()
-    h.run()
+    run_status = h.run()
     elapsed = time.perf_counter() - start
+    if run_status == highspy.HighsStatus.kError:
+        raise ExtractionError(f"ilp: HiGHS failed ({h.modelStatusToString(h.getModelStatus())})")
     ms = h.getModelStatus()
     info = h.getInfo()
     values = None

@@ -205,3 +205,12 @@ def test_config_rejects_bad_values(kwargs: dict[str, float], message: str) -> No
 def test_config_allows_no_time_limit() -> None:
     assert IlpConfig(time_limit=None).time_limit is None
     assert math.isclose(IlpConfig().time_limit or 0.0, 60.0)
+
+
+@pytest.mark.parametrize("backend", BACKENDS, ids=lambda b: b.value)
+def test_changing_thread_counts_between_solves(backend: IlpBackend, sharing: ExtractionProblem) -> None:
+    # HiGHS sizes one process-wide thread pool; a later solve with another size must still run.
+    for threads in (1, 2, 1):
+        r = ilp(backend, threads=threads).extract(sharing)
+        assert r.status is SolveStatus.OPTIMAL, r.stats
+        assert r.dag_cost() == pytest.approx(4.0)
