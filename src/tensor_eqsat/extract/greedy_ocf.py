@@ -101,11 +101,12 @@ class NodeHistory:
     history plus additions), kept as the shared child history and the additions until it is
     stored, so that nodes that never become their class's best are never copied."""
 
-    __slots__ = ("_full", "base", "extra")
+    __slots__ = ("_full", "base", "extra", "reuse_base")
 
-    def __init__(self, base: History | None, extra: History) -> None:
+    def __init__(self, base: History | None, extra: History, reuse_base: bool = False) -> None:
         self.base = base
         self.extra = extra
+        self.reuse_base = reuse_base
         self._full: History | None = None
 
     def __bool__(self) -> bool:
@@ -116,6 +117,10 @@ class NodeHistory:
         if self._full is None:
             if self.base is None:
                 self._full = self.extra
+            elif self.reuse_base:
+                # The child's history has no other reader left (see OcfState.run): extend it.
+                self.base.update(self.extra)
+                self._full = self.base
             else:
                 full = self.base.copy()
                 full.update(self.extra)
@@ -178,6 +183,14 @@ class OcfState:
         hist = self.hist
         cached = self.cached
         dirty = self.dirty
+        # On an acyclic e-graph swept children first, every class is priced exactly once, in the
+        # first sweep; a non-root class read by a single node then has a single reader of its
+        # history, and the reader's stored history may take over the dict instead of copying it.
+        sole_reader: list[bool] | None = None
+        if order_kind is ClassOrder.CHILDREN_FIRST and not p.has_cycles:
+            sole_reader = [len(ps) == 1 for ps in parents]
+            for r in p.roots:
+                sole_reader[r] = False
         sweeps = 0
         did_something = True
         while did_something:
@@ -206,7 +219,7 @@ class OcfState:
                         if self.cur != c:
                             self._switch(c)
                         self.pricings += 1
-                        h, total = combine(hist, costs, ch, own[n])  # type: ignore[arg-type]
+                        h, total = combine(hist, costs, ch, own[n], sole_reader)  # type: ignore[arg-type]
                         if total < self.best_cur:
                             self.hist_cur = h
                             self.best_cur = total
@@ -251,21 +264,28 @@ class OcfState:
 
 
 def combine(
-    hist: dict[int, History], costs: Sequence[float], ch: Sequence[int], own_cost: float
+    hist: dict[int, History],
+    costs: Sequence[float],
+    ch: Sequence[int],
+    own_cost: float,
+    sole_reader: Sequence[bool] | None = None,
 ) -> tuple[NodeHistory, float]:
     """The paper's cost of a node with children ``ch``: (its history, its total).
 
-    The node's history ``h`` is ``base`` (the first contributing child's stored history, shared,
-    never modified) plus ``extra`` (everything added after it).
+    The node's history ``h`` is ``base`` (the first contributing child's stored history, shared)
+    plus ``extra`` (everything added after it). ``sole_reader[k]`` says this node is the last
+    reader of class ``k``'s history, which may then become the node's own when it is stored.
     """
     total = own_cost
     base: History | None = None
+    base_class = -1
     extra: History = {}
     for k in ch:
         if base is None and not extra:  # h is empty
             hk = hist.get(k)
             if hk:
                 base = hk
+                base_class = k
             x = costs[k]
         elif k in extra or (base is not None and k in base):
             x = 0.0
@@ -291,4 +311,6 @@ def combine(
         if x > 0.0:
             extra[k] = x
         total += x
-    return NodeHistory(base, extra), total
+    return NodeHistory(
+        base, extra, sole_reader is not None and base_class >= 0 and sole_reader[base_class]
+    ), total
