@@ -251,3 +251,24 @@ def test_greedy_ocf_matches_reference_on_acyclic_and_tensor_like_egraphs(
         r = GreedyOcfExtractor(order=order).extract(p)
         assert list(r.choices) == choices
         assert close(r.reported_cost, reported)
+
+
+@pytest.mark.slow
+@settings(max_examples=10)
+@given(seeds, st.booleans())
+def test_larger_tensor_like_egraphs_all_extractors(seed: int, cycles: bool) -> None:
+    """Tensor-shaped e-graphs of 600 e-nodes: validity, bounds, and both ILP backends agree."""
+    from tensor_eqsat.extract.synthetic import tensor_like_problem
+
+    p = tensor_like_problem(600, seed=seed % 10_000, cycles=cycles)
+    results = run_all(p, time_limit=120.0)
+    assert results is not None
+    for r in results.values():
+        r.check()
+    ilp = results["ilp"]
+    assert ilp.status is SolveStatus.OPTIMAL
+    for r in results.values():
+        assert ilp.dag_cost() <= r.dag_cost() * (1 + REL) + 1e-9
+    highs = IlpExtractor(IlpConfig(backend=IlpBackend.HIGHS, time_limit=120.0)).extract(p)
+    assert highs.status is SolveStatus.OPTIMAL
+    assert close(highs.dag_cost(), ilp.dag_cost())
