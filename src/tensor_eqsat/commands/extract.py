@@ -3,8 +3,8 @@
 Reads any e-graph in egraph-serialize JSON (as written by egg, egglog or extraction-gym, with
 any op strings and given costs), runs one extractor, validates its answer, and prints the
 DAG cost, tree cost, the extractor's own estimate, the time, and for ILP the status and gap.
-With ``--json`` the same goes to stdout as JSON (with the chosen node per class); ``-o`` writes
-that JSON to a file.
+The result goes to stdout: a table for people, or with ``--json`` the same as JSON (with the
+chosen node per class) and nothing else; ``-o`` also writes that JSON to a file.
 """
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ import json
 from pathlib import Path
 
 from rich.table import Table
+from rich.text import Text
 
-from tensor_eqsat.commands._common import print_json, stderr
+from tensor_eqsat.commands._common import print_json, stderr, stdout
 from tensor_eqsat.errors import FormatError
 from tensor_eqsat.extract.ilp import IlpBackend, IlpConfig
 from tensor_eqsat.extract.registry import ExtractorKind, make_extractor
@@ -78,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(data)
         return 0
-    table = Table(title=f"{args.file}: {problem.num_nodes} e-nodes, {problem.num_classes} e-classes")
+    # Text: file names, class and node ids are shown literally, never read as rich markup.
+    table = Table(title=Text(f"{args.file}: {problem.num_nodes} e-nodes, {problem.num_classes} e-classes"))
     table.add_column("extractor")
     table.add_column("dag_cost", justify="right")
     table.add_column("tree_cost", justify="right")
@@ -95,13 +97,14 @@ def run(args: argparse.Namespace) -> int:
         result.status.value,
         "" if result.gap is None else f"{result.gap:.2%}",
     )
-    stderr.print(table)
+    stdout.print(table)
     choices = data["choices"]
     if len(choices) <= _SHOW_CHOICES:
         for cls, node in choices.items():
-            stderr.print(f"  {cls} -> {node} ({problem.node_op[node_index[node]]})")
+            line = f"  {cls} -> {node} ({problem.node_op[node_index[node]]})"
+            stdout.print(line, markup=False, highlight=False)
     else:
-        stderr.print(f"  {len(choices)} chosen e-nodes (see --json or -o for all of them)")
+        stdout.print(f"  {len(choices)} chosen e-nodes (see --json or -o for all of them)", highlight=False)
     if args.output:
-        stderr.print(f"wrote {args.output}")
+        stderr.print(f"wrote {args.output}", markup=False, highlight=False)
     return 0
