@@ -21,6 +21,7 @@ Usage (an e-graph and a cost model from their own modules)::
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -112,7 +113,9 @@ def problem_from_egraph(
     node_bl: list[bool] = []
     node_keys: list[Hashable] = []
     enodes: list[Any] = []
+    class_nodes: list[tuple[int, ...]] = []
     for ci, cls in enumerate(classes):
+        start = len(enodes)
         for pos, node in enumerate(cls.nodes):
             try:
                 ch = tuple([index[k] for k in node.children])
@@ -123,21 +126,29 @@ def problem_from_egraph(
             if not ch or node.op == PROJECTION:
                 cost = 0.0
             else:
-                all_w = all(flags[k] for k in ch)
+                all_w = all([flags[k] for k in ch])
                 key = (node, all_w)
                 cached = costs.get(key)
                 if cached is None:
                     in_shapes = tuple([_single(shapes[k], node, cls.id) for k in ch])
-                    cached = costs[key] = float(cost_model.op_cost(node.op, node.attrs, in_shapes, all_w))
+                    cached = float(cost_model.op_cost(node.op, node.attrs, in_shapes, all_w))
+                    if not (math.isfinite(cached) and cached >= 0.0):
+                        raise ExtractionError(
+                            f"e-node {node} of e-class {cls.id}: cost model returned {cached!r}"
+                        )
+                    costs[key] = cached
                 cost = cached
             node_class.append(ci)
             node_children.append(ch)
             node_cost.append(cost)
             node_op.append(node.op)
-            node_bl.append(node in blacklist)
-            node_keys.append(f"{cls.id}.{pos}")
+            node_bl.append(node in blacklist if blacklist else False)
+            node_keys.append((cls.id, pos))
             enodes.append(node)
-    roots = []
+        if len(enodes) == start:
+            raise ExtractionError(f"e-class {cls.id} has no e-nodes")
+        class_nodes.append(tuple(range(start, len(enodes))))
+    roots: list[int] = []
     for r in egraph.roots:
         if r not in index:
             raise ExtractionError(f"root e-class {r} is not an e-class of the e-graph")
@@ -145,15 +156,17 @@ def problem_from_egraph(
             roots.append(index[r])
     if not roots:
         raise ExtractionError("the e-graph has no roots")
-    problem = ExtractionProblem(
-        class_keys=[cls.id for cls in classes],
+    # Every index, cost and root was checked above: adopt the lists without a second pass.
+    problem = ExtractionProblem.trusted(
+        class_keys=tuple([cls.id for cls in classes]),
+        class_nodes=tuple(class_nodes),
         node_class=node_class,
         node_children=node_children,
         node_cost=node_cost,
-        roots=roots,
         node_op=node_op,
         node_blacklisted=node_bl,
-        node_keys=node_keys,
+        node_keys=tuple(node_keys),
+        roots=tuple(roots),
     )
     return EGraphProblem(problem, egraph, enodes)
 

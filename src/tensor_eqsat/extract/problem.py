@@ -143,6 +143,41 @@ class ExtractionProblem:
         if validate:
             self._validate()
 
+    @classmethod
+    def trusted(
+        cls,
+        *,
+        class_keys: tuple[Hashable, ...],
+        class_nodes: tuple[tuple[int, ...], ...],
+        node_class: list[int],
+        node_children: list[tuple[int, ...]],
+        node_cost: list[float],
+        node_op: list[str],
+        node_blacklisted: list[bool],
+        node_keys: tuple[Hashable, ...],
+        roots: tuple[int, ...],
+    ) -> ExtractionProblem:
+        """Adopt lists that are valid by construction, without copying or checking them.
+
+        For adapters on hot paths (a search rebuilds the problem after every step); the caller
+        hands the lists over and guarantees every invariant the constructor would check.
+        """
+        self = cls.__new__(cls)
+        self.class_keys = class_keys
+        self._class_nodes = class_nodes
+        self.node_class = node_class
+        self.node_children = node_children
+        self.node_cost = node_cost
+        self.node_op = node_op
+        self.node_blacklisted = node_blacklisted
+        self.node_keys = node_keys
+        self.roots = roots
+        self._child_sets = None
+        self._parent_nodes = None
+        self._parent_classes = None
+        self._scc = None
+        return self
+
     # -- basic accessors -------------------------------------------------------------------------
 
     @property

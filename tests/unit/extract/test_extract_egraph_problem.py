@@ -77,7 +77,8 @@ def test_costs_come_from_the_cost_model_with_child_shapes_and_weight_flags() -> 
     assert p.class_keys == (10, 11, 12, 13, 14, 15, 16)
     assert p.node_cost == [0.0, 0.0, 5.0, 2.0, 1.0, 0.0, 0.0, 0.5]
     assert p.node_blacklisted == [False, False, False, False, True, False, False, False]
-    assert p.node_op[4] == "matmul2" and p.node_keys[4] == "13.1"
+    assert p.node_op[4] == "matmul2" and p.node_keys[4] == (13, 1)
+    assert p.class_nodes[3] == (3, 4)
     # Leaves and the get projection are never priced; the rest with their inputs' shapes.
     assert model.calls == [
         ("transpose", ((1, 0),), ((3, 3),), True),
@@ -126,6 +127,22 @@ def test_unknown_child_and_missing_roots_are_rejected() -> None:
         problem_from_egraph(eg, RecordingCost())
     eg.roots = [42]
     with pytest.raises(ExtractionError, match="root e-class 42 is not an e-class"):
+        problem_from_egraph(eg, RecordingCost())
+
+
+def test_bad_cost_from_the_model_is_rejected() -> None:
+    class Negative(RecordingCost):
+        def op_cost(self, op: str, attrs: Any, in_shapes: Sequence[Any], all_weights: bool) -> float:
+            return -1.0 if op == "relu" else 1.0
+
+    with pytest.raises(ExtractionError, match=r"relu.*cost model returned -1\.0"):
+        problem_from_egraph(FakeEGraph(), Negative())
+
+
+def test_empty_class_is_rejected() -> None:
+    eg = FakeEGraph()
+    eg.class_list[0] = Cls(10, (), Data(((2, 3),), False))
+    with pytest.raises(ExtractionError, match="e-class 10 has no e-nodes"):
         problem_from_egraph(eg, RecordingCost())
 
 
