@@ -2,16 +2,25 @@
 
 Usage::
 
-    PYTHONPATH=src python benchmarks/extract.py [--sizes 500 2000 5000] [--repeats 15]
-        [--ilp-time-limit 60] [--backends scip highs] [--cycles] [--seed 1] [--json]
+    PYTHONPATH=src python benchmarks/extract.py [--source zoo|synthetic] [--models resnet50 ...]
+        [--sizes 500 2000 5000] [--repeats 15] [--ilp-time-limit 60] [--backends scip highs]
+        [--cost-model SPEC] [--cycles] [--seed 1] [--json]
 
-E-graphs: synthetic tensor-graph-shaped e-graphs (:func:`tensor_eqsat.extract.synthetic.
-tensor_like_problem`: residual and inception blocks, fused, merged and re-costed alternatives;
-``--cycles`` adds split/concat aliases) of about the requested number of e-nodes. Each timing
+E-graphs (``--source``):
+
+- ``zoo`` (default): each zoo model's initial e-graph saturated by the TENSAT-style runner with
+  the paper's rules (the model's k_multi, node_multi = the size) until it reaches the node limit
+  ``--sizes`` (or saturates), priced by the cost model;
+- ``synthetic``: tensor-graph-shaped random e-graphs (:func:`tensor_eqsat.extract.synthetic.
+  tensor_like_problem`: residual and inception blocks, fused, merged and re-costed alternatives;
+  ``--cycles`` adds split/concat aliases) of about the requested number of e-nodes.
+
+Each timing
 builds a fresh :class:`ExtractionProblem` first (not timed) so that the derived facts an
 extraction needs (distinct children, parents, components) are computed inside the timed call, as
 they are for every extraction during a search. Reported: median and minimum over the repeats
-(the minimum is the least disturbed by other load on the machine), the extractor's own estimate
+(the minimum is the least disturbed by other load on the machine) of the wall time, the median
+of the process CPU time (which other processes disturb less), the extractor's own estimate
 and the DAG cost of its choice; for the ILP one solve per backend, with its status, time, gap and
 DAG cost.
 """
@@ -20,15 +29,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import statistics
 import sys
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from tensor_eqsat.extract import ExtractionProblem, IlpBackend, IlpConfig, IlpExtractor, make_extractor
 from tensor_eqsat.extract.synthetic import tensor_like_problem
 
 GREEDY = ("greedy-tree", "greedy-ocf", "greedy-dag")
+
+log = logging.getLogger("benchmarks.extract")
 
 
 def fresh(p: ExtractionProblem) -> ExtractionProblem:
@@ -63,15 +76,19 @@ def bench_problem(
     row["build_ms"] = statistics.median(builds) * 1e3
     for kind in GREEDY:
         times = []
+        cpu = []
         for _ in range(repeats):
             q = fresh(p)
             t = time.perf_counter()
+            c = time.process_time()
             r = make_extractor(kind).extract(q)
+            cpu.append(time.process_time() - c)
             times.append(time.perf_counter() - t)
         r.check()
         row[kind] = {
             "median_ms": statistics.median(times) * 1e3,
             "min_ms": min(times) * 1e3,
+            "cpu_median_ms": statistics.median(cpu) * 1e3,
             "reported": r.reported_cost,
             "dag_cost": r.dag_cost(),
         }
@@ -95,8 +112,50 @@ def bench_problem(
     return row
 
 
+def zoo_problems(
+    models: list[str], sizes: list[int], cost_spec: str | None
+) -> Iterator[tuple[str, ExtractionProblem]]:
+    """(name, problem) of each model's e-graph saturated up to each node limit."""
+    from tensor_eqsat import zoo
+    from tensor_eqsat.cost import parse_cost_model
+    from tensor_eqsat.egraph import EGraph
+    from tensor_eqsat.extract.egraph_problem import problem_from_egraph
+    from tensor_eqsat.rewrite.multi import MultiRewrite
+    from tensor_eqsat.rewrite.rewrite import Rewrite
+    from tensor_eqsat.search.runner import Runner
+
+    try:
+        from tensor_eqsat.rules import load_rule_set
+    except ImportError:
+        raise SystemExit(
+            "--source zoo needs the paper's rule set (tensor_eqsat.rules); try --source synthetic"
+        ) from None
+
+    rules = load_rule_set("taso")
+    single = [Rewrite(r.name, r.lhs[0], r.rhs[0], r.conditions) for r in rules.single]
+    multi = [MultiRewrite(r.name, r.lhs, r.rhs, r.conditions, symmetric=r.symmetric) for r in rules.multi]
+    cost_model = parse_cost_model(cost_spec) if cost_spec else parse_cost_model()
+    for name in models:
+        for size in sizes:
+            egraph = EGraph.from_graph(zoo.get(name))
+            runner = Runner(
+                single,
+                multi,
+                node_limit=size,
+                node_multi=size,
+                k_multi=zoo.info(name).k_multi,
+                time_limit=300.0,
+            )
+            report = runner.run(egraph)
+            log.info("%s: %d e-nodes (%s)", name, egraph.num_enodes, report.stop_reason.value)
+            yield f"{name}-{size}", problem_from_egraph(egraph, cost_model).problem
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--source", choices=["zoo", "synthetic"], default="zoo")
+    ap.add_argument("--models", nargs="+", default=["resnet50", "inceptionv3", "bert", "nasneta"])
+    ap.add_argument("--cost-model", default=None, metavar="SPEC")
     ap.add_argument("--sizes", type=int, nargs="+", default=[500, 2000, 5000])
     ap.add_argument("--repeats", type=int, default=15)
     ap.add_argument("--seed", type=int, default=1)
@@ -107,9 +166,17 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     backends = [IlpBackend(b) for b in args.backends]
     rows = []
-    for size in args.sizes:
-        p = tensor_like_problem(size, seed=args.seed, cycles=args.cycles)
-        name = f"synthetic-{size}{'-cyclic' if args.cycles else ''}"
+    if args.source == "zoo":
+        problems: Iterator[tuple[str, ExtractionProblem]] = zoo_problems(
+            args.models, args.sizes, args.cost_model
+        )
+    else:
+        suffix = "-cyclic" if args.cycles else ""
+        problems = (
+            (f"synthetic-{size}{suffix}", tensor_like_problem(size, seed=args.seed, cycles=args.cycles))
+            for size in args.sizes
+        )
+    for name, p in problems:
         rows.append(bench_problem(name, p, args.repeats, backends, args.ilp_time_limit))
         if not args.json:
             print_row(rows[-1])
@@ -129,6 +196,7 @@ def print_row(row: dict[str, Any]) -> None:
         g = row[kind]
         print(
             f"  {kind:12s} median {g['median_ms']:7.1f} ms  min {g['min_ms']:7.1f} ms  "
+            f"cpu median {g['cpu_median_ms']:7.1f} ms  "
             f"reported {g['reported']:.6g}  dag {g['dag_cost']:.6g}"
         )
     for key, ilp in row.items():
