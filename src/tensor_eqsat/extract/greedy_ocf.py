@@ -55,6 +55,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from tensor_eqsat.extract.guard import closes_cycle
 from tensor_eqsat.extract.problem import ClassOrder, ExtractionError, ExtractionProblem
@@ -96,39 +97,35 @@ class GreedyOcfExtractor:
         )
 
 
-class NodeHistory:
-    """A node's history as the authors' code builds it (a copy of its first contributing child's
-    history plus additions), kept as the shared child history and the additions until it is
-    stored, so that nodes that never become their class's best are never copied."""
-
-    __slots__ = ("_full", "base", "extra", "reuse_base")
-
-    def __init__(self, base: History | None, extra: History, reuse_base: bool = False) -> None:
-        self.base = base
-        self.extra = extra
-        self.reuse_base = reuse_base
-        self._full: History | None = None
-
-    def __bool__(self) -> bool:
-        return bool(self.base) or bool(self.extra)
-
-    def full(self) -> History:
-        """The history as one dict (built once)."""
-        if self._full is None:
-            if self.base is None:
-                self._full = self.extra
-            elif self.reuse_base:
-                # The child's history has no other reader left (see OcfState.run): extend it.
-                self.base.update(self.extra)
-                self._full = self.base
-            else:
-                full = self.base.copy()
-                full.update(self.extra)
-                self._full = full
-        return self._full
+# A node's history as the authors' code builds it (a copy of its first contributing child's
+# history plus additions) is kept as ``[base, extra, reuse, full]``: the shared stored history
+# of that child (or None), the additions, whether the node may take the child's dict over, and
+# the dict built once when the history is stored. Nodes that never become their class's best
+# are therefore never copied. (A list, not a class: one is made per pricing.)
+NodeHistory = list[Any]
+_BASE, _EXTRA, _REUSE, _FULL = 0, 1, 2, 3
 
 
-_EMPTY = NodeHistory(None, {})
+def _is_empty(nh: NodeHistory) -> bool:
+    return not nh[_BASE] and not nh[_EXTRA]
+
+
+def _full(nh: NodeHistory) -> History:
+    """The node history as one dict (built once)."""
+    full = nh[_FULL]
+    if full is None:
+        base, extra = nh[_BASE], nh[_EXTRA]
+        if base is None:
+            full = extra
+        elif nh[_REUSE]:
+            # The child's history has no other reader left (see OcfState.run): extend it.
+            base.update(extra)
+            full = base
+        else:
+            full = base.copy()
+            full.update(extra)
+        nh[_FULL] = full
+    return full
 
 
 class OcfState:
@@ -144,7 +141,7 @@ class OcfState:
         self.hist: dict[int, History] = {}
         self.cur = -1
         self.best_cur = math.inf
-        self.hist_cur: NodeHistory = _EMPTY
+        self.hist_cur: NodeHistory = [None, {}, False, None]
         # Per class, the result of its latest pricing: (best cost, best history), for skipping.
         self.cached: list[tuple[float, NodeHistory] | None] = [None] * num_c
         # Classes whose child classes changed cost or history since their latest pricing.
@@ -152,20 +149,22 @@ class OcfState:
         self.pricings = 0
 
     def _switch(self, c: int) -> None:
-        if self.cur != c:
-            if self.hist_cur:
-                prev = self.cur
-                new = self.hist_cur.full()
-                old = self.hist.get(prev)
-                if old is not new:
-                    self.hist[prev] = new
-                    if old != new:
-                        nc = self.p.node_class
-                        dirty = self.dirty
-                        for n in self.p.parent_nodes[prev]:
-                            dirty[nc[n]] = True
-            self.cur = c
-            self.best_cur = math.inf
+        """A call for class ``c`` after one for another class: store the previous class's best
+        history (if non-empty) and reset the best cost."""
+        hc = self.hist_cur
+        if hc[_BASE] or hc[_EXTRA]:
+            prev = self.cur
+            new = _full(hc)
+            old = self.hist.get(prev)
+            if old is not new:
+                self.hist[prev] = new
+                if old != new:
+                    nc = self.p.node_class
+                    dirty = self.dirty
+                    for n in self.p.parent_nodes[prev]:
+                        dirty[nc[n]] = True
+        self.cur = c
+        self.best_cur = math.inf
 
     def run(self, order_kind: ClassOrder = ClassOrder.CHILDREN_FIRST) -> int:
         """egg's find_costs; returns the number of sweeps."""
@@ -191,6 +190,7 @@ class OcfState:
             sole_reader = [len(ps) == 1 for ps in parents]
             for r in p.roots:
                 sole_reader[r] = False
+        pricings = 0
         sweeps = 0
         did_something = True
         while did_something:
@@ -206,7 +206,7 @@ class OcfState:
                     continue
                 best: float | None = None
                 best_n = -1
-                best_h = _EMPTY
+                best_h: NodeHistory | None = None
                 cands: list[tuple[float, int]] = []
                 for n in class_nodes[c]:
                     if bl[n]:
@@ -218,7 +218,7 @@ class OcfState:
                     else:
                         if self.cur != c:
                             self._switch(c)
-                        self.pricings += 1
+                        pricings += 1
                         h, total = combine(hist, costs, ch, own[n], sole_reader)  # type: ignore[arg-type]
                         if total < self.best_cur:
                             self.hist_cur = h
@@ -232,7 +232,7 @@ class OcfState:
                 if best is None:
                     continue
                 # What pricing this class afresh gives; replayed while its inputs stay unchanged.
-                cached[c] = (best, best_h)
+                cached[c] = (best, best_h)  # type: ignore[assignment]
                 old = costs[c]
                 if old is not None and not best < old:
                     continue
@@ -251,6 +251,7 @@ class OcfState:
                 did_something = True
                 for q in parents[c]:
                     dirty[node_class[q]] = True
+        self.pricings = pricings
         return sweeps
 
     def root_cost(self) -> float:
@@ -272,9 +273,10 @@ def combine(
 ) -> tuple[NodeHistory, float]:
     """The paper's cost of a node with children ``ch``: (its history, its total).
 
-    The node's history ``h`` is ``base`` (the first contributing child's stored history, shared)
-    plus ``extra`` (everything added after it). ``sole_reader[k]`` says this node is the last
-    reader of class ``k``'s history, which may then become the node's own when it is stored.
+    ``hist`` holds the stored histories. The node's history ``h`` is ``base`` (the first
+    contributing child's stored history, shared) plus ``extra`` (everything added after it).
+    ``sole_reader[k]`` says this node is the last reader of class ``k``'s history, which may
+    then become the node's own when it is stored.
     """
     total = own_cost
     base: History | None = None
@@ -294,23 +296,29 @@ def combine(
             if hk is None:
                 x = costs[k]
             else:
-                # Entries are positive (only positive counts are recorded), so the authors'
-                # maximum starting at 0 equals the maximum over the overlap, or 0 without one.
-                new = hk.keys() - base.keys() if base is not None else set(hk)
-                if extra and new:
-                    new.difference_update(extra.keys())
-                if not new:  # the common case: a sibling's sub-graph contains it
-                    m = max(hk.values())
+                # The authors' loop, literally: the largest value among entries already in h
+                # (starting at 0), and every other entry added. A plain loop beats set
+                # operations here, which hash every key of both histories.
+                m = 0.0
+                if base is None:
+                    for key, value in hk.items():
+                        if key in extra:
+                            if value > m:
+                                m = value
+                        else:
+                            extra[key] = value
                 else:
-                    overlap = hk.keys() - new
-                    m = max(map(hk.__getitem__, overlap)) if overlap else 0.0
-                    extra.update(zip(new, map(hk.__getitem__, new), strict=True))
+                    for key, value in hk.items():
+                        if key in base or key in extra:
+                            if value > m:
+                                m = value
+                        else:
+                            extra[key] = value
                 x = costs[k] - m
                 if x < 0.0:
                     x = 0.0
         if x > 0.0:
             extra[k] = x
         total += x
-    return NodeHistory(
-        base, extra, sole_reader is not None and base_class >= 0 and sole_reader[base_class]
-    ), total
+    reuse = sole_reader is not None and base_class >= 0 and sole_reader[base_class]
+    return [base, extra, reuse, None], total

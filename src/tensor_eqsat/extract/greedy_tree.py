@@ -78,7 +78,8 @@ def tree_fixpoint(
     children = p.node_children
     own = p.node_cost
     bl = p.node_blacklisted
-    parents = p.parent_classes
+    parents = p.parent_nodes
+    node_class = p.node_class
     cyclic = p.scc.cyclic
     costs: list[float | None] = [None] * num_c
     choices = [-1] * num_c
@@ -127,6 +128,6 @@ def tree_fixpoint(
             costs[c] = best
             choices[c] = best_n
             did_something = True
-            for pc in parents[c]:
-                dirty[pc] = True
+            for q in parents[c]:
+                dirty[node_class[q]] = True
     return costs, choices, sweeps

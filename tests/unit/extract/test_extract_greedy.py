@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tensor_eqsat.extract.greedy_dag import GreedyDagExtractor
-from tensor_eqsat.extract.greedy_ocf import GreedyOcfExtractor, combine
+from tensor_eqsat.extract.greedy_ocf import GreedyOcfExtractor, _full, combine
 from tensor_eqsat.extract.greedy_tree import GreedyTreeExtractor
 from tensor_eqsat.extract.problem import ClassOrder, ExtractionError, ExtractionProblem, ProblemBuilder
 from tensor_eqsat.extract.registry import ExtractorKind, Optimality, extract, make_extractor, parse_kind
@@ -53,7 +53,7 @@ def test_ocf_history_of_class_5_has_largest_constituent_3(appendix: ExtractionPr
     costs: list[float] = [0.0] * appendix.num_classes
     for c in range(appendix.num_classes):  # classes are numbered children first here
         h, costs[c] = combine(hist, costs, appendix.node_children[c], 1.0)
-        hist[c] = h.full()
+        hist[c] = _full(h)
     assert costs == [1.0, 2.0, 3.0, 3.0, 5.0, 5.0, 8.0]
     assert max(hist[4].values()) == 3.0
     assert hist[4] == {0: 1.0, 1: 2.0, 2: 3.0, 3: 1.0}
