@@ -1,21 +1,27 @@
 """Concrete shapes for a rule's variables under which every node of the rule type-checks.
 
-The verifier needs instantiations: a shape for every tensor variable (and a value for every
-attribute variable) such that every op of every side is well-typed and every condition holds.
-They are found by randomized depth-first search over a small shape space (ranks 0-4, dims from
-a handful of small values), with the op registry's own shape inference as the only oracle:
+The verifier needs instances: a shape for every tensor variable (and a value for every attribute
+variable) such that every op of every side is well-typed and every condition holds. The op
+registry's own shape inference is the only oracle; nothing here knows what an op requires.
 
-1. Variables are ordered so that each one completes as many nodes as possible (a variable that
-   shares nodes with the already-chosen ones comes first).
-2. Each node and condition is checked at the level of its last variable, so a bad choice is
-   rejected as soon as it can be judged.
-3. Candidate shapes are tried in random order, rank first (uniformly) and dims second, so the
-   search reaches broadcasting cases (rank 0-1 operands, dims of 1) as often as plain ones.
-4. Each search has a budget of node checks; several seeded searches give distinct instances.
+1. **Rank probe.** A cheap search in which every variable has all dims 1, 2 or 4 lists the rank
+   combinations under which the rule type-checks (conv rules: all 4-D; ewadd rules: many).
+2. **Base instances.** Randomized depth-first search, one variable at a time, with a rank vector
+   from the probe. Variables are ordered so that each completes as many checks as possible; each
+   node and condition is checked as soon as its last variable is set. Candidates come in tiers:
+   shapes already present (operands, intermediate results), shapes one step from them, random
+   ones two steps away, then the whole space (ranks 0-4, dims 1, 2, 3, 4, 6). Conflict-directed
+   backjumping skips variables that cannot have caused a failure; a variable whose first 60
+   candidates all fail gives up, and short searches are restarted.
+3. **Edits.** Each base instance is edited systematically (dims set to 1, doubled, tripled or
+   changed; leading dims dropped or added; alone and in pairs) and then randomly (dims renamed
+   consistently). Broadcasting and group counts are where rules go wrong, and edits reach them
+   at the cost of one cached check each.
 
 Alternatives rejected: symbolic unification of dims would need a second, parallel table of shape
 constraints per op (what the registry's ``infer`` already says); pure random sampling almost
-never satisfies the equalities of concat- and conv-heavy rules.
+never satisfies the equalities of concat- and conv-heavy rules, and plain backtracking thrashes
+when an early variable has the wrong rank.
 """
 
 from __future__ import annotations
@@ -176,17 +182,6 @@ def holds(cond: Condition, inst: Instance) -> bool:
     return check_condition(cond, inst.attrs, inst.shapes.__getitem__)
 
 
-def type_checks(rule: RuleSpec, inst: Instance) -> bool:
-    """Whether every node of every side type-checks and every condition holds."""
-    memo: dict[Pattern, tuple[Shape, ...]] = {}
-    try:
-        for p in (*rule.lhs, *rule.rhs):
-            _shapes(p, inst, memo)
-    except InvalidInstance:
-        return False
-    return all(holds(c, inst) for c in rule.conditions)
-
-
 # ---------------------------------------------------------------------------------------------
 # The search
 # ---------------------------------------------------------------------------------------------
@@ -305,6 +300,16 @@ class InstanceSearch:
     True
     """
 
+    NEAR_DRAWS = 48
+    """Random shapes two steps from the known ones, tried after the one-step ones."""
+    SCAN_LIMIT = 400
+    """Shapes drawn from the whole space, at most, after the near ones."""
+    PATIENCE = 60
+    """A variable whose candidates fail this many times in a row is usually blocked by an
+    earlier choice: give up on it (incomplete, but searches are short and restarted)."""
+    PAIR_BASES = 2
+    """Base instances that also get pair edits; they are many, two bases suffice."""
+
     def __init__(self, rule: RuleSpec, space: ShapeSpace | None = None) -> None:
         self.rule = rule
         self.space = space or ShapeSpace()
@@ -340,12 +345,6 @@ class InstanceSearch:
         # no node can judge on its own (a conv input before its weight) stops wasting searches on
         # ranks that never work, while every rank stays reachable.
         self._rank_weights = {v: dict.fromkeys(self.space.ranks, 1.0) for v in self.order}
-        self.near_draws = 48
-        self.scan_limit = 400
-        # A variable whose first candidates all fail is usually blocked by an earlier choice:
-        # give up on it after this many failures in a row (incomplete, but searches restart).
-        self.patience = 60
-        self.pair_bases = 2
 
     def _attr_domains(self) -> dict[str, list[Any]]:
         """Candidate values for each attribute variable, from the attribute it binds on the left."""
@@ -407,7 +406,7 @@ class InstanceSearch:
     ) -> Iterator[Any]:
         """Candidates for one variable, in tiers: (half the time) the shapes already known
         themselves; the shapes one step from them (:func:`_near`); random shapes two steps away;
-        then up to ``scan_limit`` shapes from the whole space, ranks drawn by ``weights``."""
+        then up to :attr:`SCAN_LIMIT` shapes from the whole space, ranks drawn by ``weights``."""
         if var in self.attr_domains:
             values = list(self.attr_domains[var])
             rng.shuffle(values)
@@ -429,7 +428,7 @@ class InstanceSearch:
                 seen.add(t)
                 yield t
         if known:
-            for _ in range(self.near_draws):
+            for _ in range(self.NEAR_DRAWS):
                 t = _mutate(rng.choice(known), space.dims, rng)
                 if t not in seen and len(t) in ranks:
                     seen.add(t)
@@ -437,7 +436,7 @@ class InstanceSearch:
         pools = {r: list(space.shapes_of_rank(r)) for r in space.ranks if r in ranks}
         for pool in pools.values():
             rng.shuffle(pool)
-        for _ in range(self.scan_limit):
+        for _ in range(self.SCAN_LIMIT):
             if not pools:
                 return
             choices = list(pools)
@@ -571,7 +570,7 @@ class InstanceSearch:
             rank = ranks.get(var) if ranks else None
             misses = 0
             for cand in self._candidates(var, rng, known, weights, rank):
-                if left[0] <= 0 or misses >= self.patience:
+                if left[0] <= 0 or misses >= self.PATIENCE:
                     break
                 target[var] = cand
                 bad = failed_item(k + 1)
@@ -652,9 +651,7 @@ class InstanceSearch:
                 found[key] = cand
 
         for n, base in enumerate(bases):
-            # Pairs of edits for the first two base instances only: they are many, and two bases
-            # already cover both orders of the search's random choices.
-            for changes in _edits(base, dims, rng, pairs=n < self.pair_bases):
+            for changes in _edits(base, dims, rng, pairs=n < self.PAIR_BASES):
                 if len(found) >= limit:
                     return list(found.values())
                 offer(Instance({**base.shapes, **changes}, dict(base.attrs)))

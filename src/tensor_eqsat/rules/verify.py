@@ -2,15 +2,17 @@
 
 For each rule:
 
-1. :func:`~tensor_eqsat.rules.instantiate.explore` finds concrete shapes for its variables
-   under which every node of both sides type-checks and every condition holds: a few seeded
-   backtracking searches over small shapes, then systematic edits towards broadcasting (dims set
-   to 1, leading dims dropped, alone and in pairs). Typically dozens to hundreds of instances.
+1. :meth:`~tensor_eqsat.rules.instantiate.InstanceSearch.explore` finds concrete shapes for
+   its variables under which every node of both sides type-checks and every condition holds:
+   seeded backtracking searches over small shapes, then systematic edits towards broadcasting
+   and grouping (dims set to 1 or doubled, leading dims dropped, alone and in pairs). Typically
+   dozens to a few hundred instances.
 2. For **every** instance the output shapes of the two sides of each pair must agree (a rule
    whose right side has another shape than its left is wrong whatever the data).
-3. For a sample of instances (the base ones first) both sides are built as one
-   :class:`~tensor_eqsat.ir.graph.Graph` (variables are weights with seeded random data), run by
-   the reference interpreter, and compared: ``max|lhs - rhs| <= rtol * max(1, max|lhs|, max|rhs|)``.
+3. For up to 24 instances, chosen greedily to cover the most features (ranks, dims of 1,
+   parities and orders of dims across variables), both sides are built as one
+   :class:`~tensor_eqsat.ir.graph.Graph` (variables are weights with seeded data), run by the
+   reference interpreter and compared: ``max|lhs - rhs| <= rtol * max(1, max|lhs|, max|rhs|)``.
    Multi rules compare both pairs.
 
 A rule fails with a :class:`Counterexample` (the shapes, which pair, the shapes or the largest
@@ -365,7 +367,7 @@ def verify_rules(
 ) -> VerifyReport:
     """Verify each rule; ``progress`` is called with each verdict as it is reached.
 
-    Rules that are equal up to id and name are verified once and share the outcome.
+    Rules equal except for id, name and source are verified once and share the outcome.
     """
     start = time.perf_counter()
     out: list[RuleVerdict] = []
