@@ -1,12 +1,18 @@
-"""``tensor-eqsat rules``: list a rule set (or rule files) and optionally verify it on numbers."""
+"""``tensor-eqsat rules``: list a rule set (or rule files) and optionally verify it on numbers.
+
+The listing (and with ``--verify`` the verdicts) is the command's result and goes to stdout: a
+table for people, or with ``--json`` a list of objects and nothing else. The exit code is 1 when
+a rule fails verification, 2 for a malformed rule file or an unknown set or id.
+"""
 
 from __future__ import annotations
 
 import argparse
 
 from rich.table import Table
+from rich.text import Text
 
-from tensor_eqsat.commands._common import print_json, stderr
+from tensor_eqsat.commands._common import print_json, stderr, stdout
 from tensor_eqsat.errors import TensorEqsatError
 from tensor_eqsat.rules.sets import DEFAULT_SET, describe_rule_set, load_rules, rule_set_names
 from tensor_eqsat.rules.spec import RuleSpec
@@ -83,25 +89,33 @@ def run(args: argparse.Namespace) -> int:
     if not args.verify:
         return 0
     failed = [v for v in verdicts.values() if not v.verified]
-    stderr.print(f"{len(selected) - len(failed)}/{len(selected)} rules verified in {seconds:.1f} s")
+    # With --json the verdicts are in the JSON; the summary then goes to stderr.
+    console = stderr if args.json else stdout
+    lines = [f"{len(selected) - len(failed)}/{len(selected)} rules verified in {seconds:.1f} s"]
     for v in failed:
         detail = v.counterexample.describe() if v.counterexample is not None else v.reason
-        stderr.print(f"rule {v.rule_id} ({v.name}) not verified: {detail}")
+        lines.append(f"rule {v.rule_id} ({v.name}) not verified: {detail}")
+    for line in lines:
+        console.print(line, markup=False, highlight=False)
     return 1 if failed else 0
 
 
 def _print_table(title: str, rules: list[RuleSpec], verdicts: dict[int, RuleVerdict]) -> None:
-    table = Table(title=title, show_header=True, show_lines=False)
-    table.add_column("id", justify="right")
-    table.add_column("name")
-    table.add_column("kind")
+    # Text cells: rule text holds brackets ("stride=[2 2]") that rich would read as markup.
+    table = Table(title=Text(title), show_header=True)
+    table.add_column("id", justify="right", no_wrap=True)
+    table.add_column("name", no_wrap=True)
+    table.add_column("kind", no_wrap=True)
     table.add_column("rule", overflow="fold")
     if verdicts:
         table.add_column("verified")
     for r in rules:
-        row = [str(r.id), r.name, r.kind.value + (" sym" if r.symmetric else ""), r.text.replace("; ", "\n")]
+        kind = r.kind.value + (" sym" if r.symmetric else "")
+        row = [Text(str(r.id)), Text(r.name), Text(kind), Text(r.text.replace("; ", "\n"))]
         if verdicts:
             v = verdicts[r.id]
-            row.append(f"yes ({v.shape_checks}/{v.numeric_checks})" if v.verified else "[red]NO[/red]")
+            row.append(
+                Text(f"yes ({v.shape_checks}/{v.numeric_checks})") if v.verified else Text("NO", style="red")
+            )
         table.add_row(*row)
-    stderr.print(table)
+    stdout.print(table)

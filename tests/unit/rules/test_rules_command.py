@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from tensor_eqsat.cli import main
 
@@ -45,12 +46,22 @@ def test_a_wrong_rule_file_fails_verification_with_a_counterexample(tmp_path, ca
     assert cex["problem"] == "value" and cex["max_error"] > 1e-3 and set(cex["shapes"]) == {"a", "b"}
 
 
-def test_table_output_goes_to_stderr(capsys):
-    code = main(["rules", "--id", "0", "--verify"])
+def test_table_and_verdicts_go_to_stdout_literally(capsys):
+    code = main(["rules", "--id", "122", "--verify"])
     captured = capsys.readouterr()
     assert code == 0
-    assert captured.out == ""
-    assert "matmul-assoc-1" in captured.err
+    flat = re.sub(r"[\s│]+", "", captured.out)  # the table may wrap cells on a narrow terminal
+    assert "conv-merge-gconv-stride2" in flat
+    assert "stride=[22]" in flat  # brackets are printed, not taken for rich markup
+    assert "1/1 rules verified" in captured.out
+    assert captured.err == ""
+
+
+def test_json_mode_keeps_stdout_pure(capsys):
+    code = main(["rules", "--json", "--id", "0", "--verify"])
+    captured = capsys.readouterr()
+    assert code == 0
+    assert json.loads(captured.out)[0]["verified"] is True
     assert "1/1 rules verified" in captured.err
 
 
