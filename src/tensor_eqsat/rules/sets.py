@@ -124,9 +124,11 @@ def _lookup(name: str) -> _SetDef:
         raise FormatError(f"unknown rule set {name!r} (known: {', '.join(RULE_SETS)})") from None
 
 
-def _builtin(filename: str) -> list[RuleSpec]:
+@functools.cache
+def _builtin(filename: str) -> tuple[RuleSpec, ...]:
+    # Cached: the sets share files, and RuleSpecs are immutable.
     res = resources.files(_PACKAGE).joinpath(filename)
-    return parse_rules(res.read_text(encoding="utf-8"), f"{_PACKAGE}/{filename}")
+    return tuple(parse_rules(res.read_text(encoding="utf-8"), f"{_PACKAGE}/{filename}"))
 
 
 @functools.cache

@@ -69,3 +69,18 @@ def test_conditions_are_part_of_the_rules():
     rules = load_rule_set("taso")
     assert rules.by_id(0).conditions == ()
     assert [str(c) for c in rules.by_id(72).conditions] == ["(== (rank ?a) 2)"]
+
+
+def test_every_builtin_rule_round_trips_through_its_text():
+    from tensor_eqsat.rules.loader import parse_rules
+
+    for set_name in rule_set_names():
+        for rule in load_rule_set(set_name):
+            (again,) = parse_rules(rule.to_text(), "again")
+            assert (again.id, again.name, again.kind, again.symmetric) == (
+                rule.id,
+                rule.name,
+                rule.kind,
+                rule.symmetric,
+            )
+            assert (again.lhs, again.rhs, again.conditions) == (rule.lhs, rule.rhs, rule.conditions)
