@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
+import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -49,7 +50,9 @@ def torch_to_onnx(
     # The exporter prints progress on stdout; library code must not.
     sink = io.StringIO()
     try:
-        with contextlib.redirect_stdout(sink), torch.no_grad():
+        with contextlib.redirect_stdout(sink), torch.no_grad(), warnings.catch_warnings():
+            # torch's own deprecation notices from inside the exporter; nothing the caller can fix.
+            warnings.simplefilter("ignore", FutureWarning)
             program = torch.onnx.export(
                 module,
                 args,

@@ -248,8 +248,9 @@ def _compare(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> tup
     special = ~finite
     same_special = (np.isnan(g64) & np.isnan(w64)) | (g64 == w64)
     bad_special = int(np.count_nonzero(special & ~same_special))
-    diff = np.abs(g64 - w64, where=finite, out=np.zeros_like(g64))
-    bad = int(np.count_nonzero(diff > atol + rtol * np.abs(np.where(finite, w64, 0.0)))) + bad_special
+    g0, w0 = np.where(finite, g64, 0.0), np.where(finite, w64, 0.0)
+    diff = np.abs(g0 - w0)
+    bad = int(np.count_nonzero(diff > atol + rtol * np.abs(w0))) + bad_special
     abs_err = float(diff.max(initial=0.0)) if bad_special == 0 else float("inf")
     big = finite & (np.abs(w64) > atol)
     rel = float((diff[big] / np.abs(w64[big])).max(initial=0.0))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from io_helpers import make_model, rand
+from io_helpers import BUILDERS, make_model, rand
 from onnx import helper
 
 from tensor_eqsat.errors import GraphError
@@ -15,110 +15,6 @@ from tensor_eqsat.io.runtime import run_onnx
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.ir.interpreter import run, run_all
 from tensor_eqsat.ir.ops import op_names
-
-
-def _bin(op):
-    def build(g):
-        x = g.input((2, 3, 4), name="x")
-        y = g.input((3, 1), name="y")
-        return g.add(op, [x, y])[0]
-
-    return build
-
-
-def _unary(op, **kw):
-    def build(g):
-        return g.add(op, [g.input((2, 6), name="x")], **kw)[0]
-
-    return build
-
-
-def _conv(g):
-    x = g.input((1, 4, 9, 8), name="x")
-    a = g.conv2d(x, g.weight((6, 4, 3, 3), name="w"), stride=(2, 2), padding="same", activation="relu")
-    return g.conv2d(a, g.weight((6, 3, 1, 1), name="wg"), padding="valid", activation="sigmoid")
-
-
-def _pool(op):
-    def build(g):
-        x = g.input((1, 2, 8, 7), name="x")
-        a = g.add(op, [x], kernel=(3, 3), stride=(2, 2), padding="same", activation="tanh")[0]
-        return g.add(op, [a], kernel=(2, 2), stride=(1, 1), padding="valid")[0]
-
-    return build
-
-
-def _enlarge(g):
-    # Weight-only (folded into an initializer) and on an activation (an ONNX Pad).
-    x = g.input((1, 2, 6, 6), name="x")
-    w = g.enlarge(g.weight((3, 2, 1, 1), name="w1"), g.weight((3, 2, 3, 3), name="w3"))
-    y = g.conv2d(x, w)
-    return g.enlarge(y, g.weight((1, 1, 9, 8), name="ref"))
-
-
-def _merge(g):
-    # Weight-only (folded) and on an activation (Tile * mask in ONNX).
-    x = g.input((1, 4, 5, 5), name="x")
-    w = g.weight((4, 2, 3, 3), name="w")
-    y = g.conv2d(x, g.merge(w, count=2, groups=2))
-    return g.noop(y, g.merge(g.input((4, 2, 3, 3), name="z"), count=2, groups=2))
-
-
-def _opaque(g):
-    m = make_model([helper.make_node("Exp", ["x"], ["y"])], {"x": (2, 3)}, {"y": None}, {})
-    inner = import_onnx(m)
-    x = g.input((2, 3), name="x")
-    node = next(n for n in inner.nodes if n.op == "opaque")
-    return g.add("opaque", [x], **node.attr_dict())[0]
-
-
-def _batchnorm(g):
-    x = g.input((2, 3, 4, 4), name="x")
-    s, b, m, v = (g.weight((3,), name=n) for n in ("s", "b", "m", "v"))
-    return g.batchnorm(x, s, b, m, v, eps=1e-3)
-
-
-def _layernorm(g):
-    x = g.input((2, 3, 4), name="x")
-    return g.layernorm(x, g.weight((3, 4), name="s"), g.weight((3, 4), name="b"), axis=1)
-
-
-def _matmul(g):
-    x = g.input((2, 3, 4), name="x")
-    return g.matmul(x, g.weight((4, 5), name="w"), activation="relu")
-
-
-def _split(g):
-    parts = g.split(g.input((2, 7), name="x"), axis=1, sizes=(3, 4))
-    return g.concat([parts[1], parts[0]], axis=1)
-
-
-BUILDERS = {
-    "ewadd": _bin("ewadd"),
-    "ewmul": _bin("ewmul"),
-    "smul": _unary("smul", scalar=-2.5),
-    "sdiv": _unary("sdiv", divisor=3.0),
-    "relu": _unary("relu"),
-    "tanh": _unary("tanh"),
-    "sigmoid": _unary("sigmoid"),
-    "gelu": _unary("gelu", approximate="tanh"),
-    "batchnorm": _batchnorm,
-    "softmax": _unary("softmax", axis=0),
-    "layernorm": _layernorm,
-    "matmul": _matmul,
-    "conv2d": _conv,
-    "poolmax": _pool("poolmax"),
-    "poolavg": _pool("poolavg"),
-    "enlarge": _enlarge,
-    "merge": _merge,
-    "concat": _split,
-    "split": _split,
-    "reshape": _unary("reshape", shape=(3, 4)),
-    "transpose": _unary("transpose", perm=(1, 0)),
-    "dropout": _unary("dropout", rate=0.25),
-    "noop": lambda g: g.noop(g.relu(g.input((3,), name="x")), g.weight((2,), name="w")),
-    "opaque": _opaque,
-}
 
 # What re-import gives back: weight-only merge/enlarge are folded into initializers; on
 # activations enlarge becomes an ONNX Pad and merge Tile * mask, which import as opaque/ewmul.
