@@ -9,7 +9,7 @@ from tensor_eqsat.io.onnx_import import UnsupportedOpError, import_onnx, onnx_ou
 from tensor_eqsat.io.plan import observable_outputs
 from tensor_eqsat.io.runtime import ort_session, run_onnx
 from tensor_eqsat.io.torch_exec import TorchProgram, run_torch
-from tensor_eqsat.io.verify import OutputCheck, VerifyReport, verify
+from tensor_eqsat.io.verify import OutputCheck, VerificationError, VerifyReport, export_verified, verify
 
 __all__ = [
     "LatencyComparison",
@@ -17,9 +17,11 @@ __all__ = [
     "OutputCheck",
     "TorchProgram",
     "UnsupportedOpError",
+    "VerificationError",
     "VerifyReport",
     "compare_latency",
     "export_onnx",
+    "export_verified",
     "from_torch",
     "import_onnx",
     "measure_latency",

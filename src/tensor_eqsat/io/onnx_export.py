@@ -26,6 +26,7 @@ op (not runnable elsewhere).
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,17 +89,32 @@ def export_onnx(
     outputs = observable_outputs(graph)
     if output_names is not None and len(output_names) != len(outputs):
         raise GraphError(f"export: {len(output_names)} output names for {len(outputs)} outputs")
-    names = list(output_names) if output_names is not None else [f"output_{i}" for i in range(len(outputs))]
+    leaf_names = {graph.name_of(n.id) for n in graph.nodes if n.spec.is_leaf}
+    if output_names is None:
+        names = []
+        for i in range(len(outputs)):
+            name = f"output_{i}"
+            while name in leaf_names:
+                name = f"_{name}"
+            names.append(name)
+    else:
+        names = list(output_names)
     if len(set(names)) != len(names):
         raise GraphError(f"export: output names are not unique: {names}")
-    clash = sorted(set(names) & {graph.name_of(n.id) for n in graph.nodes if n.spec.is_leaf})
+    clash = sorted(set(names) & leaf_names)
     if clash:
         raise GraphError(f"export: output names {clash} are already input or weight names")
     ctx = _Exporter(onnx, graph, outputs, names, opset, seed)
     model = ctx.build()
     if check:
         try:
-            onnx.checker.check_model(model, full_check=True)
+            if model.ByteSize() > LARGE_MODEL_BYTES:
+                # The checker reads models over 2 GiB only from a file with external data.
+                with tempfile.TemporaryDirectory(prefix="tensor-eqsat-") as tmp:
+                    save_model(model, Path(tmp) / "model.onnx")
+                    onnx.checker.check_model(str(Path(tmp) / "model.onnx"), full_check=True)
+            else:
+                onnx.checker.check_model(model, full_check=True)
         except Exception as exc:
             raise TensorEqsatError(f"export produced an invalid ONNX model: {exc}") from exc
     if path is not None:
@@ -116,8 +132,11 @@ def save_model(model: onnx.ModelProto, path: str | os.PathLike[str]) -> None:
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp")
     if model.ByteSize() > LARGE_MODEL_BYTES:
+        # Saving with external data rewrites the tensors in place: save a copy.
+        copy = onnx.ModelProto()
+        copy.CopyFrom(model)
         onnx.save_model(
-            model,
+            copy,
             str(tmp),
             save_as_external_data=True,
             all_tensors_to_one_file=True,

@@ -57,6 +57,7 @@ from tensor_eqsat.io.onnx_common import (
     require_onnx,
     require_ort,
 )
+from tensor_eqsat.io.onnx_export import LARGE_MODEL_BYTES
 from tensor_eqsat.io.opaque import ConstSlot, Slot, TensorSlot, build_opaque
 from tensor_eqsat.ir.graph import Graph, Tensor
 from tensor_eqsat.ir.ops import same_padding
@@ -66,6 +67,9 @@ if TYPE_CHECKING:
     import onnx
 
 log = logging.getLogger(__name__)
+
+DETACH_BYTES = 1 << 20
+"""Initializers above this size are detached from a model over LARGE_MODEL_BYTES for checking."""
 
 EMBED_LIMIT = 64
 """Constant inputs of an opaque node with at most this many elements (and every non-float one)
@@ -139,6 +143,11 @@ class _Importer:
         self.onnx = require_onnx()
         self.source = source
         self.strict = strict
+        # Protobuf cannot serialize more than 2 GiB, which the checker and shape inference need:
+        # for big models they see a skeleton whose large initializers are declared graph inputs.
+        self.detached: dict[str, Any] = {}
+        if model.ByteSize() > LARGE_MODEL_BYTES:
+            model = self._detach_large_initializers(model)
         self.model = self._prepare(model, input_shapes)
         self.g = Graph()
         self.values: dict[str, _Value] = {}
@@ -162,11 +171,26 @@ class _Importer:
         self.info = self._shape_info()
 
     # -- preparation ---------------------------------------------------------------------------
+    def _detach_large_initializers(self, model: onnx.ModelProto) -> onnx.ModelProto:
+        helper = self.onnx.helper
+        skeleton = self.onnx.ModelProto()
+        skeleton.CopyFrom(model)
+        kept = []
+        for t in skeleton.graph.initializer:
+            if len(t.raw_data) > DETACH_BYTES:
+                self.detached[t.name] = t
+                skeleton.graph.input.append(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
+            else:
+                kept.append(t)
+        del skeleton.graph.initializer[:]
+        skeleton.graph.initializer.extend(kept)
+        return skeleton
+
     def _prepare(self, model: onnx.ModelProto, input_shapes: dict[str, Sequence[int]]) -> onnx.ModelProto:
         onnx = self.onnx
         m = onnx.ModelProto()
         m.CopyFrom(model)
-        inits = {t.name for t in m.graph.initializer}
+        inits = {t.name for t in m.graph.initializer} | set(self.detached)
         declared = {i.name for i in m.graph.input if i.name not in inits}
         unknown = sorted(set(input_shapes) - declared)
         if unknown:
@@ -241,11 +265,11 @@ class _Importer:
     def run(self) -> Graph:
         onnx = self.onnx
         graph = self.model.graph
-        for t in graph.initializer:
+        for t in [*graph.initializer, *self.detached.values()]:
             arr = onnx.numpy_helper.to_array(t)
             self.values[t.name] = _Value(t.data_type, tuple(arr.shape), const=arr)
         for inp in graph.input:
-            if inp.name in self.values:
+            if inp.name in self.values or inp.name in self.detached:
                 continue  # an initializer listed as an input (IR < 4): a constant
             self._add_input(inp)
         for i, node in enumerate(self.nodes):
@@ -979,6 +1003,8 @@ def _reshape(imp: _Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[
         raise _Unsupported("Reshape to an empty tensor (allowzero with a 0 dim)")
     # Resolve 0 (copy the input dim) here: the builder does too, but only ONNX defines it for
     # positions beyond the input rank as an error, which the builder would silently keep.
+    if any(d == 0 and k >= len(xv.shape) for k, d in enumerate(target)):
+        raise _Unsupported(f"Reshape target {target} copies a dim the input does not have")
     dims = [xv.shape[k] if d == 0 else d for k, d in enumerate(target)]
     return _reshape_to(imp, node, ins, dims)
 

@@ -147,8 +147,21 @@ def _prepare(source: Any, backend: str, seed: int) -> _Side:
 
         proto = export_onnx(model, seed=seed) if isinstance(model, Graph) else model
         sess = ort_session(proto)
-        specs = {s.name: s.shape for s in input_specs(proto)}
-        return _Side(specs, lambda feed: [np.asarray(o) for o in sess.run(None, dict(feed))], "onnxruntime")
+        specs = {}
+        for s in input_specs(proto):
+            if s.elem_type != 1:
+                raise TensorEqsatError(
+                    f"verify: input {s.name!r} is not float32; random inputs are drawn for float32 only"
+                )
+            specs[s.name] = s.shape
+
+        def run_ort(feed: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+            try:
+                return [np.asarray(o) for o in sess.run(None, dict(feed))]
+            except Exception as exc:
+                raise TensorEqsatError(f"onnxruntime failed to run the model: {exc}") from exc
+
+        return _Side(specs, run_ort, "onnxruntime")
     graph = model if isinstance(model, Graph) else _import(model)
     specs = {graph.name_of(n.id): n.shapes[0] for n in graph.inputs()}
     if backend == "torch":
@@ -259,3 +272,55 @@ def _compare(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> tup
 
 def _sig(inputs: Mapping[str, Shape]) -> str:
     return ", ".join(f"{k}{tuple(v)}" for k, v in sorted(inputs.items())) or "none"
+
+
+class VerificationError(TensorEqsatError):
+    """An optimized model was not written because it does not compute the original's outputs."""
+
+    def __init__(self, message: str, report: VerifyReport) -> None:
+        super().__init__(message)
+        self.report = report
+
+
+def export_verified(
+    original: Any,
+    optimized: Graph,
+    path: str | os.PathLike[str],
+    *,
+    check: bool = True,
+    output_names: list[str] | None = None,
+    rtol: float = 1e-3,
+    atol: float = 1e-4,
+    trials: int = 3,
+    seed: int = 0,
+) -> VerifyReport | None:
+    """Write ``optimized`` as ONNX to ``path`` only if it verifies against ``original``.
+
+    This is the last step of ``optimize`` (as onnx-simplifier does it): the exported model itself
+    is what gets checked (by onnxruntime against the original model, or against the original
+    Graph in the interpreter), so an export bug cannot slip through either.
+
+    check: verify first (default True); False writes without checking and returns None.
+    output_names: default: the original ONNX model's output names when it is one and the counts
+        match, else ``output_0``...
+    rtol, atol, trials, seed: as :func:`verify`; ``seed`` also draws weights without data.
+
+    Raises :class:`VerificationError` (carrying the report) and leaves ``path`` untouched when the
+    check fails.
+    """
+    from tensor_eqsat.io.onnx_export import export_onnx, save_model
+    from tensor_eqsat.io.plan import observable_outputs
+
+    source = load_any(original)
+    if output_names is None and not isinstance(source, Graph):
+        names = [o.name for o in source.graph.output]
+        if len(names) == len(observable_outputs(optimized)):
+            output_names = names
+    model = export_onnx(optimized, output_names=output_names, seed=seed)
+    report = None
+    if check:
+        report = verify(source, model, rtol=rtol, atol=atol, trials=trials, seed=seed)
+        if not report.ok:
+            raise VerificationError(f"{path}: not written, the optimized model {report.summary()}", report)
+    save_model(model, path)
+    return report

@@ -138,3 +138,11 @@ def test_noop_read_by_another_op_cannot_be_exported():
     h.output(h.concat([h.reshape(h.noop(x), (1,)), x], axis=0))
     with pytest.raises(GraphError, match="noop"):
         export_onnx(h)
+
+
+def test_default_output_names_avoid_input_and_weight_names():
+    g = Graph()
+    x = g.input((2,), name="output_0")
+    g.output(g.ewadd(x, g.weight((2,), name="_output_0")))
+    model = export_onnx(g)
+    assert [o.name for o in model.graph.output] == ["__output_0"]

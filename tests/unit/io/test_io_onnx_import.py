@@ -710,3 +710,38 @@ def test_imported_graph_runs_like_the_model_with_other_inputs():
 
     x = rand(1, 2, 5, 5, seed=9)
     np.testing.assert_allclose(run(g, {"x": x})[0], ort_outputs(m, {"x": x})[0], rtol=1e-5, atol=1e-5)
+
+
+def test_models_over_the_protobuf_limit_go_through_a_skeleton_and_external_data(monkeypatch, tmp_path):
+    # The 2 GiB limit is simulated by lowering the thresholds to a few hundred bytes.
+    import tensor_eqsat.io.onnx_export as export_mod
+    import tensor_eqsat.io.onnx_import as import_mod
+    from tensor_eqsat.io.onnx_export import export_onnx
+    from tensor_eqsat.io.runtime import run_onnx
+
+    monkeypatch.setattr(import_mod, "LARGE_MODEL_BYTES", 2000)
+    monkeypatch.setattr(import_mod, "DETACH_BYTES", 1000)
+    monkeypatch.setattr(export_mod, "LARGE_MODEL_BYTES", 2000)
+    detached = []
+    original = import_mod._Importer._detach_large_initializers
+
+    def spy(self, model):
+        out = original(self, model)
+        detached.extend(self.detached)
+        return out
+
+    monkeypatch.setattr(import_mod._Importer, "_detach_large_initializers", spy)
+    m = make_model(
+        [N("MatMul", ["x", "w"], ["h"]), N("Reshape", ["h", "s"], ["y"])],
+        {"x": (2, 32)},
+        {"y": None},
+        {"w": rand(32, 32), "s": np.array([4, 16], np.int64)},
+    )
+    g = check_import(m)
+    assert detached == ["w"]  # the weight was detached for checking, and still imported with data
+    assert [g.name_of(w.id) for w in g.weights()] == ["w"]
+    path = tmp_path / "big.onnx"
+    model = export_onnx(g, path)
+    assert (tmp_path / "big.onnx.data").is_file()
+    assert model.graph.initializer[0].raw_data  # the in-memory model keeps its data
+    np.testing.assert_allclose(run_onnx(path)[0], run(g)[0], rtol=1e-6)

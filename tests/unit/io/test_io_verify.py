@@ -93,3 +93,29 @@ def test_compare_handles_non_finite_and_integer_outputs():
     abs_err, _, bad = _compare(b, a, 1e-3, 1e-3)
     assert bad == 1 and abs_err == float("inf")
     assert _compare(np.array([1, 2]), np.array([1, 3]), 1.0, 1.0)[2] == 1
+
+
+def test_export_verified_writes_only_equivalent_models(tmp_path):
+    from tensor_eqsat.io.verify import VerificationError, export_verified
+
+    w = rand(3, 4)
+    original = make_model(
+        [helper.make_node("MatMul", ["x", "w"], ["logits"])], {"x": (2, 3)}, {"logits": None}, {"w": w}
+    )
+    good = Graph()
+    x = good.input((2, 3), name="x")
+    good.output(good.matmul(x, good.weight((3, 4), name="w", data=w)))
+    path = tmp_path / "out.onnx"
+    report = export_verified(original, good, path)
+    assert report is not None and report.ok and path.is_file()
+    import onnx
+
+    assert [o.name for o in onnx.load(str(path)).graph.output] == ["logits"]  # the original's names
+    bad = Graph()
+    x = bad.input((2, 3), name="x")
+    bad.output(bad.matmul(x, bad.weight((3, 4), name="w", data=w * 1.1)))
+    other = tmp_path / "bad.onnx"
+    with pytest.raises(VerificationError, match="not written") as info:
+        export_verified(original, bad, other)
+    assert not info.value.report.ok and not other.exists()
+    assert export_verified(original, bad, other, check=False) is None and other.is_file()
