@@ -2,7 +2,7 @@
 
     PYTHONPATH=src python benchmarks/latency.py [MODEL ...] [--against OPTIMIZED]
         [--backends ort,torch] [--threads 1] [--runs 30] [--warmup 5] [--param name=value ...]
-        [--json out.json]
+        [--ort-optimization all] [--json out.json]
 
 MODEL is a zoo name, a ``.onnx`` file or a ``.json`` graph; with no MODEL every zoo model runs
 at the paper's size except ``--skip`` ones (default: vit-large and vit-huge, whose random
@@ -92,6 +92,12 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=30, help="timed runs per model and backend (default 30)")
     parser.add_argument("--warmup", type=int, default=5, help="untimed runs first (default 5)")
     parser.add_argument("--device", default="cpu", help="cpu, cuda or auto (default cpu)")
+    parser.add_argument(
+        "--ort-optimization",
+        default="all",
+        choices=("disable", "basic", "extended", "all"),
+        help="onnxruntime graph optimization level (default all, as deployed)",
+    )
     parser.add_argument("--param", action="append", default=[], help="zoo builder parameter name=value")
     parser.add_argument("--reduced", action="store_true", help="the small test configurations of the zoo")
     parser.add_argument(
