@@ -70,3 +70,16 @@ def test_weight_only_nodes_and_folding_use_data_or_the_interpreter_draw():
     from tensor_eqsat.ir.interpreter import leaf_values
 
     np.testing.assert_array_equal(values[b.ref], leaf_values(g, seed=2)["b"])
+
+
+def test_imported_graph_with_opaque_nodes_is_costed_by_every_cost_model():
+    pytest.importorskip("torch")
+    from tensor_eqsat.cost.measured import MeasuredCostModel
+    from tensor_eqsat.cost.roofline import RooflineCostModel
+
+    g = _opaque_graph()
+    (node,) = [n for n in g.nodes if n.op == "opaque"]
+    roofline = RooflineCostModel()
+    assert roofline.kernel_ms(node.spec, node.attrs, ((2, 3),)) > 0
+    measured = MeasuredCostModel(device="cpu", persistent=False, repeats=3, warmup=1)
+    assert measured.kernel_ms(node.spec, node.attrs, ((2, 3),)) > 0
