@@ -8,39 +8,21 @@ order. Each ONNX name maps to either an IR tensor or a constant known at import 
 by running it in onnxruntime: that covers shape arithmetic such as ``Shape -> Gather -> Concat``).
 A constant becomes an IR weight, with its data, when a modelled op reads it as a tensor.
 
-Mapping (exact unless noted; see docs/interop.md for the full table):
-
-* Conv, MaxPool, AveragePool: explicit pads equal to TASO's SAME split become ``padding="same"``,
-  zero pads ``"valid"``; any other pads become an explicit opaque ``Pad`` (zeros for conv and
-  count-including average pools, -inf for max pools) followed by a VALID op, which is exact. An
-  average pool that excludes padding cannot be padded first and stays opaque. Conv bias is a
-  separate ``ewadd`` of a (C, 1, 1) weight. Dilations other than 1, ceil_mode that changes the
-  output size, and non-2-D windows stay opaque.
-* Gemm: transposes (of constants precomputed), ``smul`` by alpha, ``beta * C`` added.
-* Add, Mul: ``ewadd``/``ewmul``; Mul by a one-element constant that does not change the shape:
-  ``smul``. Sub: ``x + (-c)`` with the constant negated, or ``a + smul(b, -1)`` (IEEE negation
-  and ``a + (-b) == a - b`` are exact). Div by a constant whose elements are all equal:
-  ``sdiv``; any other Div stays opaque (``x * (1/c)`` is not bit-exact).
-* Squeeze, Unsqueeze, Flatten, Reshape (static target) become ``reshape``; Gather with a
-  constant scalar or contiguous index range becomes ``split`` (+ ``reshape``).
-* A Relu/Sigmoid/Tanh that is the only reader of a bias-free Conv, MatMul, Gemm or pool output
-  is fused into it. The Erf GELU pattern ``x * 0.5 * (1 + erf(x / sqrt 2))`` (any association,
-  or ``erf(x * 1/sqrt 2)``) becomes one ``gelu``.
-* Every other operator is kept as an ``opaque`` op (its payload runs in onnxruntime); with
-  ``strict=True`` it is an :class:`UnsupportedOpError` naming the op and the node instead.
+The per-operator mapping lives in :mod:`tensor_eqsat.io.onnx_ops` (full table in
+docs/interop.md); operators it does not map become ``opaque`` ops, or an
+:class:`UnsupportedOpError` under ``strict=True``. This module also finds the Erf GELU pattern
+(``x * 0.5 * (1 + erf(x / sqrt 2))`` in any association, or ``erf(x * 1/sqrt 2)``) and turns it
+into one ``gelu``.
 
 Alternatives rejected: TASO's importer skipped unknown ops and treated Pad as a no-op (silent
-wrong answers, reference/taso.md §5); mapping every explicit pad to SAME (wrong for PyTorch's
-stride-2 convs with pad 1); a dedicated ``pad`` IR op (no rule could use it, and the opaque op
-already gives exact semantics and a generic cost).
+wrong answers, reference/taso.md §5).
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -58,9 +40,9 @@ from tensor_eqsat.io.onnx_common import (
     require_ort,
 )
 from tensor_eqsat.io.onnx_export import LARGE_MODEL_BYTES
+from tensor_eqsat.io.onnx_ops import ACTIVATIONS, HANDLERS, Ins, OnnxAttrs, Unsupported, Value
 from tensor_eqsat.io.opaque import ConstSlot, Slot, TensorSlot, build_opaque
 from tensor_eqsat.ir.graph import Graph, Tensor
-from tensor_eqsat.ir.ops import same_padding
 from tensor_eqsat.ir.types import Shape, volume
 
 if TYPE_CHECKING:
@@ -75,30 +57,9 @@ EMBED_LIMIT = 64
 """Constant inputs of an opaque node with at most this many elements (and every non-float one)
 are embedded in its payload; larger float constants become IR weights it reads."""
 
-ACTIVATIONS = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh"}
-
 
 class UnsupportedOpError(FormatError):
     """Strict import met an operator (or an attribute value) the IR does not model."""
-
-
-class _Unsupported(Exception):
-    """Raised by a handler: this node cannot be expressed with modelled ops (reason given)."""
-
-
-@dataclass
-class _Value:
-    """What an ONNX tensor name stands for: an IR tensor, or a constant known at import time."""
-
-    elem_type: int
-    shape: Shape
-    tensor: Tensor | None = None
-    const: np.ndarray | None = None
-
-
-Ins = list[_Value | None]
-"""A node's input values, None for omitted optional inputs."""
-OnnxAttrs = dict[str, Any]
 
 
 def import_onnx(
@@ -128,7 +89,7 @@ def import_onnx(
     {'relu': 1}
     """
     model = load_model(source)
-    return _Importer(model, describe_source(source), strict, dict(input_shapes or {})).run()
+    return Importer(model, describe_source(source), strict, dict(input_shapes or {})).run()
 
 
 def onnx_output_names(source: Any) -> list[str]:
@@ -136,7 +97,16 @@ def onnx_output_names(source: Any) -> list[str]:
     return [o.name for o in load_model(source).graph.output]
 
 
-class _Importer:
+class Importer:
+    """The state of one import; handlers in :mod:`~tensor_eqsat.io.onnx_ops` build through it.
+
+    What handlers use: ``g`` (the Graph being built), :meth:`tensor` (the IR tensor of a value,
+    turning a constant into a weight), :meth:`weight` (a new weight with data), :meth:`new`
+    (wrap an IR tensor as a value), :meth:`fusible_activation` / :meth:`finish_fusion`,
+    :meth:`explicit_pad`, :meth:`where` (names a node in errors), ``consumers`` and
+    ``graph_outputs``.
+    """
+
     def __init__(
         self, model: onnx.ModelProto, source: str, strict: bool, input_shapes: dict[str, Sequence[int]]
     ) -> None:
@@ -150,7 +120,7 @@ class _Importer:
             model = self._detach_large_initializers(model)
         self.model = self._prepare(model, input_shapes)
         self.g = Graph()
-        self.values: dict[str, _Value] = {}
+        self.values: dict[str, Value] = {}
         self.used: set[str] = set()
         self.skip: set[int] = set()
         self.gelu: dict[int, str] = {}
@@ -267,7 +237,7 @@ class _Importer:
         graph = self.model.graph
         for t in [*graph.initializer, *self.detached.values()]:
             arr = onnx.numpy_helper.to_array(t)
-            self.values[t.name] = _Value(t.data_type, tuple(arr.shape), const=arr)
+            self.values[t.name] = Value(t.data_type, tuple(arr.shape), const=arr)
         for inp in graph.input:
             if inp.name in self.values or inp.name in self.detached:
                 continue  # an initializer listed as an input (IR < 4): a constant
@@ -276,7 +246,7 @@ class _Importer:
             if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
                 arr = _constant_value(onnx, node)
                 if arr is not None:  # other forms (sparse) are folded by onnxruntime below
-                    self.values[node.output[0]] = _Value(_elem_type(onnx, arr), tuple(arr.shape), const=arr)
+                    self.values[node.output[0]] = Value(_elem_type(onnx, arr), tuple(arr.shape), const=arr)
                     self.skip.add(i)
         self._find_gelu()
         for i, node in enumerate(self.nodes):
@@ -291,7 +261,7 @@ class _Importer:
             if v.tensor is not None:
                 outs.append(v.tensor)
             elif v.const is not None and v.const.dtype == np.float32:
-                outs.append(self._tensor(v, o.name))
+                outs.append(self.tensor(v, o.name))
             else:
                 raise FormatError(f"{self.source}: graph output {o.name!r} is a non-float constant")
         for t in outs:
@@ -320,24 +290,24 @@ class _Importer:
             dims.append(int(d.dim_value))
         t = self.g.input(tuple(dims), name=inp.name)
         self.used.add(inp.name)
-        self.values[inp.name] = _Value(FLOAT, tuple(dims), tensor=t)
+        self.values[inp.name] = Value(FLOAT, tuple(dims), tensor=t)
 
-    def _where(self, i: int, node: onnx.NodeProto) -> str:
+    def where(self, i: int, node: onnx.NodeProto) -> str:
         name = f" {node.name!r}" if node.name else ""
         return f"{self.source}: node {i}{name} ({node.op_type})"
 
     def _import_node(self, i: int, node: onnx.NodeProto) -> None:
-        where = self._where(i, node)
+        where = self.where(i, node)
         if i in self.gelu:  # the last Mul of a GELU pattern; the nodes before it were skipped
             x = self.values[self.gelu[i]]
             try:
-                out = self._new(self.g.gelu(self._tensor(x, self.gelu[i])))
-            except (_Unsupported, TensorEqsatError) as exc:
+                out = self.new(self.g.gelu(self.tensor(x, self.gelu[i])))
+            except (Unsupported, TensorEqsatError) as exc:
                 raise FormatError(f"{where}: GELU pattern: {exc}") from exc
             self._check_shape(where, node.output[0], out)
             self.values[node.output[0]] = out
             return
-        ins: list[_Value | None] = []
+        ins: list[Value | None] = []
         for name in node.input:
             if not name:
                 ins.append(None)
@@ -357,14 +327,14 @@ class _Importer:
         ):
             self._fold(i, node, ins, where)
             return
-        outs: list[_Value] | None = None
+        outs: list[Value] | None = None
         reason = f"{node.domain or 'ai.onnx'}.{node.op_type} is not modelled"
-        handler = _HANDLERS.get(node.op_type) if default_domain else None
+        handler = HANDLERS.get(node.op_type) if default_domain else None
         self.pending_fusion = None
         if handler is not None:
             try:
                 outs = handler(self, i, node, ins, _attrs(self.onnx, node))
-            except _Unsupported as exc:
+            except Unsupported as exc:
                 reason = str(exc)
             except UnsupportedOpError:
                 raise
@@ -381,7 +351,7 @@ class _Importer:
             self._check_shape(where, name, v)
             self.values[name] = v
 
-    def _check_shape(self, where: str, name: str, v: _Value) -> None:
+    def _check_shape(self, where: str, name: str, v: Value) -> None:
         expected = self.info.get(name, (FLOAT, None))[1]
         if expected is not None and tuple(expected) != tuple(v.shape):
             raise FormatError(
@@ -390,8 +360,8 @@ class _Importer:
             )
 
     # -- values ----------------------------------------------------------------------------------
-    def _new(self, t: Tensor) -> _Value:
-        return _Value(FLOAT, t.shape, tensor=t)
+    def new(self, t: Tensor) -> Value:
+        return Value(FLOAT, t.shape, tensor=t)
 
     def _fresh(self, base: str) -> str:
         name, k = base or "w", 1
@@ -401,23 +371,23 @@ class _Importer:
         self.used.add(name)
         return name
 
-    def _weight(self, base: str, data: np.ndarray) -> Tensor:
+    def weight(self, base: str, data: np.ndarray) -> Tensor:
         arr = np.ascontiguousarray(data, dtype=np.float32)
         return self.g.weight(arr.shape, name=self._fresh(base), data=arr)
 
-    def _tensor(self, v: _Value, name: str) -> Tensor:
+    def tensor(self, v: Value, name: str) -> Tensor:
         """The IR tensor of a float value, turning a constant into a weight (once)."""
         if v.tensor is not None:
             if v.elem_type != FLOAT:
-                raise _Unsupported(f"{name!r} has element type {elem_type_name(v.elem_type)}, not float32")
+                raise Unsupported(f"{name!r} has element type {elem_type_name(v.elem_type)}, not float32")
             return v.tensor
         assert v.const is not None
         if v.const.dtype != np.float32:
-            raise _Unsupported(f"constant {name!r} has element type {v.const.dtype}, not float32")
-        v.tensor = self._weight(name, v.const)
+            raise Unsupported(f"constant {name!r} has element type {v.const.dtype}, not float32")
+        v.tensor = self.weight(name, v.const)
         return v.tensor
 
-    def _fusible_activation(self, out: str) -> str:
+    def fusible_activation(self, out: str) -> str:
         """The activation to fuse into the producer of ``out``: its only reader, if an activation.
 
         The fusion is committed by :meth:`_finish_fusion` once the producer is built, so a
@@ -434,7 +404,7 @@ class _Importer:
         self.pending_fusion = (j, node.output[0])
         return act
 
-    def _finish_fusion(self, v: _Value) -> None:
+    def finish_fusion(self, v: Value) -> None:
         if self.pending_fusion is not None:
             j, name = self.pending_fusion
             self.skip.add(j)
@@ -442,7 +412,7 @@ class _Importer:
             self.pending_fusion = None
 
     # -- constant folding and opaque nodes ---------------------------------------------------------
-    def _shape_const(self, node: onnx.NodeProto, v: _Value, a: OnnxAttrs) -> None:
+    def _shape_const(self, node: onnx.NodeProto, v: Value, a: OnnxAttrs) -> None:
         rank = len(v.shape)
         if node.op_type == "Size":
             arr = np.array(volume(v.shape), dtype=np.int64)
@@ -450,7 +420,7 @@ class _Importer:
             start, end = int(a.get("start", 0)), int(a.get("end", rank))
             start, end = (max(0, min(rank, k + rank if k < 0 else k)) for k in (start, end))
             arr = np.array(v.shape[start:end], dtype=np.int64)
-        self.values[node.output[0]] = _Value(7, tuple(arr.shape), const=arr)
+        self.values[node.output[0]] = Value(7, tuple(arr.shape), const=arr)
 
     def _fold(self, i: int, node: onnx.NodeProto, ins: Ins, where: str) -> None:
         onnx = self.onnx
@@ -496,7 +466,7 @@ class _Importer:
         present = [name for name in node.output if name]
         for name, arr in zip(present, results, strict=True):
             arr = np.asarray(arr)
-            self.values[name] = _Value(_elem_type(onnx, arr), tuple(arr.shape), const=arr)
+            self.values[name] = Value(_elem_type(onnx, arr), tuple(arr.shape), const=arr)
 
     def _opaque(self, i: int, node: onnx.NodeProto, ins: Ins, reason: str, where: str) -> None:
         if self.strict:
@@ -510,7 +480,7 @@ class _Importer:
                 slots.append(ConstSlot(v.const))
             else:
                 if v.tensor is None:
-                    self._tensor(v, name)
+                    self.tensor(v, name)
                 assert v.tensor is not None
                 slots.append(TensorSlot(v.elem_type, v.shape))
                 tensors.append(v.tensor)
@@ -533,14 +503,14 @@ class _Importer:
         present = [(name, out) for name, out in zip(node.output, outputs, strict=True) if name]
         for (name, out), t in zip(present, results, strict=True):
             assert out is not None
-            self.values[name] = _Value(out[0], t.shape, tensor=t)
+            self.values[name] = Value(out[0], t.shape, tensor=t)
 
-    def _explicit_pad(
+    def explicit_pad(
         self, i: int, node: onnx.NodeProto, x: Tensor, pads: Sequence[int], value: float
     ) -> Tensor:
         """``x`` padded spatially by ONNX-order pads (top, left, bottom, right), as an opaque Pad."""
         onnx = self.onnx
-        where = self._where(i, node)
+        where = self.where(i, node)
         if self.strict:
             raise UnsupportedOpError(
                 f"{where}: pads {tuple(pads)} are neither TASO's SAME nor VALID and need an explicit Pad; "
@@ -642,513 +612,6 @@ class _Importer:
         if half is not None and _close(self._scalar(half), 0.5):
             return m, [ip]
         return None
-
-
-# ---------------------------------------------------------------------------------------------
-# Handlers: (importer, node index, node, input values, attributes) -> output values
-# ---------------------------------------------------------------------------------------------
-
-Handler = Callable[[_Importer, int, Any, Ins, OnnxAttrs], list[_Value]]
-_HANDLERS: dict[str, Handler] = {}
-
-
-def _handles(*ops: str) -> Callable[[Handler], Handler]:
-    def deco(fn: Handler) -> Handler:
-        for op in ops:
-            _HANDLERS[op] = fn
-        return fn
-
-    return deco
-
-
-def _req(ins: Ins, k: int) -> _Value:
-    v = ins[k] if k < len(ins) else None
-    if v is None:
-        raise _Unsupported(f"input {k} is missing")
-    return v
-
-
-def _float_in(imp: _Importer, node: Any, ins: Ins, k: int) -> Tensor:
-    return imp._tensor(_req(ins, k), node.input[k])
-
-
-def _const_ints(v: _Value | None, what: str) -> list[int]:
-    if v is None or v.const is None:
-        raise _Unsupported(f"{what} is not a constant")
-    return [int(d) for d in np.asarray(v.const).reshape(-1)]
-
-
-def _broadcast(*shapes: Shape) -> Shape:
-    return tuple(int(d) for d in np.broadcast_shapes(*shapes))
-
-
-@_handles("Add")
-def _add(imp: _Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[_Value]:
-    x, y = _float_in(imp, node, ins, 0), _float_in(imp, node, ins, 1)
-    return [imp._new(imp.g.ewadd(x, y))]
-
-
-@_handles("Sum")
-def _sum(imp: _Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[_Value]:
-    ts = [_float_in(imp, node, ins, k) for k in range(len(ins))]
-    if len(ts) == 1:
-        return [_req(ins, 0)]
-    out = ts[0]
-    for t in ts[1:]:
-        out = imp.g.ewadd(out, t)
-    return [imp._new(out)]
-
-
-@_handles("Mul")
-def _mul(imp: _Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[_Value]:
-    for k in (0, 1):
-        data, c = _req(ins, k), _req(ins, 1 - k)
-        scalar = c.const is not None and c.const.size == 1 and c.const.dtype == np.float32
-        if scalar and data.const is None and _broadcast(data.shape, c.shape) == data.shape:
-            assert c.const is not None
-            x = _float_in(imp, node, ins, k)
-            return [imp._new(imp.g.smul(x, float(c.const.reshape(-1)[0])))]
-    return [imp._new(imp.g.ewmul(_float_in(imp, node, ins, 0), _float_in(imp, node, ins, 1)))]
-
-
-@_handles("Sub")
-def _sub(imp: _Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[_Value]:
-    v0, v1 = _req(ins, 0), _req(ins, 1)
-    if v1.const is not None and v1.const.dtype == np.float32:
-        neg = imp._weight(f"{node.input[1]}_neg", -v1.const)
-        return [imp._new(imp.g.ewadd(_float_in(imp, node, ins, 0), neg))]
-    minus_b = imp.g.smul(_float_in(imp, node, ins, 1), -1.0)
-    if v0.const is not None:  # c - x == (-x) + c: keep the constant as the second operand
-        return [imp._new(imp.g.ewadd(minus_b, _float_in(imp, node, ins, 0)))]
-    return [imp._new(imp.g.ewadd(_float_in(imp, node, ins, 0), minus_b))]
-
-
-@_handles("Neg")
-def _neg(imp: _Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[_Value]:
-    return [imp._new(imp.g.smul(_float_in(imp, node, ins, 0), -1.0))]
-
-
-@_handles("Div")
-def _div(imp: _Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[_Value]:
-    v0, v1 = _req(ins, 0), _req(ins, 1)
-    c = v1.const
-    if c is None or c.dtype != np.float32:
-        raise _Unsupported("Div by a non-constant tensor is not modelled (only sdiv by a constant)")
-    flat = c.reshape(-1)
-    if flat.size == 0 or not np.all(flat == flat[0]) or flat[0] == 0:
-        raise _Unsupported("Div by a constant whose elements differ (or are zero) is not modelled")
-    if _broadcast(v0.shape, v1.shape) != v0.shape:
-        raise _Unsupported("Div whose divisor widens the shape is not modelled")
-    return [imp._new(imp.g.sdiv(_float_in(imp, node, ins, 0), float(flat[0])))]
-
-
-@_handles("Relu", "Sigmoid", "Tanh")
-def _act(imp: _Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[_Value]:
-    x = _float_in(imp, node, ins, 0)
-    return [imp._new(imp.g.add(ACTIVATIONS[node.op_type], [x])[0])]
-
-
-@_handles("Gelu")
-def _gelu(imp: _Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[_Value]:
-    approx = a.get("approximate", "none")
-    if approx not in ("none", "tanh"):
-        raise _Unsupported(f"Gelu approximate={approx!r}")
-    return [imp._new(imp.g.gelu(_float_in(imp, node, ins, 0), approximate=approx))]
-
-
-def _window_padding(
-    size: tuple[int, int], kernel: tuple[int, int], stride: tuple[int, int], pads: Sequence[int]
-) -> str | None:
-    """'same' or 'valid' when the ONNX pads (top, left, bottom, right) equal one of them."""
-    top, left, bottom, right = pads
-    if same_padding(size[0], kernel[0], stride[0]) == (top, bottom) and same_padding(
-        size[1], kernel[1], stride[1]
-    ) == (left, right):
-        return "same"
-    if not any(pads):
-        return "valid"
-    return None
-
-
-Pair = tuple[int, int]
-
-
-def _onnx_pads(a: OnnxAttrs, size: Pair, kernel: Pair, stride: Pair) -> list[int]:
-    """Explicit (top, left, bottom, right) pads of a 2-D window op, resolving auto_pad."""
-    auto = a.get("auto_pad", "NOTSET")
-    if auto in ("SAME_UPPER", "SAME_LOWER"):
-        split: list[Pair] = []
-        for d in range(2):
-            total = max((-(-size[d] // stride[d]) - 1) * stride[d] + kernel[d] - size[d], 0)
-            small, big = total // 2, total - total // 2
-            split.append((big, small) if auto == "SAME_LOWER" else (small, big))
-        return [split[0][0], split[1][0], split[0][1], split[1][1]]
-    if auto == "VALID":
-        return [0, 0, 0, 0]
-    pads = [int(p) for p in a.get("pads", [0, 0, 0, 0])]
-    if len(pads) != 4:
-        raise _Unsupported(f"pads {pads} are not 2-D")
-    return pads
-
-
-def _check_2d(a: OnnxAttrs, x: _Value, kernel: tuple[int, ...]) -> tuple[Pair, Pair]:
-    if len(x.shape) != 4 or len(kernel) != 2:
-        raise _Unsupported(f"only 2-D windows (NCHW) are modelled, got input rank {len(x.shape)}")
-    dil = tuple(a.get("dilations", [1, 1]))
-    if any(d != 1 for d in dil):
-        raise _Unsupported(f"dilations {dil} are not modelled (only 1)")
-    stride = tuple(int(s) for s in a.get("strides", [1, 1]))
-    return (int(kernel[0]), int(kernel[1])), (stride[0], stride[1])
-
-
-@_handles("Conv")
-def _conv(imp: _Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[_Value]:
-    xv, wv = _req(ins, 0), _req(ins, 1)
-    if len(wv.shape) != 4:
-        raise _Unsupported(f"only 2-D convolutions are modelled, weight has rank {len(wv.shape)}")
-    kernel, stride = _check_2d(a, xv, wv.shape[2:])
-    groups = int(a.get("group", 1))
-    if xv.shape[1] != groups * wv.shape[1]:
-        raise FormatError(
-            f"{imp._where(i, node)}: group {groups} with weight {wv.shape} "
-            f"does not fit {xv.shape[1]} input channels"
-        )
-    size = (xv.shape[2], xv.shape[3])
-    pads = _onnx_pads(a, size, kernel, stride)
-    padding = _window_padding(size, kernel, stride, pads)
-    x = _float_in(imp, node, ins, 0)
-    w = _float_in(imp, node, ins, 1)
-    if padding is None:
-        x = imp._explicit_pad(i, node, x, pads, 0.0)
-        padding = "valid"
-    bias = ins[2] if len(ins) > 2 else None
-    act = "none" if bias is not None else imp._fusible_activation(node.output[0])
-    y = imp.g.conv2d(x, w, stride=stride, padding=padding, activation=act)
-    if bias is not None:
-        c = wv.shape[0]
-        if bias.const is not None and bias.const.dtype == np.float32:
-            b = imp._weight(node.input[2], bias.const.reshape(c, 1, 1))
-        else:
-            b = imp.g.reshape(_float_in(imp, node, ins, 2), (c, 1, 1))
-        y = imp.g.ewadd(y, b)
-    out = imp._new(y)
-    imp._finish_fusion(out)
-    return [out]
-
-
-def _pool_common(
-    imp: _Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs
-) -> tuple[Tensor, Pair, Pair, list[int], str | None]:
-    xv = _req(ins, 0)
-    kernel, stride = _check_2d(a, xv, tuple(a["kernel_shape"]))
-    size = (xv.shape[2], xv.shape[3])
-    pads = _onnx_pads(a, size, kernel, stride)
-    padding = _window_padding(size, kernel, stride, pads)
-    if int(a.get("ceil_mode", 0)):
-        for d in range(2):
-            total = size[d] + pads[d] + pads[d + 2] - kernel[d]
-            if total % stride[d] != 0:
-                raise _Unsupported("ceil_mode=1 changes the output size here; not modelled")
-    return _float_in(imp, node, ins, 0), kernel, stride, pads, padding
-
-
-@_handles("MaxPool")
-def _maxpool(imp: _Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[_Value]:
-    if len(node.output) > 1 and node.output[1]:
-        raise _Unsupported("MaxPool's Indices output is not modelled")
-    if int(a.get("storage_order", 0)) != 0:
-        raise _Unsupported("MaxPool storage_order=1 is not modelled")
-    x, kernel, stride, pads, padding = _pool_common(imp, i, node, ins, a)
-    if padding is None:
-        x = imp._explicit_pad(i, node, x, pads, float("-inf"))
-        padding = "valid"
-    act = imp._fusible_activation(node.output[0])
-    out = imp._new(imp.g.poolmax(x, kernel, stride, padding=padding, activation=act))
-    imp._finish_fusion(out)
-    return [out]
-
-
-@_handles("AveragePool")
-def _avgpool(imp: _Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[_Value]:
-    x, kernel, stride, pads, padding = _pool_common(imp, i, node, ins, a)
-    include = bool(int(a.get("count_include_pad", 0)))
-    if include and any(pads):
-        # Padding counted in the mean: pad with zeros, then every window is full.
-        x = imp._explicit_pad(i, node, x, pads, 0.0)
-        padding = "valid"
-    elif padding is None:
-        raise _Unsupported(f"AveragePool excluding padding with pads {tuple(pads)} (neither SAME nor VALID)")
-    act = imp._fusible_activation(node.output[0])
-    out = imp._new(imp.g.poolavg(x, kernel, stride, padding=padding, activation=act))
-    imp._finish_fusion(out)
-    return [out]
-
-
-@_handles("GlobalAveragePool", "GlobalMaxPool")
-def _global_pool(imp: _Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[_Value]:
-    xv = _req(ins, 0)
-    if len(xv.shape) != 4:
-        raise _Unsupported(f"only 4-D inputs are modelled, got rank {len(xv.shape)}")
-    x = _float_in(imp, node, ins, 0)
-    op = "poolavg" if node.op_type == "GlobalAveragePool" else "poolmax"
-    kernel = (xv.shape[2], xv.shape[3])
-    act = imp._fusible_activation(node.output[0])
-    out = imp._new(imp.g.add(op, [x], kernel=kernel, stride=(1, 1), padding="valid", activation=act)[0])
-    imp._finish_fusion(out)
-    return [out]
-
-
-def _transposed(imp: _Importer, v: _Value, name: str) -> Tensor:
-    if v.const is not None and v.const.dtype == np.float32:
-        return imp._weight(f"{name}_T", v.const.T)
-    return imp.g.transpose(imp._tensor(v, name), (1, 0))
-
-
-@_handles("Gemm")
-def _gemm(imp: _Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[_Value]:
-    av, bv = _req(ins, 0), _req(ins, 1)
-    if len(av.shape) != 2 or len(bv.shape) != 2:
-        raise _Unsupported("Gemm operands must be 2-D")
-    alpha, beta = float(a.get("alpha", 1.0)), float(a.get("beta", 1.0))
-    x = _transposed(imp, av, node.input[0]) if a.get("transA", 0) else _float_in(imp, node, ins, 0)
-    w = _transposed(imp, bv, node.input[1]) if a.get("transB", 0) else _float_in(imp, node, ins, 1)
-    cv = ins[2] if len(ins) > 2 else None
-    has_c = cv is not None and beta != 0.0
-    act = "none" if has_c or alpha != 1.0 else imp._fusible_activation(node.output[0])
-    y = imp.g.matmul(x, w, activation=act)
-    if alpha != 1.0:
-        y = imp.g.smul(y, alpha)
-    if has_c:
-        assert cv is not None
-        if cv.const is not None and cv.const.dtype == np.float32:
-            c = (
-                imp._tensor(cv, node.input[2])
-                if beta == 1.0
-                else imp._weight(f"{node.input[2]}_beta", cv.const * np.float32(beta))
-            )
-        else:
-            c = _float_in(imp, node, ins, 2)
-            if beta != 1.0:
-                c = imp.g.smul(c, beta)
-        y = imp.g.ewadd(y, c)
-    out = imp._new(y)
-    imp._finish_fusion(out)
-    return [out]
-
-
-@_handles("MatMul")
-def _matmul(imp: _Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[_Value]:
-    av, bv = _req(ins, 0), _req(ins, 1)
-    x, w = _float_in(imp, node, ins, 0), _float_in(imp, node, ins, 1)
-    if len(av.shape) >= 2 and len(bv.shape) >= 2:
-        act = imp._fusible_activation(node.output[0])
-        out = imp._new(imp.g.matmul(x, w, activation=act))
-        imp._finish_fusion(out)
-        return [out]
-    # NumPy's rule for 1-D operands: promote to a matrix, multiply, drop the added dim.
-    if len(av.shape) == 1:
-        x = imp.g.reshape(x, (1, av.shape[0]))
-    if len(bv.shape) == 1:
-        w = imp.g.reshape(w, (bv.shape[0], 1))
-    y = imp.g.matmul(x, w)
-    shape = list(y.shape)
-    if len(bv.shape) == 1:
-        shape.pop(-1)
-    if len(av.shape) == 1:
-        shape.pop(-2 if len(bv.shape) != 1 else -1)
-    return [imp._new(imp.g.reshape(y, tuple(shape)))]
-
-
-@_handles("Concat")
-def _concat(imp: _Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[_Value]:
-    ts = [_float_in(imp, node, ins, k) for k in range(len(ins))]
-    return [imp._new(imp.g.concat(ts, axis=int(a["axis"])))]
-
-
-@_handles("Split")
-def _split(imp: _Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[_Value]:
-    xv = _req(ins, 0)
-    rank = len(xv.shape)
-    axis = int(a.get("axis", 0))
-    axis = axis + rank if axis < 0 else axis
-    dim = xv.shape[axis]
-    n = len(node.output)
-    if len(ins) > 1 and ins[1] is not None:
-        sizes = _const_ints(ins[1], "split sizes")
-    elif "split" in a:
-        sizes = [int(s) for s in a["split"]]
-    elif "num_outputs" in a:
-        chunk = -(-dim // int(a["num_outputs"]))
-        sizes = [min(chunk, dim - k * chunk) for k in range(int(a["num_outputs"]))]
-    else:
-        if dim % n:
-            raise FormatError(f"{imp._where(i, node)}: dim {dim} does not split into {n} equal parts")
-        sizes = [dim // n] * n
-    if any(s <= 0 for s in sizes):
-        raise _Unsupported(f"split sizes {sizes} include an empty piece")
-    parts = imp.g.split(_float_in(imp, node, ins, 0), axis, sizes)
-    return [imp._new(t) for t in parts]
-
-
-def _reshape_to(imp: _Importer, node: Any, ins: Ins, shape: Sequence[int]) -> list[_Value]:
-    x = _float_in(imp, node, ins, 0)
-    return [imp._new(imp.g.reshape(x, tuple(int(d) for d in shape)))]
-
-
-@_handles("Reshape")
-def _reshape(imp: _Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[_Value]:
-    xv = _req(ins, 0)
-    target = _const_ints(ins[1] if len(ins) > 1 else None, "Reshape's shape")
-    if int(a.get("allowzero", 0)) and 0 in target:
-        raise _Unsupported("Reshape to an empty tensor (allowzero with a 0 dim)")
-    # Resolve 0 (copy the input dim) here: the builder does too, but only ONNX defines it for
-    # positions beyond the input rank as an error, which the builder would silently keep.
-    if any(d == 0 and k >= len(xv.shape) for k, d in enumerate(target)):
-        raise _Unsupported(f"Reshape target {target} copies a dim the input does not have")
-    dims = [xv.shape[k] if d == 0 else d for k, d in enumerate(target)]
-    return _reshape_to(imp, node, ins, dims)
-
-
-@_handles("Flatten")
-def _flatten(imp: _Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[_Value]:
-    shape = _req(ins, 0).shape
-    axis = int(a.get("axis", 1))
-    axis = axis + len(shape) if axis < 0 else axis
-    return _reshape_to(imp, node, ins, (volume(shape[:axis]), volume(shape[axis:])))
-
-
-def _raw_axes(ins: Ins, a: OnnxAttrs) -> list[int] | None:
-    """Axes from the second input (opset 13+) or the ``axes`` attribute (older); None if absent."""
-    if len(ins) > 1 and ins[1] is not None:
-        return _const_ints(ins[1], "axes")
-    if "axes" in a:
-        return [int(v) for v in a["axes"]]
-    return None
-
-
-@_handles("Squeeze")
-def _squeeze(imp: _Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[_Value]:
-    shape = _req(ins, 0).shape
-    raw = _raw_axes(ins, a)
-    if raw is None:
-        axes = {k for k, d in enumerate(shape) if d == 1}
-    else:
-        axes = {ax + len(shape) if ax < 0 else ax for ax in raw}
-    return _reshape_to(imp, node, ins, [d for k, d in enumerate(shape) if k not in axes])
-
-
-@_handles("Unsqueeze")
-def _unsqueeze(imp: _Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[_Value]:
-    shape = list(_req(ins, 0).shape)
-    raw = _raw_axes(ins, a)
-    if raw is None:
-        raise FormatError(f"{imp._where(i, node)}: Unsqueeze without axes")
-    rank = len(shape) + len(raw)
-    for ax in sorted(ax + rank if ax < 0 else ax for ax in raw):
-        shape.insert(ax, 1)
-    return _reshape_to(imp, node, ins, shape)
-
-
-@_handles("Transpose")
-def _transpose(imp: _Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[_Value]:
-    rank = len(_req(ins, 0).shape)
-    perm = [int(p) for p in a.get("perm", list(range(rank))[::-1])]
-    return [imp._new(imp.g.transpose(_float_in(imp, node, ins, 0), perm))]
-
-
-@_handles("Gather")
-def _gather(imp: _Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[_Value]:
-    xv, iv = _req(ins, 0), _req(ins, 1)
-    if iv.const is None:
-        raise _Unsupported("Gather with non-constant indices")
-    axis = int(a.get("axis", 0))
-    axis = axis + len(xv.shape) if axis < 0 else axis
-    dim = xv.shape[axis]
-    idx = np.asarray(iv.const).astype(np.int64)
-    flat = [int(k) + dim if k < 0 else int(k) for k in idx.reshape(-1)]
-    if idx.ndim > 1 or not flat or flat != list(range(flat[0], flat[0] + len(flat))):
-        raise _Unsupported("Gather with indices other than a scalar or a contiguous range")
-    start, count = flat[0], len(flat)
-    sizes = [s for s in (start, count, dim - start - count) if s > 0]
-    x = _float_in(imp, node, ins, 0)
-    piece = x if sizes == [count] else imp.g.split(x, axis, sizes)[1 if start > 0 else 0]
-    if idx.ndim == 0:
-        shape = [d for k, d in enumerate(piece.shape) if k != axis]
-        piece = imp.g.reshape(piece, tuple(shape))
-    return [imp._new(piece)]
-
-
-@_handles("BatchNormalization")
-def _batchnorm(imp: _Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[_Value]:
-    if int(a.get("training_mode", 0)):
-        raise _Unsupported("BatchNormalization in training mode")
-    if any(node.output[1:]):
-        raise _Unsupported("BatchNormalization's running-statistics outputs are not modelled")
-    x, scale, bias, mean, var = (_float_in(imp, node, ins, k) for k in range(5))
-    return [imp._new(imp.g.batchnorm(x, scale, bias, mean, var, eps=float(a.get("epsilon", 1e-5))))]
-
-
-@_handles("Softmax")
-def _softmax(imp: _Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[_Value]:
-    return [imp._new(imp.g.softmax(_float_in(imp, node, ins, 0), axis=int(a.get("axis", -1))))]
-
-
-@_handles("LayerNormalization")
-def _layernorm(imp: _Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[_Value]:
-    if any(node.output[1:]):
-        raise _Unsupported("LayerNormalization's Mean/InvStdDev outputs are not modelled")
-    xv = _req(ins, 0)
-    rank = len(xv.shape)
-    axis = int(a.get("axis", -1))
-    axis = axis + rank if axis < 0 else axis
-    norm = tuple(xv.shape[axis:])
-
-    def param(k: int, fill: float) -> Tensor:
-        v = ins[k] if k < len(ins) else None
-        if v is None:
-            return imp._weight(f"{node.output[0]}_{'bias' if k == 2 else 'scale'}", np.full(norm, fill))
-        if tuple(v.shape) == norm:
-            return imp._tensor(v, node.input[k])
-        if v.const is not None and v.const.dtype == np.float32:
-            return imp._weight(node.input[k], np.broadcast_to(v.const, norm))
-        raise _Unsupported(f"LayerNormalization parameter of shape {v.shape} broadcast to {norm}")
-
-    x = _float_in(imp, node, ins, 0)
-    out = imp.g.layernorm(x, param(1, 1.0), param(2, 0.0), axis=axis, eps=float(a.get("epsilon", 1e-5)))
-    return [imp._new(out)]
-
-
-@_handles("Dropout")
-def _dropout(imp: _Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[_Value]:
-    if len(node.output) > 1 and node.output[1]:
-        mask = node.output[1]
-        if imp.consumers.get(mask) or mask in imp.graph_outputs:
-            raise _Unsupported("Dropout's mask output is not modelled")
-    rate = float(a.get("ratio", 0.5))
-    if len(ins) > 1 and ins[1] is not None:
-        if ins[1].const is None:
-            raise _Unsupported("Dropout with a non-constant ratio")
-        rate = float(np.asarray(ins[1].const).reshape(-1)[0])
-    training = ins[2] if len(ins) > 2 else None
-    if training is not None and (training.const is None or bool(training.const.reshape(-1)[0])):
-        raise _Unsupported("Dropout in training mode")
-    if not 0.0 <= rate < 1.0:
-        raise _Unsupported(f"Dropout ratio {rate}")
-    return [imp._new(imp.g.dropout(_float_in(imp, node, ins, 0), rate=rate))]
-
-
-@_handles("Identity")
-def _identity(imp: _Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[_Value]:
-    return [_req(ins, 0)]
-
-
-@_handles("Cast", "CastLike")
-def _cast(imp: _Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[_Value]:
-    v = _req(ins, 0)
-    to = int(a["to"]) if node.op_type == "Cast" else _req(ins, 1).elem_type
-    if to != FLOAT or v.elem_type != FLOAT:
-        raise _Unsupported("Cast between element types is not modelled")
-    return [v]
 
 
 # ---------------------------------------------------------------------------------------------

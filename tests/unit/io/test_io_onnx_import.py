@@ -723,14 +723,14 @@ def test_models_over_the_protobuf_limit_go_through_a_skeleton_and_external_data(
     monkeypatch.setattr(import_mod, "DETACH_BYTES", 1000)
     monkeypatch.setattr(export_mod, "LARGE_MODEL_BYTES", 2000)
     detached = []
-    original = import_mod._Importer._detach_large_initializers
+    original = import_mod.Importer._detach_large_initializers
 
     def spy(self, model):
         out = original(self, model)
         detached.extend(self.detached)
         return out
 
-    monkeypatch.setattr(import_mod._Importer, "_detach_large_initializers", spy)
+    monkeypatch.setattr(import_mod.Importer, "_detach_large_initializers", spy)
     m = make_model(
         [N("MatMul", ["x", "w"], ["h"]), N("Reshape", ["h", "s"], ["y"])],
         {"x": (2, 32)},
