@@ -120,20 +120,11 @@ def zoo_problems(
     from tensor_eqsat.cost import parse_cost_model
     from tensor_eqsat.egraph import EGraph
     from tensor_eqsat.extract.egraph_problem import problem_from_egraph
-    from tensor_eqsat.rewrite.multi import MultiRewrite
-    from tensor_eqsat.rewrite.rewrite import Rewrite
+    from tensor_eqsat.rules import load_rule_set
+    from tensor_eqsat.rules.rewrites import runner_rules
     from tensor_eqsat.search.runner import Runner
 
-    try:
-        from tensor_eqsat.rules import load_rule_set
-    except ImportError:
-        raise SystemExit(
-            "--source zoo needs the paper's rule set (tensor_eqsat.rules); try --source synthetic"
-        ) from None
-
-    rules = load_rule_set("taso")
-    single = [Rewrite(r.name, r.lhs[0], r.rhs[0], r.conditions) for r in rules.single]
-    multi = [MultiRewrite(r.name, r.lhs, r.rhs, r.conditions, symmetric=r.symmetric) for r in rules.multi]
+    single, multi = runner_rules(load_rule_set("taso"))
     cost_model = parse_cost_model(cost_spec) if cost_spec else parse_cost_model()
     for name in models:
         for size in sizes:

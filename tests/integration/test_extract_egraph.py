@@ -21,54 +21,16 @@ from tensor_eqsat.extract.accuracy import accuracy_table
 from tensor_eqsat.extract.result import SolveStatus
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.ir.interpreter import run
-from tensor_eqsat.rewrite.multi import MultiRewrite
-from tensor_eqsat.rewrite.rewrite import Rewrite
+from tensor_eqsat.rules import load_rule_set
+from tensor_eqsat.rules.rewrites import runner_rules
 from tensor_eqsat.search.runner import Runner
-
-# A few of the paper's rules (TASO's; ids 125, 135, 136 and 131 in the rule files): fusing relu
-# into conv, and merging convs that share an input into one wider conv read through splits,
-# which is what creates the shared sub-graphs extraction must price right.
-SINGLE = [Rewrite.parse("conv-relu-fuse", "(relu (conv2d ?x ?w))", "(conv2d activation=relu ?x ?w)")]
-MULTI = [
-    MultiRewrite.parse(
-        "conv-concat-split-shared-input",
-        ["(conv2d ?x ?w1)", "(conv2d ?x ?w2)"],
-        [
-            "(get index=0 (split axis=1 sizes=[(dim ?w1 0) (dim ?w2 0)] "
-            "(conv2d ?x (concat axis=0 ?w1 ?w2))))",
-            "(get index=1 (split axis=1 sizes=[(dim ?w1 0) (dim ?w2 0)] "
-            "(conv2d ?x (concat axis=0 ?w1 ?w2))))",
-        ],
-        ["(== (dim ?x 1) (dim ?w1 1))"],
-        symmetric=True,
-    ),
-    MultiRewrite.parse(
-        "conv-relu-concat-split-shared-input",
-        ["(relu (conv2d ?x ?w1))", "(conv2d activation=relu ?x ?w2)"],
-        [
-            "(get index=0 (split axis=1 sizes=[(dim ?w1 0) (dim ?w2 0)] "
-            "(conv2d activation=relu ?x (concat axis=0 ?w1 ?w2))))",
-            "(get index=1 (split axis=1 sizes=[(dim ?w1 0) (dim ?w2 0)] "
-            "(conv2d activation=relu ?x (concat axis=0 ?w1 ?w2))))",
-        ],
-        ["(== (dim ?x 1) (dim ?w1 1))"],
-        symmetric=True,
-    ),
-    MultiRewrite.parse(
-        "relu-concat-axis1-split",
-        ["(relu ?a)", "(relu ?b)"],
-        [
-            "(get index=0 (split axis=1 sizes=[(dim ?a 1) (dim ?b 1)] (relu (concat axis=1 ?a ?b))))",
-            "(get index=1 (split axis=1 sizes=[(dim ?a 1) (dim ?b 1)] (relu (concat axis=1 ?a ?b))))",
-        ],
-        symmetric=True,
-    ),
-]
 
 
 def saturated(graph: Graph, node_limit: int) -> EGraph:
+    """The graph's e-graph grown by the paper's rules up to about ``node_limit`` e-nodes."""
     eg = EGraph.from_graph(graph)
-    Runner(SINGLE, MULTI, node_limit=node_limit, node_multi=node_limit, k_multi=2, time_limit=60.0).run(eg)
+    single, multi = runner_rules(load_rule_set("taso"))
+    Runner(single, multi, node_limit=node_limit, node_multi=node_limit, k_multi=2, time_limit=60.0).run(eg)
     return eg
 
 
