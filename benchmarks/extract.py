@@ -114,8 +114,12 @@ def bench_problem(
 
 def zoo_problems(
     models: list[str], sizes: list[int], cost_spec: str | None
-) -> Iterator[tuple[str, ExtractionProblem]]:
-    """(name, problem) of each model's e-graph saturated up to each node limit."""
+) -> Iterator[tuple[str, ExtractionProblem, dict[str, Any]]]:
+    """(name, problem, adapter timings) of each model's e-graph saturated up to each node limit.
+
+    The adapter (e-graph + cost model -> problem) is timed cold (every e-node priced by the cost
+    model) and warm (node costs from a cache kept across calls, as a search would).
+    """
     from tensor_eqsat import zoo
     from tensor_eqsat.cost import parse_cost_model
     from tensor_eqsat.egraph import EGraph
@@ -139,7 +143,17 @@ def zoo_problems(
             )
             report = runner.run(egraph)
             log.info("%s: %d e-nodes (%s)", name, egraph.num_enodes, report.stop_reason.value)
-            yield f"{name}-{size}", problem_from_egraph(egraph, cost_model).problem
+            cache: dict[tuple[Any, ...], float] = {}
+            t = time.perf_counter()
+            problem = problem_from_egraph(egraph, cost_model, cache=cache).problem
+            cold = time.perf_counter() - t
+            warm = []
+            for _ in range(7):
+                t = time.perf_counter()
+                problem_from_egraph(egraph, cost_model, cache=cache)
+                warm.append(time.perf_counter() - t)
+            timings = {"adapter_cold_ms": cold * 1e3, "adapter_warm_ms": statistics.median(warm) * 1e3}
+            yield f"{name}-{size}", problem, timings
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -158,17 +172,17 @@ def main(argv: list[str] | None = None) -> int:
     backends = [IlpBackend(b) for b in args.backends]
     rows = []
     if args.source == "zoo":
-        problems: Iterator[tuple[str, ExtractionProblem]] = zoo_problems(
+        problems: Iterator[tuple[str, ExtractionProblem, dict[str, Any]]] = zoo_problems(
             args.models, args.sizes, args.cost_model
         )
     else:
         suffix = "-cyclic" if args.cycles else ""
         problems = (
-            (f"synthetic-{size}{suffix}", tensor_like_problem(size, seed=args.seed, cycles=args.cycles))
+            (f"synthetic-{size}{suffix}", tensor_like_problem(size, seed=args.seed, cycles=args.cycles), {})
             for size in args.sizes
         )
-    for name, p in problems:
-        rows.append(bench_problem(name, p, args.repeats, backends, args.ilp_time_limit))
+    for name, p, extra in problems:
+        rows.append({**bench_problem(name, p, args.repeats, backends, args.ilp_time_limit), **extra})
         if not args.json:
             print_row(rows[-1])
             sys.stdout.flush()
@@ -181,8 +195,13 @@ def main(argv: list[str] | None = None) -> int:
 def print_row(row: dict[str, Any]) -> None:
     print(
         f"{row['egraph']}: {row['enodes']} e-nodes, {row['eclasses']} e-classes, "
-        f"cyclic={row['cyclic']}, problem build {row['build_ms']:.1f} ms"
+        f"cyclic={row['cyclic']}, problem copy {row['build_ms']:.1f} ms"
     )
+    if "adapter_warm_ms" in row:
+        print(
+            f"  e-graph -> problem: {row['adapter_warm_ms']:.1f} ms with cached node costs, "
+            f"{row['adapter_cold_ms']:.1f} ms cold"
+        )
     for kind in GREEDY:
         g = row[kind]
         print(
