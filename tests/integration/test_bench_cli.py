@@ -61,6 +61,7 @@ def test_dry_run_lists_only_runs_missing_from_the_database(capsys, tmp_path):
         (["--models", "vgg", "--budget", "0"], "settings.budget"),
         (["--models", "vgg", "--model-param", "steps=2"], "expected MODEL:KEY=VALUE"),
         (["--models", "vgg", "--address", "auto"], "--address is for --backend ray"),
+        (["--models", "vgg", "--option", "ilp"], "--option 'ilp': expected KEY=VALUE"),
     ],
 )
 def test_bad_arguments_fail_cleanly(capsys, tmp_path, args, message):
@@ -113,3 +114,25 @@ def test_bench_runs_the_real_optimizer_on_a_tiny_grid(capsys, tmp_path):
         assert r.record.original_cost_ms > 0 and r.record.wall_s > 0
     assert main(args) == 0
     assert json.loads(capsys.readouterr().out)["skipped"] == 8
+
+
+def test_accuracy_flag_stores_the_accuracy_table(capsys, tmp_path):
+    """--accuracy fills the table even when there is no run left to do."""
+    db_path = tmp_path / "r.sqlite"
+    [exp] = build_grid(["vgg"], ["tensat"], [0], Settings())
+    with ResultsDB(db_path) as db:
+        db.add_run(exp, RunRecord(1.0, 0.9, 10.0, 0.5, "node limit"))
+    assert (
+        main(
+            ["bench", "--models", "vgg", "--configs", "tensat", "--accuracy", "--db", str(db_path), "--json"]
+        )
+        == 0
+    )
+    assert json.loads(capsys.readouterr().out)["skipped"] == 1
+    with ResultsDB(db_path, create=False) as db:
+        assert {r.extractor for r in db.accuracy() if r.model == "vgg"} == {
+            "greedy-tree",
+            "greedy-ocf",
+            "greedy-dag",
+            "ilp",
+        }

@@ -1,6 +1,6 @@
 """Reproducing the paper's experiments: the grid, the results database, sweeps and reports."""
 
-from tensor_eqsat.bench.db import AccuracyRow, ResultsDB, StoredRun
+from tensor_eqsat.bench.db import AccuracyRecord, ResultsDB, StoredRun
 from tensor_eqsat.bench.experiment import ExperimentFn, execute, run_experiment
 from tensor_eqsat.bench.grid import (
     CONFIGURATIONS,
@@ -25,7 +25,7 @@ __all__ = [
     "PAPER_CONFIGS",
     "PAPER_SEEDS",
     "PAPER_SETTINGS",
-    "AccuracyRow",
+    "AccuracyRecord",
     "Backend",
     "BenchError",
     "Configuration",

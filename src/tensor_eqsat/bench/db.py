@@ -127,7 +127,7 @@ class StoredFailure:
 
 
 @dataclass(frozen=True)
-class AccuracyRow:
+class AccuracyRecord:
     """Predicted runtime (ms) of a model's initial graph by one extractor under one cost model."""
 
     model: str
@@ -288,7 +288,7 @@ class ResultsDB:
                 ),
             )
 
-    def add_accuracy(self, rows: Iterable[AccuracyRow]) -> None:
+    def add_accuracy(self, rows: Iterable[AccuracyRecord]) -> None:
         """Store (replace) accuracy rows in one transaction."""
         with self._transaction() as c:
             c.executemany(
@@ -330,12 +330,12 @@ class ResultsDB:
         ).fetchall()
         return [StoredFailure(m, c, int(s), d, e, t, f) for m, c, s, d, e, t, f in rows]
 
-    def accuracy(self) -> list[AccuracyRow]:
+    def accuracy(self) -> list[AccuracyRecord]:
         """Every accuracy row, by model then extractor."""
         rows = self._conn.execute(
             "SELECT model, cost_model, extractor, predicted_ms, time_s FROM accuracy ORDER BY rowid"
         ).fetchall()
-        return [AccuracyRow(m, c, e, float(p), float(t)) for m, c, e, p, t in rows]
+        return [AccuracyRecord(m, c, e, float(p), float(t)) for m, c, e, p, t in rows]
 
     def count(self) -> int:
         """Number of stored runs."""

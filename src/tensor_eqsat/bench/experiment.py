@@ -97,7 +97,9 @@ def run_experiment(experiment: Experiment) -> RunRecord:
         ) from None
     graph = zoo.get(experiment.model, **experiment.settings.params_for(experiment.model))
     cost_model = parse_cost_model(experiment.settings.cost_model)
-    result = optimize(graph, cost_model=cost_model, **optimize_kwargs(experiment))
+    # model= names the zoo model behind a graph built with reduced parameters, so optimize()
+    # picks that model's rule variant (NASRNN's) exactly as for the full model.
+    result = optimize(graph, cost_model=cost_model, model=experiment.model, **optimize_kwargs(experiment))
     return record_from_result(result)
 
 
@@ -112,5 +114,6 @@ def record_from_result(result: Any) -> RunRecord:
             result.stop_reason.value if hasattr(result.stop_reason, "value") else result.stop_reason
         ),
         rule_counts=dict(result.rule_counts),
-        steps=[s.to_dict() if hasattr(s, "to_dict") else dict(s) for s in result.steps],
+        steps=[s.to_dict() for s in result.steps],
+        extra={"settings": result.settings, "stats": result.stats},
     )

@@ -20,7 +20,7 @@ import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from tensor_eqsat.bench.db import AccuracyRow, StoredRun
+from tensor_eqsat.bench.db import AccuracyRecord, StoredRun
 from tensor_eqsat.bench.grid import CONFIGURATIONS, EXTRACTOR_TITLES
 
 
@@ -311,7 +311,7 @@ def _fmt_ms(value: float) -> str:
     return f"{value:.2f}"
 
 
-def accuracy_markdown(rows: Sequence[AccuracyRow]) -> str:
+def accuracy_markdown(rows: Sequence[AccuracyRecord]) -> str:
     """The paper's Table 1 per cost model: predicted runtime (ms) of each model's initial graph
     by each extractor (extractors as rows, models as columns)."""
     parts = []
@@ -332,7 +332,7 @@ def accuracy_markdown(rows: Sequence[AccuracyRow]) -> str:
     return "\n".join(parts)
 
 
-def accuracy_csv(rows: Sequence[AccuracyRow]) -> str:
+def accuracy_csv(rows: Sequence[AccuracyRecord]) -> str:
     """The accuracy rows as CSV (long format)."""
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tensor_eqsat.bench.accuracy import record_accuracy
 from tensor_eqsat.bench.db import ResultsDB
 from tensor_eqsat.bench.grid import (
     CONFIGURATIONS,
@@ -105,6 +106,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--address", help="Ray cluster address (auto, ray://HOST:10001); default: a local Ray instance"
+    )
+    p.add_argument(
+        "--accuracy",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="also store the extraction-accuracy table of the models (default: on with --paper)",
     )
     p.add_argument("--dry-run", action="store_true", help="list the runs that would execute and exit")
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
@@ -210,6 +217,21 @@ def run(args: argparse.Namespace) -> int:
                     print(e.describe())
             stderr.print(f"{len(todo)} to run, {len(done)} already in {args.db}", markup=False)
             return 0
+        accuracy = args.paper if args.accuracy is None else args.accuracy
+        if accuracy:
+            models = list(dict.fromkeys(e.model for e in experiments))
+            spec = experiments[0].settings.cost_model
+            computed = record_accuracy(
+                db,
+                models,
+                spec,
+                on_model=lambda m, p: stderr.print(
+                    f"accuracy {m}: " + ", ".join(f"{k} {v:.4g} ms" for k, v in p.items()), markup=False
+                ),
+            )
+            stderr.print(
+                f"accuracy table: {len(computed)} models computed, {len(models) - len(computed)} stored"
+            )
         stderr.print(
             f"{len(todo)} runs to do, {len(done)} already in {args.db} "
             f"(settings {experiments[0].settings.digest()}, backend {backend.name})",

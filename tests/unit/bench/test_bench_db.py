@@ -8,7 +8,7 @@ import pytest
 from bench_fakes import fake_record
 
 from tensor_eqsat.bench import BenchError, ResultsDB, RunFailure, RunRecord, Settings, build_grid
-from tensor_eqsat.bench.db import AccuracyRow
+from tensor_eqsat.bench.db import AccuracyRecord
 
 
 @pytest.fixture
@@ -76,11 +76,11 @@ def test_accuracy_rows_replace_by_key(tmp_path):
     with ResultsDB(tmp_path / "r.sqlite") as db:
         db.add_accuracy(
             [
-                AccuracyRow("bert", "roofline", "ilp", 0.9, 0.1),
-                AccuracyRow("bert", "roofline", "greedy-tree", 2.7, 0.0),
+                AccuracyRecord("bert", "roofline", "ilp", 0.9, 0.1),
+                AccuracyRecord("bert", "roofline", "greedy-tree", 2.7, 0.0),
             ]
         )
-        db.add_accuracy([AccuracyRow("bert", "roofline", "ilp", 0.8, 0.2)])
+        db.add_accuracy([AccuracyRecord("bert", "roofline", "ilp", 0.8, 0.2)])
         rows = {(r.model, r.extractor): r.predicted_ms for r in db.accuracy()}
     assert rows == {("bert", "ilp"): 0.8, ("bert", "greedy-tree"): 2.7}
 
@@ -107,3 +107,25 @@ def test_run_records_validate_their_numbers():
         RunRecord(1.0, 1.0, 0.0, 0.1, "x", rule_counts={-1: 2})
     r = RunRecord(1.0, 1.0, 0.0, 0.1, "x", rule_counts={"5": 2, 3: 0})
     assert r.rule_counts == {5: 2}
+
+
+def test_accuracy_is_computed_once_per_model_and_cost_model(tmp_path):
+    from tensor_eqsat.bench.accuracy import record_accuracy
+
+    seen = []
+    with ResultsDB(tmp_path / "r.sqlite") as db:
+        assert record_accuracy(
+            db, ["vgg", "nasrnn"], "roofline", on_model=lambda m, p: seen.append((m, p))
+        ) == [
+            "vgg",
+            "nasrnn",
+        ]
+        assert record_accuracy(db, ["nasrnn", "vgg"], "roofline") == []
+        rows = {(r.model, r.extractor): r.predicted_ms for r in db.accuracy()}
+    assert {m for m, _ in seen} == {"vgg", "nasrnn"}
+    assert set(rows) == {
+        (m, e) for m in ("vgg", "nasrnn") for e in ("greedy-tree", "greedy-ocf", "greedy-dag", "ilp")
+    }
+    # NASRNN shares tensors, so egg's tree cost overestimates it; the DAG-exact extractors agree.
+    assert rows[("nasrnn", "greedy-tree")] > 10 * rows[("nasrnn", "ilp")]
+    assert rows[("nasrnn", "greedy-dag")] == pytest.approx(rows[("nasrnn", "ilp")])

@@ -8,7 +8,7 @@ import io
 import pytest
 
 from tensor_eqsat.bench import BenchError, ResultsDB, RunRecord, Settings, build_grid, write_report
-from tensor_eqsat.bench.db import AccuracyRow
+from tensor_eqsat.bench.db import AccuracyRecord
 from tensor_eqsat.bench.figures import exemplary_runs
 from tensor_eqsat.bench.tables import Stat, aggregate, pair_summaries
 
@@ -167,10 +167,10 @@ def test_accuracy_table_and_failures_are_reported(fixture_db, tmp_path):
     with ResultsDB(fixture_db) as db:
         db.add_accuracy(
             [
-                AccuracyRow("nasneta", "roofline", "ilp", 3.45, 0.5),
-                AccuracyRow("nasneta", "roofline", "greedy-tree", 6.85e12, 0.01),
-                AccuracyRow("nasneta", "roofline", "greedy-ocf", 3.59, 0.01),
-                AccuracyRow("vgg", "roofline", "ilp", 0.61, 0.1),
+                AccuracyRecord("nasneta", "roofline", "ilp", 3.45, 0.5),
+                AccuracyRecord("nasneta", "roofline", "greedy-tree", 6.85e12, 0.01),
+                AccuracyRecord("nasneta", "roofline", "greedy-ocf", 3.59, 0.01),
+                AccuracyRecord("vgg", "roofline", "ilp", 0.61, 0.1),
             ]
         )
         db.add_failure(exp, RunFailure("RuntimeError: out of | memory"))
