@@ -152,7 +152,9 @@ def rule_heatmap(runs: Sequence[StoredRun], config: str, path: Path, seed: int |
     label = CONFIGURATIONS[config].label if config in CONFIGURATIONS else config
     title = label if config == "tensat" else f"MCTS {label}"
     ax.set_title(f"{title}: rule applications ({used} of {width} rules used)")
-    fig.colorbar(image, ax=ax, fraction=0.02, pad=0.01, label="applications")
+    from matplotlib.ticker import MaxNLocator
+
+    fig.colorbar(image, ax=ax, fraction=0.02, pad=0.01, label="applications", ticks=MaxNLocator(integer=True))
     fig.tight_layout()
     fig.savefig(path, dpi=150)
     plt.close(fig)

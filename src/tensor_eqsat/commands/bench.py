@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ from tensor_eqsat.bench.grid import (
 )
 from tensor_eqsat.bench.record import RunRecord
 from tensor_eqsat.bench.sweep import Backend, EventKind, LocalBackend, SweepEvent, pending, run_sweep
-from tensor_eqsat.commands._common import print_json, stderr
+from tensor_eqsat.commands._common import print_json
 
 NAME = "bench"
 HELP = "run the paper's experiment grid (models × configurations × seeds) into a SQLite results database"
@@ -178,6 +179,12 @@ def backend_from_args(args: argparse.Namespace) -> Backend:
     return LocalBackend(jobs=args.jobs or 1)
 
 
+def _line(text: str) -> None:
+    # Plain lines, not the rich console: sweeps run for hours with stderr in a log file, where a
+    # console would wrap lines at 80 columns.
+    print(text, file=sys.stderr, flush=True)
+
+
 class _Progress:
     """One stderr line per finished or failed run, with an estimate of the time left."""
 
@@ -194,14 +201,12 @@ class _Progress:
         outcome = event.outcome
         if isinstance(outcome, RunRecord):
             dup = " (already stored by another sweep)" if event.kind is EventKind.DUPLICATE else ""
-            stderr.print(
+            _line(
                 f"{head}: {outcome.original_cost_ms:.4g} → {outcome.optimized_cost_ms:.4g} ms "
-                f"({outcome.speedup_pct:+.2f}%) in {outcome.wall_s:.1f} s{dup}; {tail}",
-                markup=False,
-                highlight=False,
+                f"({outcome.speedup_pct:+.2f}%) in {outcome.wall_s:.1f} s{dup}; {tail}"
             )
         elif outcome is not None:
-            stderr.print(f"{head}: FAILED: {outcome.error}; {tail}", markup=False, highlight=False)
+            _line(f"{head}: FAILED: {outcome.error}; {tail}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -215,7 +220,7 @@ def run(args: argparse.Namespace) -> int:
             else:
                 for e in todo:
                     print(e.describe())
-            stderr.print(f"{len(todo)} to run, {len(done)} already in {args.db}", markup=False)
+            _line(f"{len(todo)} to run, {len(done)} already in {args.db}")
             return 0
         accuracy = args.paper if args.accuracy is None else args.accuracy
         if accuracy:
@@ -225,17 +230,16 @@ def run(args: argparse.Namespace) -> int:
                 db,
                 models,
                 spec,
-                on_model=lambda m, p: stderr.print(
-                    f"accuracy {m}: " + ", ".join(f"{k} {v:.4g} ms" for k, v in p.items()), markup=False
+                on_model=lambda m, p: _line(
+                    f"accuracy {m}: " + ", ".join(f"{k} {v:.4g} ms" for k, v in p.items())
                 ),
             )
-            stderr.print(
-                f"accuracy table: {len(computed)} models computed, {len(models) - len(computed)} stored"
+            _line(
+                f"accuracy table: {len(computed)} models computed, {len(models) - len(computed)} were stored"
             )
-        stderr.print(
+        _line(
             f"{len(todo)} runs to do, {len(done)} already in {args.db} "
-            f"(settings {experiments[0].settings.digest()}, backend {backend.name})",
-            markup=False,
+            f"(settings {experiments[0].settings.digest()}, backend {backend.name})"
         )
         report = run_sweep(experiments, db, backend=backend, on_event=_Progress())
     summary = {
@@ -261,9 +265,6 @@ def run(args: argparse.Namespace) -> int:
             f"{len(report.failures)} failed in {report.wall_s:.1f} s; results in {args.db}"
         )
     if report.failures:
-        stderr.print(
-            f"{len(report.failures)} runs failed (errors stored in {args.db}); rerun to retry them",
-            markup=False,
-        )
+        _line(f"{len(report.failures)} runs failed (errors stored in {args.db}); rerun to retry them")
         return 1
     return 0
