@@ -98,22 +98,74 @@ def test_report_on_a_missing_database_fails_cleanly(capsys, tmp_path):
     assert "no such results database" in capsys.readouterr().err
 
 
-@pytest.mark.skipif(
+needs_optimize = pytest.mark.skipif(
     not hasattr(tensor_eqsat, "optimize"), reason="tensor_eqsat.optimize() is not in this build yet"
 )
+
+# Reduced models and budgets: real optimizations that take a fraction of a second each.
+SMALL = [
+    "--model-param",
+    "nasrnn:steps=1",
+    "--model-param",
+    "nasrnn:hidden=8",
+    "--model-param",
+    "vgg:image=32",
+]
+SMALL_SETTINGS = Settings(
+    budget=2, node_limit=200, model_params={"nasrnn": {"steps": 1, "hidden": 8}, "vgg": {"image": 32}}
+)
+
+
+@needs_optimize
+def test_real_runs_record_what_optimize_reports(tmp_path):
+    """Fast variant: one seed of the tiny grid through run_sweep and the real optimizer."""
+    from tensor_eqsat.bench import run_experiment, run_sweep
+
+    grid = build_grid(["nasrnn", "vgg"], ["ocf-ilp", "tensat"], [0], SMALL_SETTINGS)
+    with ResultsDB(tmp_path / "r.sqlite") as db:
+        report = run_sweep(grid, db)
+        assert (report.finished, report.failures) == (4, ())
+        runs = {r.config + "/" + r.model: r for r in db.runs()}
+    for key, run in runs.items():
+        rec = run.record
+        assert rec.original_cost_ms > 0 and rec.optimized_cost_ms > 0, key
+        assert rec.speedup_pct == pytest.approx(
+            (rec.original_cost_ms - rec.optimized_cost_ms) / rec.original_cost_ms * 100
+        )
+        assert rec.optimized_cost_ms <= rec.original_cost_ms * (1 + 1e-9), key  # ILP final never loses
+        assert 0 < rec.wall_s <= rec.run_wall_s
+        assert rec.steps and rec.stop_reason
+        assert all(0 <= rule < 139 for rule in rec.rule_counts), key
+        resolved = rec.extra["settings"]
+        assert (resolved["node_limit"], resolved["seed"]) == (200, 0)
+    assert (
+        runs["tensat/nasrnn"].k_multi == 3 and runs["tensat/nasrnn"].record.extra["settings"]["k_multi"] == 3
+    )
+    assert runs["ocf-ilp/vgg"].record.extra["settings"]["budget"] == 2
+    # Same seed, same result: the stored run is reproducible.
+    again = run_experiment(grid[0])
+    assert again.optimized_cost_ms == runs["ocf-ilp/nasrnn"].record.optimized_cost_ms
+    assert again.rule_counts == runs["ocf-ilp/nasrnn"].record.rule_counts
+
+
+@needs_optimize
+@pytest.mark.slow
 def test_bench_runs_the_real_optimizer_on_a_tiny_grid(capsys, tmp_path):
+    """The tiny grid (2 models x 2 configurations x 2 seeds) from the command line, resumed, reported."""
     db_path = tmp_path / "r.sqlite"
-    args = ["bench", *TINY, *TINY_SETTINGS, "--db", str(db_path), "--json"]
+    args = ["bench", *TINY, "--budget", "2", "--node-limit", "200", *SMALL, "--db", str(db_path), "--json"]
     assert main(args) == 0
     summary = json.loads(capsys.readouterr().out)
     assert (summary["finished"], summary["failed"]) == (8, 0)
-    with ResultsDB(db_path, create=False) as db:
-        runs = db.runs()
-    assert len(runs) == 8
-    for r in runs:
-        assert r.record.original_cost_ms > 0 and r.record.wall_s > 0
+    assert summary["settings_digest"] == SMALL_SETTINGS.digest()
     assert main(args) == 0
     assert json.loads(capsys.readouterr().out)["skipped"] == 8
+    with ResultsDB(db_path, create=False) as db:
+        keys = [r.key for r in db.runs()]
+    assert len(keys) == len(set(keys)) == 8
+    assert main(["report", str(db_path), "-o", str(tmp_path / "out"), "--json"]) == 0
+    files = json.loads(capsys.readouterr().out)
+    assert files["runs"] == 8 and len(files["figures"]) == 4  # Figures 5, 6, two heatmaps
 
 
 def test_accuracy_flag_stores_the_accuracy_table(capsys, tmp_path):
