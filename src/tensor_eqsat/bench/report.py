@@ -3,8 +3,9 @@
 :func:`write_report` reads every run, groups them by settings digest (one section per distinct
 settings; usually one), and writes:
 
-* ``report.md``: settings, Table 2, the speedup matrix (with Figure 5's means), the accuracy
-  table, links to the figures, and unresolved failures;
+* ``report.md``: settings, Table 2, the speedup matrix (with Figure 5's means), the comparison
+  with the paper's published numbers, the accuracy table, links to the figures, and unresolved
+  failures;
 * ``table2.csv`` (every group, mean/std/n of every metric), ``rule_counts.csv`` (every run's
   rule counts), ``accuracy.csv`` (if accuracy rows exist);
 * ``fig5_extraction.png``, ``fig6_mcts_vs_tensat.png``, ``fig7_rules_<config>.png`` (one heatmap
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from tensor_eqsat.bench.comparison import comparison_markdown
 from tensor_eqsat.bench.db import ResultsDB, StoredRun
 from tensor_eqsat.bench.figures import extraction_figure, rule_heatmap, tensat_figure
 from tensor_eqsat.bench.grid import CONFIGURATIONS, BenchError, SearchKind
@@ -118,6 +120,9 @@ def write_report(
             "",
             speedup_matrix_markdown(groups),
         ]
+        compared = comparison_markdown(groups)
+        if compared:
+            md += ["### Compared with the paper (its Table 2, NVIDIA A100)", "", compared]
         if figures:
             md += ["### Figures", "", *_draw_figures(groups, group_runs, out, suffix, heatmap_seed, drawn)]
     if accuracy:

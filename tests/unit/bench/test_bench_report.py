@@ -193,3 +193,32 @@ def test_report_errors(tmp_path):
     ResultsDB(tmp_path / "empty.sqlite").close()
     with pytest.raises(BenchError, match="no runs to report"):
         write_report(tmp_path / "empty.sqlite", tmp_path / "out")
+
+
+def test_comparison_with_the_paper_ranks_configurations_and_mcts_gains(fixture_db, tmp_path):
+    from tensor_eqsat.bench.comparison import ranking
+
+    with ResultsDB(fixture_db, create=False) as db:
+        groups = aggregate(db.runs())
+    rows, models = ranking(groups)
+    assert models == ("nasrnn", "vgg")
+    got = {r.config: (r.here, r.here_rank, r.paper, r.paper_rank) for r in rows}
+    # Paper: nasrnn and vgg rows of Table 2 (A100).
+    assert got["dcf-dcf"] == pytest.approx((-7.5, 4, (9.75 + 39.72) / 2, 4))
+    assert got["ilp-ilp"] == pytest.approx((20.0, 1, (42.07 + 39.21) / 2, 1))
+    assert got["tensat"] == pytest.approx((7.5, 3, (36.92 + 39.58) / 2, 3))
+    md = write_report(fixture_db, tmp_path / "out", figures=False).markdown.read_text()
+    assert "Spearman's rank correlation of the two orders: 1.00." in md
+    assert "| nasrnn | 5.00 | 25.00 (ILP/ILP) | +20.00 | 36.92 | 42.07 (ILP/ILP) | +5.15 |" in md
+    assert "| vgg | 10.00 | 15.00 (ILP/ILP) | +5.00 | 39.58 | 39.69 (OCF/ILP) | +0.11 |" in md
+
+
+def test_paper_table_has_every_model_and_paper_configuration():
+    from tensor_eqsat import zoo
+    from tensor_eqsat.bench import PAPER_CONFIGS
+    from tensor_eqsat.bench.paper import PAPER_TABLE2_A100
+
+    assert set(PAPER_TABLE2_A100) == {(m, c) for m in zoo.names() for c in PAPER_CONFIGS}
+    # Spot checks against the paper's text: NASNet-A ILP/ILP, TT's DCF/DCF failure.
+    assert PAPER_TABLE2_A100[("nasneta", "ilp-ilp")].speedup_mean == 19.62
+    assert PAPER_TABLE2_A100[("tt", "dcf-dcf")].speedup_mean == -123.81
