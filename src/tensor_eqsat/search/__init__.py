@@ -1,0 +1,1 @@
+"""Construction strategies: the saturation runner (TENSAT baseline) and MCTS."""
