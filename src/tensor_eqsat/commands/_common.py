@@ -15,7 +15,11 @@ from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.ir.serialize import load
 
 stderr = Console(stderr=True)
-"""Console for progress, tables meant for people, and logs (never stdout)."""
+"""Console for progress, warnings and logs: never mixed into a command's output."""
+
+stdout = Console()
+"""Console for a command's human-readable result (``show``'s table). Commands print here only
+when ``--json`` is off, so ``--json`` output stays alone on stdout."""
 
 
 def print_json(data: Any) -> None:

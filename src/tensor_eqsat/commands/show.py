@@ -1,12 +1,17 @@
-"""``tensor-eqsat show GRAPH``: summarise a graph (op counts, parameters, shapes)."""
+"""``tensor-eqsat show GRAPH``: summarise a graph (op counts, parameters, shapes).
+
+The summary is the command's result, so it goes to stdout: a table for people, or with
+``--json`` the :func:`tensor_eqsat.ir.summary.summary` dict as JSON and nothing else.
+"""
 
 from __future__ import annotations
 
 import argparse
 
 from rich.table import Table
+from rich.text import Text
 
-from tensor_eqsat.commands._common import load_graph_arg, print_json, stderr
+from tensor_eqsat.commands._common import load_graph_arg, print_json, stdout
 from tensor_eqsat.ir.summary import summary
 
 NAME = "show"
@@ -24,15 +29,16 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(info)
         return 0
-    table = Table(title=args.graph, show_header=True)
+    # Text and markup=False: names and paths are shown literally, never read as rich markup.
+    table = Table(title=Text(args.graph), show_header=True)
     table.add_column("op")
     table.add_column("count", justify="right")
     for op, n in info["ops"].items():
         table.add_row(op, str(n))
-    stderr.print(table)
-    stderr.print(f"nodes {info['nodes']}, weights {info['weights']}, parameters {info['parameters']:,}")
-    for inp in info["inputs"]:
-        stderr.print(f"input  {inp['name']}: {tuple(inp['shape'])}")
-    for i, shape in enumerate(info["outputs"]):
-        stderr.print(f"output {i}: {tuple(shape)}")
+    stdout.print(table)
+    lines = [f"nodes {info['nodes']}, weights {info['weights']}, parameters {info['parameters']:,}"]
+    lines += [f"input  {inp['name']}: {tuple(inp['shape'])}" for inp in info["inputs"]]
+    lines += [f"output {i}: {tuple(shape)}" for i, shape in enumerate(info["outputs"])]
+    for line in lines:
+        stdout.print(line, markup=False, highlight=False)
     return 0

@@ -97,6 +97,7 @@ class Graph:
             attrs = spec.canonicalize(in_shapes, dict(attrs))
         canon = spec.make_attrs(**attrs)
         shapes = spec.infer_shapes(in_shapes, canon)
+        self._claim_name(spec, canon)
         return self._append_raw(op, canon, tuple(refs), shapes)
 
     def add_node(self, op: str, attrs: Attrs, inputs: Sequence[TensorRef]) -> tuple[Tensor, ...]:
@@ -108,14 +109,26 @@ class Graph:
             if not 0 <= node < len(self.nodes) or not 0 <= idx < len(self.nodes[node].shapes):
                 raise GraphError(f"{op}: input ({node}, {idx}) does not exist")
             in_shapes.append(self.nodes[node].shapes[idx])
-        canon = spec.make_attrs(**spec.attr_dict(tuple(attrs)))
+        attrs = tuple(attrs)
+        if len(attrs) != len(spec.attrs):
+            raise GraphError(
+                f"{op}: expected {len(spec.attrs)} attribute values ({', '.join(spec.attr_names)}), "
+                f"got {len(attrs)}"
+            )
+        # Re-validate: the tuple may come from a converter or a file, not from make_attrs.
+        canon = spec.make_attrs(**dict(zip(spec.attr_names, attrs, strict=True)))
         shapes = spec.infer_shapes(in_shapes, canon)
-        if spec.is_leaf:
-            name = spec.attr(canon, "name")
-            if name in self._names:
-                raise GraphError(f"{op}: name {name!r} is already used")
-            self._names[name] = len(self.nodes)
+        self._claim_name(spec, canon)
         return self._append_raw(op, canon, tuple((int(n), int(i)) for n, i in inputs), shapes)
+
+    def _claim_name(self, spec: OpSpec, attrs: Attrs) -> None:
+        """Register the name of an input or weight about to be appended; names are unique."""
+        if not spec.is_leaf:
+            return
+        name = spec.attr(attrs, "name")
+        if name in self._names:
+            raise GraphError(f"{spec.name}: name {name!r} is already used")
+        self._names[name] = len(self.nodes)
 
     def _append_raw(
         self, op: str, attrs: Attrs, refs: tuple[TensorRef, ...], shapes: tuple[Shape, ...]
@@ -135,11 +148,7 @@ class Graph:
                 self._counters[op] += 1
                 if name not in self._names:
                     break
-        elif name in self._names:
-            raise GraphError(f"{op}: name {name!r} is already used")
-        t = self._one(op, [], shape=tuple(shape), name=name)
-        self._names[name] = t.node
-        return t
+        return self._one(op, [], shape=shape, name=name)
 
     # -- leaves ----------------------------------------------------------------------------------
     def input(self, shape: Sequence[int], name: str | None = None) -> Tensor:
@@ -182,7 +191,7 @@ class Graph:
         return self._one("gelu", [x], approximate=approximate)
 
     def transpose(self, x: Tensor, perm: Sequence[int]) -> Tensor:
-        return self._one("transpose", [x], perm=tuple(perm))
+        return self._one("transpose", [x], perm=perm)
 
     def matmul(self, a: Tensor, b: Tensor, activation: str = "none") -> Tensor:
         return self._one("matmul", [a, b], activation=activation)
@@ -195,7 +204,7 @@ class Graph:
         padding: str = "same",
         activation: str = "none",
     ) -> Tensor:
-        return self._one("conv2d", [x, w], stride=tuple(stride), padding=padding, activation=activation)
+        return self._one("conv2d", [x, w], stride=stride, padding=padding, activation=activation)
 
     def enlarge(self, w: Tensor, reference: Tensor) -> Tensor:
         return self._one("enlarge", [w, reference])
@@ -214,9 +223,7 @@ class Graph:
         padding: str = "valid",
         activation: str = "none",
     ) -> Tensor:
-        return self._one(
-            "poolmax", [x], kernel=tuple(kernel), stride=tuple(stride), padding=padding, activation=activation
-        )
+        return self._one("poolmax", [x], kernel=kernel, stride=stride, padding=padding, activation=activation)
 
     def poolavg(
         self,
@@ -226,18 +233,18 @@ class Graph:
         padding: str = "valid",
         activation: str = "none",
     ) -> Tensor:
-        return self._one(
-            "poolavg", [x], kernel=tuple(kernel), stride=tuple(stride), padding=padding, activation=activation
-        )
+        return self._one("poolavg", [x], kernel=kernel, stride=stride, padding=padding, activation=activation)
 
     def concat(self, xs: Sequence[Tensor], axis: int) -> Tensor:
+        if isinstance(xs, Tensor):
+            raise GraphError("concat: takes a sequence of tensors, got a single Tensor")
         return self._one("concat", list(xs), axis=axis)
 
     def split(self, x: Tensor, axis: int, sizes: Sequence[int]) -> tuple[Tensor, ...]:
-        return self.add("split", [x], axis=axis, sizes=tuple(sizes))
+        return self.add("split", [x], axis=axis, sizes=sizes)
 
     def reshape(self, x: Tensor, shape: Sequence[int]) -> Tensor:
-        return self._one("reshape", [x], shape=tuple(shape))
+        return self._one("reshape", [x], shape=shape)
 
     def noop(self, *xs: Tensor) -> Tensor:
         return self._one("noop", list(xs))

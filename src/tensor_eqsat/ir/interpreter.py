@@ -79,9 +79,18 @@ def leaf_values(
         else:
             arr = random_weight(name, shape, seed, positive=n.id in positive)
         values[name] = arr
-    unknown = (set(inputs) | set(weights)) - set(values)
-    if unknown:
-        raise GraphError(f"values given for unknown inputs/weights: {sorted(unknown)}")
+    # A value under a name the graph does not have (or has as the other kind of leaf) would be
+    # ignored silently; that is always a caller's mistake.
+    input_names = {graph.name_of(n.id) for n in graph.inputs()}
+    weight_names = {graph.name_of(n.id) for n in graph.weights()}
+    for given_names, known, kind in ((inputs, input_names, "inputs"), (weights, weight_names, "weights")):
+        unknown = set(given_names) - known
+        if unknown:
+            shown = sorted(known)
+            listed = ", ".join(shown[:10]) + (f" and {len(shown) - 10} more" if len(shown) > 10 else "")
+            raise GraphError(
+                f"values given for unknown {kind}: {sorted(unknown)} (graph {kind}: {listed or 'none'})"
+            )
     return values
 
 

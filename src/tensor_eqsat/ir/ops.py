@@ -348,12 +348,18 @@ register(
 # ---------------------------------------------------------------------------------------------
 
 
-def _axis_canon(key: str) -> Any:
+def _axis_canon(key: str, default: int | None = None) -> Any:
+    """Canonicalizer turning a negative axis into ``axis + rank``; a missing axis takes
+    ``default`` first (layernorm's default -1 is "the last dim", which depends on the rank)."""
+
     def canon(shapes: Sequence[Shape], attrs: dict[str, Any]) -> dict[str, Any]:
-        if key in attrs and isinstance(attrs[key], int) and shapes:
+        if key not in attrs and default is not None:
+            attrs[key] = default
+        value = attrs.get(key)
+        if isinstance(value, int | np.integer) and not isinstance(value, bool) and shapes:
             rank = len(shapes[0])
-            if -rank <= attrs[key] < 0:
-                attrs[key] = attrs[key] + rank
+            if -rank <= value < 0:
+                attrs[key] = int(value) + rank
         return attrs
 
     return canon
@@ -362,6 +368,15 @@ def _axis_canon(key: str) -> Any:
 def _check_axis(op: str, shapes: Sequence[Shape], axis: int, rank: int) -> None:
     if not 0 <= axis < rank:
         raise ShapeError(op, f"axis {axis} out of range for rank {rank}", shapes, attr="axis")
+
+
+def _resolve_axis(op: str, shapes: Sequence[Shape], axis: int, rank: int) -> int:
+    """``axis`` in [0, rank): for ops whose attribute default is negative (layernorm's -1), which
+    patterns and the generic ``Graph.add`` may leave unresolved."""
+    if -rank <= axis < 0:
+        axis += rank
+    _check_axis(op, shapes, axis, rank)
+    return axis
 
 
 def _softmax_infer(shapes: Sequence[Shape], a: A) -> tuple[Shape, ...]:
@@ -392,8 +407,8 @@ register(
 
 def _layernorm_infer(shapes: Sequence[Shape], a: A) -> tuple[Shape, ...]:
     x = shapes[0]
-    _check_axis("layernorm", shapes, a["axis"], len(x))
-    norm = tuple(x[a["axis"] :])
+    axis = _resolve_axis("layernorm", shapes, a["axis"], len(x))
+    norm = tuple(x[axis:])
     for name, s in zip(("scale", "bias"), shapes[1:], strict=True):
         if tuple(s) != norm:
             raise ShapeError("layernorm", f"{name} must have shape {norm} (the normalized dims)", shapes)
@@ -402,7 +417,7 @@ def _layernorm_infer(shapes: Sequence[Shape], a: A) -> tuple[Shape, ...]:
 
 def _layernorm(x: Sequence[np.ndarray], a: A) -> tuple[np.ndarray, ...]:
     data, scale, bias = x
-    axes = tuple(range(a["axis"], data.ndim))
+    axes = tuple(range(a["axis"] % data.ndim, data.ndim))
     d64 = data.astype(np.float64)
     mean = d64.mean(axis=axes, keepdims=True)
     var = ((d64 - mean) ** 2).mean(axis=axes, keepdims=True)
@@ -422,7 +437,7 @@ register(
         compute=_layernorm,
         flops=_out_volume_flops(8),
         kind=OpKind.REDUCTION,
-        canonicalize=_axis_canon("axis"),
+        canonicalize=_axis_canon("axis", default=-1),
         doc="layer normalization over dims axis..rank-1, with scale and bias",
     )
 )
@@ -742,15 +757,27 @@ register(
 
 
 def _reshape_canon(shapes: Sequence[Shape], attrs: dict[str, Any]) -> dict[str, Any]:
+    # ONNX conventions: 0 copies the input dim at the same position, one -1 takes the rest.
+    # Anything that is not a sequence of ints is left for make_attrs to reject with its message.
     target = attrs.get("shape")
-    if not shapes or not isinstance(target, list | tuple):
+    if not shapes or not isinstance(target, Sequence | np.ndarray) or isinstance(target, str):
+        return attrs
+    if any(isinstance(d, bool) or not isinstance(d, int | np.integer) for d in target):
         return attrs
     src = shapes[0]
-    dims = [src[i] if d == 0 and i < len(src) else d for i, d in enumerate(target)]
+    dims = [int(src[i]) if d == 0 and i < len(src) else int(d) for i, d in enumerate(target)]
+    if dims.count(-1) > 1:
+        raise ShapeError("reshape", f"target {tuple(target)} has more than one -1", shapes, attr="shape")
     if dims.count(-1) == 1:
         known = math.prod(d for d in dims if d != -1)
-        if known > 0 and volume(src) % known == 0:
-            dims[dims.index(-1)] = volume(src) // known
+        if known <= 0 or volume(src) % known != 0:
+            raise ShapeError(
+                "reshape",
+                f"cannot reshape {volume(src)} elements into {tuple(target)}",
+                shapes,
+                attr="shape",
+            )
+        dims[dims.index(-1)] = volume(src) // known
     attrs["shape"] = tuple(dims)
     return attrs
 
@@ -794,7 +821,8 @@ register(
         inputs=("x",),
         attrs=(AttrSpec("perm", "ints"),),
         infer=_transpose_infer,
-        compute=lambda x, a: (np.ascontiguousarray(np.transpose(x[0], a["perm"])),),
+        # copy(): ascontiguousarray would turn a 0-d tensor into shape (1,).
+        compute=lambda x, a: (np.transpose(x[0], a["perm"]).copy(order="C"),),
         flops=_zero_flops,
         kind=OpKind.VIEW,
         doc="permute dims",

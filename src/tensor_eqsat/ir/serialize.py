@@ -63,6 +63,15 @@ def to_dict(graph: Graph, *, include_weights: bool = True) -> dict[str, Any]:
     return out
 
 
+def _is_ref(value: Any) -> bool:
+    """True for a [node, index] pair of non-negative ints (JSON true/false are not ints here)."""
+    return (
+        isinstance(value, list)
+        and len(value) == 2
+        and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value)
+    )
+
+
 def from_dict(data: Any, source: str = "<dict>") -> Graph:
     """Rebuild a Graph from :func:`to_dict` output; raises FormatError naming the field or node."""
     if not isinstance(data, dict):
@@ -77,18 +86,16 @@ def from_dict(data: Any, source: str = "<dict>") -> Graph:
     g = Graph()
     for pos, entry in enumerate(nodes):
         where = f"{source}: node {pos}"
-        if not isinstance(entry, dict) or "op" not in entry:
-            raise FormatError(f"{where}: must be an object with an 'op'")
+        if not isinstance(entry, dict) or not isinstance(entry.get("op"), str):
+            raise FormatError(f"{where}: must be an object with an 'op' string")
         if entry.get("id", pos) != pos:
             raise FormatError(f"{where}: id {entry.get('id')!r} does not match its position")
         inputs = entry.get("inputs", [])
         attrs = entry.get("attrs", {})
-        if not isinstance(inputs, list) or not all(
-            isinstance(r, list) and len(r) == 2 and all(isinstance(v, int) for v in r) for r in inputs
-        ):
-            raise FormatError(f"{where}: 'inputs' must be a list of [node, index] pairs")
+        if not isinstance(inputs, list) or not all(_is_ref(r) for r in inputs):
+            raise FormatError(f"{where} ({entry['op']}): 'inputs' must be a list of [node, index] pairs")
         if not isinstance(attrs, dict):
-            raise FormatError(f"{where}: 'attrs' must be an object")
+            raise FormatError(f"{where} ({entry['op']}): 'attrs' must be an object")
         try:
             spec = get_op(entry["op"])
             for node_id, _ in inputs:
@@ -104,15 +111,15 @@ def from_dict(data: Any, source: str = "<dict>") -> Graph:
     if not isinstance(outputs, list) or not outputs:
         raise FormatError(f"{source}: 'outputs' must be a non-empty list of [node, index] pairs")
     for ref in outputs:
-        if (
-            not isinstance(ref, list)
-            or len(ref) != 2
-            or not 0 <= ref[0] < len(g.nodes)
-            or not 0 <= ref[1] < len(g.nodes[ref[0]].shapes)
-        ):
+        if not _is_ref(ref) or not ref[0] < len(g.nodes) or not ref[1] < len(g.nodes[ref[0]].shapes):
             raise FormatError(f"{source}: output {ref!r} does not name an existing tensor")
         g.outputs.append((ref[0], ref[1]))
-    for name, w in (data.get("weights") or {}).items():
+    weights = data.get("weights")
+    if weights is None:
+        weights = {}
+    if not isinstance(weights, dict):
+        raise FormatError(f"{source}: 'weights' must be an object mapping weight names to data")
+    for name, w in weights.items():
         try:
             arr = np.frombuffer(base64.b64decode(w["data"]), dtype="<f4").astype(np.float32)
             arr = arr.reshape(w["shape"])
@@ -122,7 +129,9 @@ def from_dict(data: Any, source: str = "<dict>") -> Graph:
         if leaf is None or g.nodes[leaf].op != "weight":
             raise FormatError(f"{source}: data given for unknown weight {name!r}")
         if arr.shape != g.nodes[leaf].shapes[0]:
-            raise FormatError(f"{source}: weight {name!r} data shape {arr.shape} != declared")
+            raise FormatError(
+                f"{source}: weight {name!r} data shape {arr.shape} != declared {g.nodes[leaf].shapes[0]}"
+            )
         g.weight_data[name] = arr
     return g
 
@@ -140,6 +149,8 @@ def loads(text: str, source: str = "<string>") -> Graph:
         raise FormatError(
             f"{source}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
         ) from exc
+    except RecursionError:
+        raise FormatError(f"{source}: invalid JSON: nested too deeply") from None
     return from_dict(data, source)
 
 
@@ -147,7 +158,7 @@ def save(graph: Graph, path: str | os.PathLike[str], *, include_weights: bool = 
     """Write a graph as JSON atomically (a temp file renamed into place: never half-written)."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(dumps(graph, include_weights=include_weights))
+    tmp.write_text(dumps(graph, include_weights=include_weights), encoding="utf-8")
     os.replace(tmp, path)
 
 
@@ -155,7 +166,9 @@ def load(path: str | os.PathLike[str]) -> Graph:
     """Read a graph written by :func:`save`."""
     path = Path(path)
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise FormatError(f"{path}: cannot read ({exc.strerror})") from exc
+    except UnicodeDecodeError as exc:
+        raise FormatError(f"{path}: not a UTF-8 text file (byte {exc.start}: {exc.reason})") from exc
     return loads(text, str(path))
