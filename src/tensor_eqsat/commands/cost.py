@@ -1,0 +1,60 @@
+"""``tensor-eqsat cost MODEL|FILE``: predicted runtime of a graph and where it goes."""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.table import Table
+
+from tensor_eqsat.commands._common import load_graph_arg, print_json, stderr
+from tensor_eqsat.cost.model import WeightOps, cost_breakdown
+from tensor_eqsat.cost.spec import DEFAULT_SPEC, parse_cost_model
+
+NAME = "cost"
+HELP = "predicted runtime (ms) of a graph file or zoo model, with a per-op-type breakdown"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("graph", metavar="MODEL|FILE", help="zoo model name or graph JSON file")
+    p.add_argument(
+        "--cost-model",
+        default=DEFAULT_SPEC,
+        metavar="SPEC",
+        help="roofline[:a100|p100|h100|cpu|FILE.json], measured[:cpu|cuda], or unit (default: %(default)s)",
+    )
+    p.add_argument(
+        "--weight-ops",
+        choices=[w.value for w in WeightOps],
+        default=WeightOps.FOLD.value,
+        help="ops on weights only: fold (free, precomputed) or count (TENSAT) (default: %(default)s)",
+    )
+    p.add_argument("--taso-compat", action="store_true", help="concats are free, as in TASO")
+    p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+
+
+def run(args: argparse.Namespace) -> int:
+    graph = load_graph_arg(args.graph)
+    model = parse_cost_model(args.cost_model, weight_ops=args.weight_ops, taso_compat=args.taso_compat)
+    report = cost_breakdown(model, graph)
+    if args.json:
+        print_json(
+            {
+                "graph": args.graph,
+                "cost_model": model.spec,
+                "weight_ops": model.weight_ops.value,
+                "taso_compat": model.taso_compat,
+                **report.to_dict(),
+            }
+        )
+        return 0
+    table = Table(title=f"{args.graph} on {model.spec}", show_header=True)
+    table.add_column("op")
+    table.add_column("count", justify="right")
+    table.add_column("ms", justify="right")
+    table.add_column("share", justify="right")
+    for op, ms in report.by_op.items():
+        share = ms / report.total_ms if report.total_ms else 0.0
+        table.add_row(op, str(report.count_by_op[op]), f"{ms:.4f}", f"{share:.1%}")
+    stderr.print(table)
+    stderr.print(f"total {report.total_ms:.4f} ms over {report.kernels} kernels")
+    return 0

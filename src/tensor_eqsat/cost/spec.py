@@ -1,0 +1,97 @@
+"""Cost-model specs: the strings users write after ``--cost-model``.
+
+Grammar: ``NAME[:ARG]``.
+
+=====================  ==================================================================
+``roofline``           analytic roofline on the default profile (A100, the paper's device)
+``roofline:PROFILE``   on a shipped profile (``a100``, ``p100``, ``h100``, ``cpu``) or a
+                       profile JSON file (``roofline:my_gpu.json``)
+``measured``           PyTorch timings on the available device (CUDA if present, else CPU)
+``measured:DEVICE``    on ``cpu``, ``cuda`` or ``cuda:N``
+``unit``               every costed op costs 1 (kernel counting; tests)
+=====================  ==================================================================
+
+Each name maps to a factory in one registry; unknown names and arguments fail with the list of
+choices.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from tensor_eqsat.cost.model import CostModelError, KernelCostModel, UnitCostModel, WeightOps
+from tensor_eqsat.cost.profiles import DEFAULT_PROFILE, profile_names
+
+DEFAULT_SPEC = "roofline"
+"""The default cost model: the roofline on the A100 profile."""
+
+Factory = Callable[[str | None, Mapping[str, Any]], KernelCostModel]
+
+
+def _roofline(arg: str | None, kw: Mapping[str, Any]) -> KernelCostModel:
+    from tensor_eqsat.cost.roofline import RooflineCostModel
+    from tensor_eqsat.errors import FormatError
+
+    try:
+        return RooflineCostModel(profile=arg or DEFAULT_PROFILE, **kw)
+    except FormatError as exc:
+        raise CostModelError(f"roofline: {exc}") from None
+
+
+def _measured(arg: str | None, kw: Mapping[str, Any]) -> KernelCostModel:
+    from tensor_eqsat.cost.measured import MeasuredCostModel
+
+    return MeasuredCostModel(device=arg or "auto", **kw)
+
+
+def _unit(arg: str | None, kw: Mapping[str, Any]) -> KernelCostModel:
+    if arg:
+        raise CostModelError(f"unit: takes no argument, got {arg!r}")
+    return UnitCostModel(**kw)
+
+
+COST_MODELS: dict[str, Factory] = {"roofline": _roofline, "measured": _measured, "unit": _unit}
+"""Registered cost-model names and their factories."""
+
+_EXTRA_OPTIONS = {
+    "measured": {"threads", "clock", "warmup", "repeats", "max_seconds", "cache_path", "persistent", "seed"}
+}
+
+
+def parse_cost_model(
+    spec: str = DEFAULT_SPEC,
+    *,
+    weight_ops: WeightOps | str = WeightOps.FOLD,
+    taso_compat: bool = False,
+    **options: Any,
+) -> KernelCostModel:
+    """The cost model a spec string names (see the module docstring for the grammar).
+
+    weight_ops, taso_compat: passed to the model (see :class:`~tensor_eqsat.cost.model.KernelCostModel`).
+    options: model-specific keywords (``measured``: threads, clock, warmup, repeats, max_seconds,
+        cache_path, persistent, seed).
+
+    Raises CostModelError for an unknown name, profile, device or option.
+
+    >>> parse_cost_model("roofline:p100").spec
+    'roofline:p100'
+    >>> parse_cost_model("unit", weight_ops="count").weight_ops.value
+    'count'
+    """
+    name, _, arg = spec.strip().partition(":")
+    factory = COST_MODELS.get(name)
+    if factory is None:
+        known = ", ".join(sorted(COST_MODELS))
+        profiles = ", ".join(profile_names())
+        raise CostModelError(
+            f"unknown cost model {spec!r} (known: {known}; e.g. roofline:PROFILE with PROFILE one of "
+            f"{profiles}, or measured:cpu / measured:cuda)"
+        )
+    allowed = _EXTRA_OPTIONS.get(name, set())
+    unknown = sorted(set(options) - allowed)
+    if unknown:
+        raise CostModelError(
+            f"{name}: unknown option {unknown[0]!r} (allowed: {', '.join(sorted(allowed)) or 'none'})"
+        )
+    return factory(arg or None, {"weight_ops": weight_ops, "taso_compat": taso_compat, **options})

@@ -1,0 +1,204 @@
+"""Persistent cache of measured operator times: one SQLite file shared by every process.
+
+Measuring an op configuration takes milliseconds to seconds; an e-graph search asks for thousands
+of them, and the next run asks for the same ones again. So every measurement is stored, keyed by
+(device, library version, op, attributes, input shapes), in a SQLite database in the user's cache
+directory: ``$TENSOR_EQSAT_CACHE_DIR`` if set, else the platform cache folder
+(``$XDG_CACHE_HOME`` or ``~/.cache`` on Linux, ``~/Library/Caches`` on macOS, ``%LOCALAPPDATA%``
+on Windows) under ``tensor-eqsat/``.
+
+Several processes may measure at once (a sweep runs one optimizer per model). The database uses
+WAL journaling (readers never block the writer), a busy timeout, ``INSERT OR IGNORE`` (the first
+measurement of a key wins and every process then reads that one value, so processes agree) and
+retries with back-off when the file is locked anyway.
+
+Alternatives rejected: one JSON file per device (lost updates under concurrent writers) and
+``shelve``/dbm (no safe concurrent access).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sqlite3
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from tensor_eqsat.ir.opspec import Attrs
+from tensor_eqsat.ir.types import Shape
+
+log = logging.getLogger(__name__)
+
+ENV_CACHE_DIR = "TENSOR_EQSAT_CACHE_DIR"
+"""Environment variable naming the folder of the timing cache (overrides the platform default)."""
+
+CACHE_FILE = "op_timings.sqlite3"
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS op_timings (
+    device TEXT NOT NULL,
+    library TEXT NOT NULL,
+    op TEXT NOT NULL,
+    attrs TEXT NOT NULL,
+    shapes TEXT NOT NULL,
+    ms REAL NOT NULL,
+    runs INTEGER NOT NULL,
+    measured_at REAL NOT NULL,
+    PRIMARY KEY (device, library, op, attrs, shapes)
+) WITHOUT ROWID;
+"""
+
+T = TypeVar("T")
+
+
+def default_cache_dir() -> Path:
+    """The folder of the timing cache: ``$TENSOR_EQSAT_CACHE_DIR`` or the platform cache folder."""
+    env = os.environ.get(ENV_CACHE_DIR)
+    if env:
+        return Path(env).expanduser()
+    if sys.platform == "win32":
+        base = Path(os.environ.get("LOCALAPPDATA", Path.home() / "AppData" / "Local"))
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Caches"
+    else:
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "tensor-eqsat"
+
+
+def encode_attrs(attrs: Attrs) -> str:
+    """Canonical text of an attribute tuple (tuples as lists, floats exactly).
+
+    >>> encode_attrs(((2, 2), "same", "relu"))
+    '[[2,2],"same","relu"]'
+    """
+    return json.dumps(attrs, separators=(",", ":"))
+
+
+def encode_shapes(shapes: Sequence[Shape]) -> str:
+    """Canonical text of input shapes.
+
+    >>> encode_shapes([(1, 64), (64, 8)])
+    '[[1,64],[64,8]]'
+    """
+    return json.dumps([list(s) for s in shapes], separators=(",", ":"))
+
+
+class TimingCache:
+    """The SQLite timing store (see the module docstring).
+
+    path: the database file. Default: ``default_cache_dir() / "op_timings.sqlite3"``. The folder is
+        created on first use.
+    timeout: seconds to wait for a lock before retrying. Default 30.
+    retries: attempts for an operation that keeps finding the database locked. Default 8.
+    """
+
+    def __init__(
+        self, path: str | os.PathLike[str] | None = None, *, timeout: float = 30.0, retries: int = 8
+    ):
+        self.path = Path(path) if path is not None else default_cache_dir() / CACHE_FILE
+        self.timeout = timeout
+        self.retries = retries
+        self._conn: sqlite3.Connection | None = None
+
+    # -- connection ----------------------------------------------------------------------------
+    def _connect(self) -> sqlite3.Connection:
+        if self._conn is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
+            self._conn = conn
+            try:
+                self._retry(lambda: self._init_schema(conn))
+            except BaseException:
+                conn.close()
+                self._conn = None
+                raise
+        return self._conn
+
+    @staticmethod
+    def _init_schema(conn: sqlite3.Connection) -> None:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.executescript(_SCHEMA)
+        conn.execute(
+            "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
+        )
+
+    def _retry(self, fn: Callable[[], T]) -> T:
+        delay = 0.05
+        for attempt in range(self.retries):
+            try:
+                return fn()
+            except sqlite3.OperationalError as exc:
+                transient = "locked" in str(exc) or "busy" in str(exc)
+                if not transient or attempt == self.retries - 1:
+                    raise
+                log.debug("timing cache %s is locked (%s); retrying in %.2fs", self.path, exc, delay)
+                time.sleep(delay)
+                delay = min(delay * 2, 2.0)
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        """Close the connection (it reopens on next use)."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def __enter__(self) -> TimingCache:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # -- queries -------------------------------------------------------------------------------
+    def load(self, device: str, library: str) -> dict[tuple[str, str, str], float]:
+        """Every stored time of one (device, library): ``(op, attrs text, shapes text) -> ms``."""
+        conn = self._connect()
+        rows = self._retry(
+            lambda: conn.execute(
+                "SELECT op, attrs, shapes, ms FROM op_timings WHERE device = ? AND library = ?",
+                (device, library),
+            ).fetchall()
+        )
+        return {(op, attrs, shapes): float(ms) for op, attrs, shapes, ms in rows}
+
+    def get(self, device: str, library: str, op: str, attrs: str, shapes: str) -> float | None:
+        """The stored time of one key, or None."""
+        conn = self._connect()
+        row = self._retry(
+            lambda: conn.execute(
+                "SELECT ms FROM op_timings WHERE device = ? AND library = ? AND op = ? AND attrs = ? "
+                "AND shapes = ?",
+                (device, library, op, attrs, shapes),
+            ).fetchone()
+        )
+        return None if row is None else float(row[0])
+
+    def put(self, device: str, library: str, op: str, attrs: str, shapes: str, ms: float, runs: int) -> float:
+        """Store a time unless the key is already present; return the value the cache now holds.
+
+        When another process stored the key first, its value is returned (and kept), so every
+        process prices the configuration the same.
+        """
+        conn = self._connect()
+        self._retry(
+            lambda: conn.execute(
+                "INSERT OR IGNORE INTO op_timings "
+                "(device, library, op, attrs, shapes, ms, runs, measured_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (device, library, op, attrs, shapes, float(ms), int(runs), time.time()),
+            )
+        )
+        stored = self.get(device, library, op, attrs, shapes)
+        return float(ms) if stored is None else stored
+
+    def __len__(self) -> int:
+        conn = self._connect()
+        return int(self._retry(lambda: conn.execute("SELECT COUNT(*) FROM op_timings").fetchone()[0]))
+
+    def __repr__(self) -> str:
+        return f"TimingCache({str(self.path)!r})"

@@ -1,0 +1,93 @@
+"""Device profiles: the shipped ones load and cite sources; bad files fail naming file and field."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tensor_eqsat.cost import load_profile, profile_names
+from tensor_eqsat.cost.profiles import KIND_KEYS, profile_from_dict
+from tensor_eqsat.errors import FormatError
+
+
+def test_shipped_profiles():
+    assert profile_names() == ["a100", "cpu", "h100", "p100"]
+    for name in profile_names():
+        p = load_profile(name)
+        assert p.name == name
+        for key in ("compute_units", "vector_tflops", "matrix_tflops", "bandwidth_gbs"):
+            assert p.sources[key].strip(), f"{name}: no source for {key}"
+        if p.cache_bytes:
+            assert p.sources["cache_bytes"] and p.sources["cache_bandwidth_gbs"]
+        assert p.calibration.strip(), f"{name}: no calibration note"
+        assert set(KIND_KEYS) <= set(p.kinds)
+
+
+def test_datasheet_peaks():
+    a100, p100, h100 = load_profile("a100"), load_profile("p100"), load_profile("h100")
+    assert (a100.compute_units, a100.vector_tflops, a100.matrix_tflops, a100.bandwidth_gbs) == (
+        108,
+        19.5,
+        156.0,
+        2039.0,
+    )
+    assert (p100.compute_units, p100.vector_tflops, p100.bandwidth_gbs) == (56, 9.3, 732.0)
+    assert p100.matrix_tflops == p100.vector_tflops  # no tensor cores on Pascal
+    assert h100.matrix_tflops > a100.matrix_tflops and h100.bandwidth_gbs > a100.bandwidth_gbs
+
+
+def test_round_trip_and_custom_file(tmp_path):
+    data = load_profile("a100").to_dict()
+    data["name"] = "mine"
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps(data))
+    p = load_profile(str(path))
+    assert p.name == "mine" and p.kinds == load_profile("a100").kinds
+
+
+def test_unknown_profile_lists_the_known_ones():
+    with pytest.raises(FormatError, match=r"unknown device profile 'v100' .*a100, cpu, h100, p100"):
+        load_profile("v100")
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(FormatError, match=r"nope\.json: cannot read device profile"):
+        load_profile(str(tmp_path / "nope.json"))
+
+
+def test_invalid_json_names_the_line(tmp_path):
+    path = tmp_path / "bad.json"
+    path.write_text('{\n  "name": "x",\n  oops\n}')
+    with pytest.raises(FormatError, match=r"bad.json: line 3: invalid JSON"):
+        load_profile(str(path))
+
+
+def _data():
+    return load_profile("a100").to_dict()
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda d: d.pop("bandwidth_gbs"), "missing field 'bandwidth_gbs'"),
+        (lambda d: d.update(vector_tflops=-1), "'vector_tflops' must be > 0"),
+        (lambda d: d.update(vector_tflops="fast"), "'vector_tflops' must be a number"),
+        (lambda d: d["sources"].pop("matrix_tflops"), "'sources' must say where 'matrix_tflops' comes from"),
+        (lambda d: d["kinds"].pop("pool"), "missing parameters for 'pool'"),
+        (lambda d: d["kinds"].update(bogus={}), "unknown op kind 'bogus'"),
+        (lambda d: d["kinds"]["gemm"].update(unit="tensor"), "kinds.gemm: field 'unit' must be"),
+        (
+            lambda d: d["kinds"]["conv"].update(compute_efficiency=1.5),
+            "kinds.conv: field 'compute_efficiency'",
+        ),
+        (lambda d: d["kinds"]["conv"].update(speed=3), "kinds.conv: unknown field 'speed'"),
+        (lambda d: d.update(name=""), "field 'name' must be a non-empty"),
+        (lambda d: d.update(cache_bandwidth_gbs=0), "'cache_bytes' needs 'cache_bandwidth_gbs'"),
+    ],
+)
+def test_validation_names_the_field(edit, message):
+    data = _data()
+    edit(data)
+    with pytest.raises(FormatError, match=message):
+        profile_from_dict(data, "my.json")
