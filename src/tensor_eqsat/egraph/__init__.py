@@ -1,0 +1,19 @@
+"""The e-graph engine: EGraph, EClass, ENode, analyses, Graph conversion."""
+
+from tensor_eqsat.egraph.analysis import Analysis, MergeConflict, NoAnalysis, TensorAnalysis, TensorData
+from tensor_eqsat.egraph.egraph import EGraph
+from tensor_eqsat.egraph.enode import EClass, ENode
+from tensor_eqsat.egraph.graph import from_graph, to_graph
+
+__all__ = [
+    "Analysis",
+    "EClass",
+    "EGraph",
+    "ENode",
+    "MergeConflict",
+    "NoAnalysis",
+    "TensorAnalysis",
+    "TensorData",
+    "from_graph",
+    "to_graph",
+]

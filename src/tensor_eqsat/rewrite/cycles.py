@@ -1,0 +1,74 @@
+"""Cycle filtering for rewrites, and cycle detection for checks.
+
+The e-graph keeps its non-blacklisted part acyclic on every union (``egraph/egraph.py``
+explains the height order and the blacklisting of the nodes that would close a cycle). Rewrites
+add one step in front of that, for single and multi-pattern rules alike: a match whose new nodes
+would reach the class they are unioned into is skipped *before* anything is added
+(:func:`creates_cycle`), because those new nodes would be blacklisted straight away and only
+waste the node budget. This is TENSAT's pre-filter made exact and current (TENSAT consulted a
+descendant map computed once per pass, which goes stale within the pass).
+
+:func:`find_cycle` is the independent check used by tests and by :meth:`check_acyclic`: a
+depth-first search from the roots over non-blacklisted nodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tensor_eqsat.egraph.egraph import EGraph
+    from tensor_eqsat.rewrite.pattern import Plan
+
+
+def creates_cycle(egraph: EGraph, plan: Plan, targets: Iterable[int]) -> bool:
+    """Whether committing ``plan`` and unioning its roots into ``targets`` would close a cycle:
+    some existing class that a new node uses is, or reaches, a target class."""
+    if not egraph.cycle_filter or not plan.inputs:
+        return False
+    find = plan.find
+    height = egraph._height
+    inputs = plan.inputs  # canonical: planned right after the e-graph was read
+    for t in targets:
+        t = find(t)
+        ht = height[t]
+        for k in inputs:
+            # Only a strictly higher class can reach t (heights grow along every edge).
+            if k == t or (height[k] > ht and egraph.reaches(k, t)):
+                return True
+    return False
+
+
+def find_cycle(egraph: EGraph, roots: Iterable[int] | None = None) -> list[int] | None:
+    """A cycle of classes reachable from ``roots`` (default: the e-graph's roots, or every class
+    if it has none) through non-blacklisted nodes, as a list of class ids, or None."""
+    egraph.rebuild()
+    find = egraph.find
+    blacklist = egraph._blacklist
+    nodes = egraph._nodes
+    class_nodes = egraph._class_nodes
+    starts = [find(r) for r in roots] if roots is not None else egraph.roots or list(class_nodes)
+    state: dict[int, int] = {}  # 1 on the current path, 2 finished
+    for start in starts:
+        if start in state:
+            continue
+        path = [start]
+        state[start] = 1
+        iters = [iter([find(ch) for n in class_nodes[start] if n not in blacklist for ch in nodes[n][2]])]
+        while iters:
+            nxt = next(iters[-1], None)
+            if nxt is None:
+                iters.pop()
+                state[path.pop()] = 2
+                continue
+            st = state.get(nxt)
+            if st == 1:
+                return path[path.index(nxt) :]
+            if st is None:
+                state[nxt] = 1
+                path.append(nxt)
+                iters.append(
+                    iter([find(ch) for n in class_nodes[nxt] if n not in blacklist for ch in nodes[n][2]])
+                )
+    return None

@@ -1,0 +1,327 @@
+"""MultiRewrite: two source patterns rewritten together into two targets (TENSAT §2.4).
+
+A multi-pattern rule fires on a *pair* of matches, one per source, that agree on every shared
+variable (same class for tensor variables, same value for attribute variables). Both targets are
+planned together (a node they share, such as the ``split`` under ``(get index=0 ...)`` and
+``(get index=1 ...)``, is added once), type-checked before anything is added, filtered for cycles,
+committed, and unioned with their source classes: target 1 with match 1's class, target 2 with
+match 2's class.
+
+Pairs are enumerated as TENSAT does: each source is canonicalized (variables renamed in order of
+first appearance) so that equal sources are searched once; a *symmetric* rule whose two sources
+are the same canonical pattern iterates unordered pairs ``i < j`` of that one match list (the
+swapped pair would give the mirrored result); otherwise the full product. A pair whose two matches
+are in the same class is skipped. Pairs are generated lazily, so a node budget that runs out early
+does not pay for the whole product. Unlike TENSAT's pass, the cycle check runs against the current
+e-graph for every pair (no stale descendant map), and newly added nodes are counted against the
+budget in every mode.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from tensor_eqsat.rewrite.conditions import RuleCondition, holds, normalize_conditions
+from tensor_eqsat.rewrite.cycles import creates_cycle
+from tensor_eqsat.rewrite.pattern import INVALID, Match, Plan, Searcher, Subst, Template, commit
+from tensor_eqsat.rewrite.rewrite import (
+    ApplyReport,
+    _Counts,
+    _with_seconds,
+    check_merge,
+    check_rule_vars,
+    revalidate,
+)
+from tensor_eqsat.rewrite.syntax import (
+    AttrValue,
+    AttrVar,
+    Expr,
+    ListValue,
+    Pattern,
+    PatternError,
+    PNode,
+    Var,
+    parse_pattern,
+)
+
+if TYPE_CHECKING:
+    from tensor_eqsat.egraph.egraph import EGraph
+
+
+class PairMatch(NamedTuple):
+    """A compatible pair of source matches and their merged substitution."""
+
+    first: Match
+    second: Match
+    subst: Subst
+
+
+def canonical_form(p: Pattern) -> tuple[Pattern, dict[str, str]]:
+    """``p`` with variables renamed ``v0, v1, ...`` in order of first appearance (attributes
+    before children), and the map original name -> canonical name.
+
+    >>> from tensor_eqsat.rewrite.syntax import parse_pattern
+    >>> a, _ = canonical_form(parse_pattern("(matmul ?x ?w1)"))
+    >>> b, m = canonical_form(parse_pattern("(matmul ?y ?w2)"))
+    >>> a == b, m
+    (True, {'y': 'v0', 'w2': 'v1'})
+    """
+    mapping: dict[str, str] = {}
+
+    def name(n: str) -> str:
+        if n not in mapping:
+            mapping[n] = f"v{len(mapping)}"
+        return mapping[n]
+
+    def value(v: AttrValue) -> AttrValue:
+        if isinstance(v, AttrVar):
+            return AttrVar(name(v.name))
+        if isinstance(v, Var):
+            return Var(name(v.name))
+        if isinstance(v, Expr):
+            return Expr(v.fn, tuple(value(a) for a in v.args))
+        if isinstance(v, ListValue):
+            return ListValue(tuple(value(a) for a in v.items))
+        return v
+
+    def pattern(q: Pattern) -> Pattern:
+        if isinstance(q, Var):
+            return Var(name(q.name))
+        attrs = tuple((k, value(v)) for k, v in q.attrs)
+        return PNode(q.op, attrs, tuple(pattern(c) for c in q.children))
+
+    return pattern(p), mapping
+
+
+class MultiRewrite:
+    """A two-source, two-target rewrite rule.
+
+    name: unique name.
+    sources: the two left-hand sides (op patterns); shared variables must bind the same classes.
+    targets: the two right-hand sides; target i is unioned with the class source i matched.
+    conditions: over the variables of both sources (parsed, text, or callables; the callable's
+        ``eclass`` argument is the first source's class).
+    symmetric: the rule is invariant under swapping the sources and the targets, so when the
+        sources are the same canonical pattern only unordered pairs are tried. Default False.
+
+    >>> part = "(split axis=1 sizes=[(dim ?w1 1) (dim ?w2 1)] (matmul ?x (concat axis=1 ?w1 ?w2)))"
+    >>> r = MultiRewrite.parse(
+    ...     "matmul-concat",
+    ...     ("(matmul ?x ?w1)", "(matmul ?x ?w2)"),
+    ...     (f"(get index=0 {part})", f"(get index=1 {part})"),
+    ...     symmetric=True,
+    ... )
+    >>> r.shared_vars
+    ['x']
+    """
+
+    def __init__(
+        self,
+        name: str,
+        sources: Sequence[Pattern],
+        targets: Sequence[Pattern],
+        conditions: Sequence[RuleCondition | str] = (),
+        *,
+        symmetric: bool = False,
+    ) -> None:
+        if len(sources) != 2 or len(targets) != 2:
+            raise PatternError(
+                f"rule {name}: a multi-pattern rule has 2 sources and 2 targets, "
+                f"got {len(sources)} and {len(targets)}"
+            )
+        for i, s in enumerate(sources):
+            if not isinstance(s, PNode):
+                raise PatternError(f"rule {name}: source {i + 1} must be an op pattern, not {s}")
+        self.name = name
+        self.sources = (sources[0], sources[1])
+        self.targets = (targets[0], targets[1])
+        self.symmetric = symmetric
+        self.conditions = normalize_conditions(conditions, f"rule {name}")
+        self._searchers = (Searcher(sources[0]), Searcher(sources[1]))
+        self._templates = (Template(targets[0]), Template(targets[1]))
+        tv = self._searchers[0].tensor_vars + self._searchers[1].tensor_vars
+        av = self._searchers[0].attr_vars + self._searchers[1].attr_vars
+        check_rule_vars(name, tv, av, self.targets, self.conditions)
+        own0 = set(self._searchers[0].tensor_vars) | set(self._searchers[0].attr_vars)
+        own1 = set(self._searchers[1].tensor_vars) | set(self._searchers[1].attr_vars)
+        self.shared_vars: list[str] = [v for v in dict.fromkeys(tv + av) if v in own0 and v in own1]
+        canon0, map0 = canonical_form(sources[0])
+        canon1, map1 = canonical_form(sources[1])
+        self.same_source = canon0 == canon1
+        self._canon = (Searcher(canon0), Searcher(canon1))
+        self._back = ({c: o for o, c in map0.items()}, {c: o for o, c in map1.items()})
+
+    @classmethod
+    def parse(
+        cls,
+        name: str,
+        sources: Sequence[str],
+        targets: Sequence[str],
+        conditions: Sequence[RuleCondition | str] = (),
+        *,
+        symmetric: bool = False,
+    ) -> MultiRewrite:
+        """Build a rule from pattern text."""
+        src = [parse_pattern(t, f"rule {name}: source {i + 1}") for i, t in enumerate(sources)]
+        dst = [parse_pattern(t, f"rule {name}: target {i + 1}") for i, t in enumerate(targets)]
+        return cls(name, src, dst, conditions, symmetric=symmetric)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Compiled closures do not pickle; a rule is rebuilt from its patterns instead.
+        return (_rebuild_multi, (self.name, self.sources, self.targets, self.conditions, self.symmetric))
+
+    def __str__(self) -> str:
+        cond = "".join(f" if {c}" for c in self.conditions)
+        sym = " (symmetric)" if self.symmetric else ""
+        return (
+            f"{self.name}: {self.sources[0]}, {self.sources[1]} => "
+            f"{self.targets[0]}, {self.targets[1]}{cond}{sym}"
+        )
+
+    def __repr__(self) -> str:
+        return f"MultiRewrite({str(self)!r})"
+
+    # -- search ----------------------------------------------------------------------------------
+    def _source_matches(self, egraph: EGraph) -> tuple[list[Match], list[Match]]:
+        first = self._canon[0].search(egraph)
+        second = first if self.same_source else self._canon[1].search(egraph)
+        return first, second
+
+    def iter_matches(self, egraph: EGraph) -> Iterator[PairMatch]:
+        """Compatible pairs of source matches whose conditions hold, generated lazily from the
+        match lists of the current e-graph (which is rebuilt first).
+
+        Pairs come in the order of the full product (or of ``i < j`` pairs), restricted to the
+        compatible ones, which a hash join on the shared variables finds directly.
+        """
+        first, second = self._source_matches(egraph)
+        if not first or not second:
+            return
+        back0, back1 = self._back
+        shared = self.shared_vars
+        firsts = [({back0[k]: v for k, v in m.subst.items()}, m) for m in first]
+        if second is first and back1 == back0:
+            seconds = firsts
+        else:
+            seconds = [({back1[k]: v for k, v in m.subst.items()}, m) for m in second]
+        buckets: dict[tuple[object, ...], list[int]] = {}
+        for j, (s2, _) in enumerate(seconds):
+            buckets.setdefault(tuple([s2[v] for v in shared]), []).append(j)
+        unordered = self.symmetric and self.same_source
+        find = egraph._uf.find
+        for i, (s1, m1) in enumerate(firsts):
+            for j in buckets.get(tuple([s1[v] for v in shared]), ()):
+                if unordered and j <= i:
+                    continue
+                s2, m2 = seconds[j]
+                if find(m1.eclass) == find(m2.eclass):
+                    continue
+                merged = {**s1, **s2}
+                if self.conditions and not holds(self.conditions, egraph, m1.eclass, merged):
+                    continue
+                yield PairMatch(Match(m1.eclass, s1, m1.stamp), Match(m2.eclass, s2, m2.stamp), merged)
+
+    def search(self, egraph: EGraph, limit: int | None = None) -> list[PairMatch]:
+        """Compatible pairs (at most ``limit``)."""
+        return list(itertools.islice(self.iter_matches(egraph), limit))
+
+    def has_match(self, egraph: EGraph) -> bool:
+        """Whether some compatible pair exists now."""
+        return next(self.iter_matches(egraph), None) is not None
+
+    # -- apply -----------------------------------------------------------------------------------
+    def apply(
+        self,
+        egraph: EGraph,
+        pairs: Iterable[PairMatch],
+        *,
+        node_budget: int | None = None,
+        deadline: float | None = None,
+        rebuild: bool = True,
+    ) -> ApplyReport:
+        """Apply both targets to each pair (see the module docstring)."""
+        t0 = time.perf_counter()
+        v0 = egraph.version
+        n0 = egraph.num_enodes
+        stats = _Counts()
+        for pair in pairs:
+            if node_budget is not None and egraph.num_enodes - n0 >= node_budget:
+                stats.budget = True
+                break
+            if deadline is not None and time.perf_counter() >= deadline:
+                stats.budget = True
+                break
+            stats.matches += 1
+            self._apply_pair(egraph, pair, stats)
+        if rebuild:
+            egraph.rebuild()
+        return stats.report(self.name, egraph, v0, n0, t0)
+
+    def run(
+        self,
+        egraph: EGraph,
+        *,
+        node_budget: int | None = None,
+        match_limit: int | None = None,
+        deadline: float | None = None,
+    ) -> ApplyReport:
+        """Enumerate pairs and apply each once, then rebuild (see :func:`apply_rule`)."""
+        t0 = time.perf_counter()
+        pairs: Iterable[PairMatch] = self.iter_matches(egraph)
+        if match_limit is not None:
+            pairs = itertools.islice(pairs, match_limit)
+        report = self.apply(egraph, pairs, node_budget=node_budget, deadline=deadline)
+        return _with_seconds(report, time.perf_counter() - t0)
+
+    def _apply_pair(self, egraph: EGraph, pair: PairMatch, stats: _Counts) -> None:
+        find = egraph.find
+        c1 = find(pair.first.eclass)
+        c2 = find(pair.second.eclass)
+        if c1 == c2:
+            stats.stale += 1
+            return
+        subst = pair.subst
+        version = egraph._blacklist_version
+        if pair.first.stamp != version or pair.second.stamp != version:
+            s1 = revalidate(egraph, self._searchers[0], c1, subst)
+            s2 = revalidate(egraph, self._searchers[1], c2, subst)
+            if s1 is None or s2 is None:
+                stats.stale += 1
+                return
+            subst = {**s1, **s2}
+            c1, c2 = find(c1), find(c2)
+        plan = Plan(egraph)
+        try:
+            r1 = self._templates[0].plan(subst, plan)
+            r2 = self._templates[1].plan(subst, plan)
+        except INVALID:
+            stats.shape += 1
+            return
+        check_merge(egraph, self.name, c1, plan.value(r1))
+        check_merge(egraph, self.name, c2, plan.value(r2))
+        if plan.steps and creates_cycle(egraph, plan, (c1, c2)):
+            stats.cycle += 1
+            return
+        ceiling: Any = None
+        if egraph.cycle_filter:
+            ceiling = min(egraph._height[c1], egraph._height[c2])
+        ids: list[int] = []
+        root1 = commit(plan, r1, ids, ceiling=ceiling)
+        root2 = commit(plan, r2, ids, ceiling=ceiling)
+        u1 = egraph.union(c1, root1)
+        u2 = egraph.union(c2, root2)
+        if plan.steps or u1 or u2:
+            stats.applied += 1
+
+
+def _rebuild_multi(
+    name: str,
+    sources: Sequence[Pattern],
+    targets: Sequence[Pattern],
+    conditions: Sequence[RuleCondition],
+    symmetric: bool,
+) -> MultiRewrite:
+    return MultiRewrite(name, sources, targets, conditions, symmetric=symmetric)
