@@ -140,8 +140,9 @@ class MctsStop(Enum):
 class MctsConfig:
     """Settings of the search. Defaults are the paper artifact's.
 
-    budget: simulations (selection, expansion, rollout, backpropagation) per real step.
-        Default 128.
+    budget: simulations (selection, expansion, rollout, backpropagation) per real step; if
+        every root child expanded within the budget changed nothing, planning goes on until one
+        did (or the root is saturated). Default 128.
     max_rollout_depth: the artifact's ``max_sim_step``; a rollout takes at most
         ``max_rollout_depth + 1`` steps (its counter is checked after stepping). Default 10,
         i.e. up to 11 steps.
@@ -494,14 +495,16 @@ class Mcts:
         simulations = 0
         max_depth = 0
         aborted = False
-        for _ in range(inherited, cfg.budget):
+        while True:
             if root.all_saturated():
                 break
-            if (
-                plan_deadline is not None
-                and time.perf_counter() >= plan_deadline
-                and self._final_action(root) is not None
-            ):
+            # Past the budget or the deadline, planning goes on only while the root has no usable
+            # child (every root expansion tries a new action, so this ends): the artifact's
+            # budget always exceeded its applicable actions, and it crashed otherwise.
+            over = root.visits_total >= cfg.budget or (
+                plan_deadline is not None and time.perf_counter() >= plan_deadline
+            )
+            if over and self._final_action(root) is not None:
                 break
             depth, aborted = self._simulate(root)
             if aborted:

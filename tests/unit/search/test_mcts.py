@@ -159,6 +159,15 @@ def test_unchanged_steps_make_saturated_children():
     assert plan.action == 1
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_planning_goes_past_the_budget_until_a_root_child_changed_something(seed):
+    rules = [FactRule(frozenset({"a"}), "a", 1, 0.0)] * 3 + [FactRule(frozenset({"a"}), "b", 1, 2.0)]
+    plan = Mcts(budget=1, seed=seed).plan(FactsEnv(rules, limit=100))
+    assert plan.action == 3
+    assert 1 <= plan.simulations <= 4
+    assert plan.simulations == sum(c.visits for c in plan.children)
+
+
 def test_run_stops_saturated_when_every_root_action_is_pruned():
     rules = [FactRule(frozenset({"never"}), "x", 1, 1.0)] * 3
     report = Mcts(seed=0).run(FactsEnv(rules, limit=100))
