@@ -112,10 +112,17 @@ def test_show_unknown_name(capsys):
 
 
 def test_show_wrong_file_type(tmp_path, capsys):
+    path = tmp_path / "net.pb"
+    path.write_bytes(b"\x08\x01")
+    assert main(["show", str(path)]) == 2
+    assert "unsupported file type '.pb' (expected .json or .onnx)" in capsys.readouterr().err
+
+
+def test_show_unreadable_onnx_file(tmp_path, capsys):
     path = tmp_path / "net.onnx"
     path.write_bytes(b"\x08\x01")
     assert main(["show", str(path)]) == 2
-    assert "unsupported file type '.onnx' (expected .json)" in capsys.readouterr().err
+    assert "net.onnx: not an ONNX model" in capsys.readouterr().err
 
 
 def test_show_malformed_file_in_a_subprocess_has_no_traceback(tmp_path):

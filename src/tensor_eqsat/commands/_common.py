@@ -28,15 +28,20 @@ def print_json(data: Any) -> None:
     sys.stdout.write("\n")
 
 
-def load_graph_arg(spec: str) -> Graph:
-    """A graph from a CLI argument: a ``.json`` graph file or a zoo model name.
+def load_graph_arg(spec: str, *, strict: bool = False) -> Graph:
+    """A graph from a CLI argument: a ``.json`` graph file, an ``.onnx`` model or a zoo model name.
 
-    Raises FormatError naming the argument when it is neither.
+    strict: for ONNX files, refuse operators the IR does not model instead of keeping them as
+    opaque nodes. Raises FormatError naming the argument when it is none of these.
     """
     path = Path(spec)
-    if path.suffix == ".json" or path.exists():
+    if path.suffix in (".json", ".onnx") or path.exists():
+        if path.suffix == ".onnx":
+            from tensor_eqsat.io.onnx_import import import_onnx  # onnx is an optional extra
+
+            return import_onnx(path, strict=strict)
         if path.suffix != ".json":
-            raise FormatError(f"{spec}: unsupported file type {path.suffix!r} (expected .json)")
+            raise FormatError(f"{spec}: unsupported file type {path.suffix!r} (expected .json or .onnx)")
         return load(path)
     try:
         zoo = importlib.import_module("tensor_eqsat.zoo")

@@ -10,6 +10,9 @@ Choices that differ from the op's exact semantics, because they do not change th
   (cuDNN, like PyTorch, pads symmetrically);
 * ``merge`` is timed as a zero-filled output plus one strided copy of the weight into it (its memory
   traffic), not slot by slot.
+* ``opaque`` (an ONNX op the IR does not model) is timed as the generic memory-bound op every cost
+  model treats it as: one read of each input and one write of each output. Its real kernel is
+  onnxruntime's and the same in the original and the optimized graph.
 
 Only costed ops have kernels: leaves and views never reach the timing code. torch is passed in
 (imported lazily by the caller) so that importing this module does not need it.
@@ -21,7 +24,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from tensor_eqsat.ir.ops import same_padding
+from tensor_eqsat.ir.ops import decode_shapes, same_padding
 from tensor_eqsat.ir.opspec import Attrs, OpSpec
 from tensor_eqsat.ir.types import Shape
 
@@ -105,6 +108,18 @@ def _batchnorm(torch: Any, xs: list[Any], a: Mapping[str, Any]) -> Kernel:
     return lambda: f.batch_norm(x, mean, var, scale, bias, training=False, eps=a["eps"])
 
 
+def _opaque(torch: Any, xs: list[Any], a: Mapping[str, Any]) -> Kernel:
+    device = xs[0].device if xs else "cpu"
+    outs = decode_shapes(a["output_shapes"])
+
+    def run() -> Any:
+        for x in xs:
+            x.sum()
+        return [torch.zeros(s, dtype=torch.float32, device=device) for s in outs]
+
+    return run
+
+
 _BUILDERS: dict[str, _Builder] = {
     "ewadd": lambda t, xs, a: lambda: t.add(xs[0], xs[1]),
     "ewmul": lambda t, xs, a: lambda: t.mul(xs[0], xs[1]),
@@ -124,6 +139,7 @@ _BUILDERS: dict[str, _Builder] = {
     "concat": lambda t, xs, a: lambda: t.cat(xs, a["axis"]),
     "enlarge": _enlarge,
     "merge": _merge,
+    "opaque": _opaque,
 }
 
 

@@ -24,7 +24,12 @@ def _label(graph: Graph, nid: int) -> str:
     attrs = n.attr_dict()
     if n.spec.is_leaf:
         return f"{n.op} {attrs['name']}\\n{tuple(attrs['shape'])}"
-    shown = ", ".join(f"{k}={v}" for k, v in attrs.items() if v not in ("none",))
+    # Long strings (an opaque node's payload) would swamp the drawing: show their head only.
+    shown = ", ".join(
+        f"{k}={v[:24] + '...' if isinstance(v, str) and len(v) > 32 else v}"
+        for k, v in attrs.items()
+        if v not in ("none",)
+    )
     shapes = " ".join(str(s) for s in n.shapes)
     return f"{n.op}" + (f"\\n{shown}" if shown else "") + f"\\n{shapes}"
 

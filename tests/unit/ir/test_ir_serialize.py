@@ -47,7 +47,8 @@ def every_op_graph() -> Graph:
 
 def test_every_op_graph_uses_every_op():
     used = {n.op for n in every_op_graph().nodes}
-    assert used == set(op_names())
+    # opaque needs an ONNX payload; its JSON round trip is in tests/unit/io/test_io_plan_opaque.py.
+    assert used == set(op_names()) - {"opaque"}
 
 
 def test_round_trip_is_lossless(tmp_path):

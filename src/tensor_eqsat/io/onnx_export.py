@@ -1,0 +1,501 @@
+"""ONNX export: a :class:`~tensor_eqsat.ir.graph.Graph` becomes an ONNX model onnxruntime runs.
+
+Algorithm. Work out which tensors the model must produce (:func:`observable_outputs`: a
+``noop`` output, which only joins tensors into one root as TENSAT's models do, is replaced by the
+tensors it joins), and which nodes depend on weights only. Those weight-only subgraphs (``merge``,
+``enlarge``, concatenated or split weights, anything whose inputs are all weights) are evaluated
+with the op's numpy semantics and written as initializers, as a deployment would fold them at
+load time. Weights carry their data when the Graph has it; otherwise they get the reference
+interpreter's seeded random values for their name, so onnxruntime and the interpreter compute the
+same function. Every other op maps to one ONNX node, except that fused activations become a
+separate Relu/Sigmoid/Tanh node and SAME padding becomes explicit (asymmetric) pads. Opaque ops
+are inlined from their payload. The model passes ``onnx.checker`` (full check) before it is
+returned.
+
+Versions: the default-domain opset is the highest of 13, what the ops need (LayerNormalization
+17, Gelu 20) and the opset the opaque payloads were written for (payloads older than the target
+are converted with onnx's version converter); the IR version is the lowest that allows it (10 for
+opset 21), because onnx 1.23 stamps IR 14 by default, which onnxruntime 1.31 rejects.
+
+Alternatives rejected: exporting weight-only ops as ONNX nodes (``merge`` has no ONNX
+counterpart, and folding them is what a runtime does anyway, so both the original and the
+optimized model are measured the same way); keeping fused activations as attributes of a custom
+op (not runnable elsewhere).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from tensor_eqsat.errors import GraphError, TensorEqsatError
+from tensor_eqsat.io.onnx_common import (
+    DEFAULT_OPSET,
+    FLOAT,
+    MIN_OPSET,
+    ir_version_for,
+    require_onnx,
+)
+from tensor_eqsat.io.opaque import convert_payload, decode_payload, payload_opset
+from tensor_eqsat.io.plan import fold_weights, live_nodes, observable_outputs, weight_only_nodes
+from tensor_eqsat.ir.graph import Graph, Node, TensorRef
+from tensor_eqsat.ir.ops import same_padding
+
+if TYPE_CHECKING:
+    import onnx
+
+ONNX_ACTIVATIONS = {"relu": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh"}
+
+OP_MIN_OPSET = {"layernorm": 17, "gelu": 20}
+"""Ops whose ONNX counterpart needs a newer opset than :data:`MIN_OPSET`."""
+
+
+def export_onnx(
+    graph: Graph,
+    path: str | os.PathLike[str] | None = None,
+    *,
+    output_names: Sequence[str] | None = None,
+    opset: int | None = None,
+    seed: int = 0,
+    check: bool = True,
+) -> onnx.ModelProto:
+    """Write ``graph`` as an ONNX model (to ``path`` when given) and return the ModelProto.
+
+    output_names: names of the graph outputs (after noop expansion, see
+        :func:`observable_outputs`); default ``output_0``, ``output_1``, ... Pass
+        ``onnx_output_names(original_model)`` to keep a model's names.
+    opset: default-domain opset to write; default: the lowest that covers the ops and the opaque
+        payloads (at least 13).
+    seed: seed of the random values given to weights without data (the interpreter's). Default 0.
+    check: run ``onnx.checker`` with full shape checking. Default True.
+
+    Input and weight names are kept. The file is written atomically. Raises GraphError for a
+    graph that cannot be expressed (a noop read by another op, an opset too old for an op).
+
+    >>> g = Graph(); x = g.input((1, 3, 8, 8), name="x"); w = g.weight((4, 3, 3, 3))
+    >>> g.output(g.conv2d(x, w, stride=(2, 2), activation="relu"))
+    >>> m = export_onnx(g)
+    >>> [n.op_type for n in m.graph.node], list(m.graph.node[0].attribute[2].ints)
+    (['Conv', 'Relu'], [0, 0, 1, 1])
+    """
+    onnx = require_onnx()
+    graph.validate()
+    outputs = observable_outputs(graph)
+    if output_names is not None and len(output_names) != len(outputs):
+        raise GraphError(f"export: {len(output_names)} output names for {len(outputs)} outputs")
+    leaf_names = {graph.name_of(n.id) for n in graph.nodes if n.spec.is_leaf}
+    if output_names is None:
+        names = []
+        for i in range(len(outputs)):
+            name = f"output_{i}"
+            while name in leaf_names:
+                name = f"_{name}"
+            names.append(name)
+    else:
+        names = list(output_names)
+    if len(set(names)) != len(names):
+        raise GraphError(f"export: output names are not unique: {names}")
+    clash = sorted(set(names) & leaf_names)
+    if clash:
+        raise GraphError(f"export: output names {clash} are already input or weight names")
+    ctx = _Exporter(onnx, graph, outputs, names, opset, seed)
+    model = ctx.build()
+    if check:
+        try:
+            if model.ByteSize() > LARGE_MODEL_BYTES:
+                # The checker reads models over 2 GiB only from a file with external data.
+                with tempfile.TemporaryDirectory(prefix="tensor-eqsat-") as tmp:
+                    save_model(model, Path(tmp) / "model.onnx")
+                    onnx.checker.check_model(str(Path(tmp) / "model.onnx"), full_check=True)
+            else:
+                onnx.checker.check_model(model, full_check=True)
+        except Exception as exc:
+            raise TensorEqsatError(f"export produced an invalid ONNX model: {exc}") from exc
+    if path is not None:
+        save_model(model, path)
+    return model
+
+
+LARGE_MODEL_BYTES = 1_800_000_000
+"""Models above this size are saved with external tensor data (protobuf's limit is 2 GiB)."""
+
+
+def save_model(model: onnx.ModelProto, path: str | os.PathLike[str]) -> None:
+    """Save atomically; a model over :data:`LARGE_MODEL_BYTES` keeps its tensors in ``<name>.data``."""
+    onnx = require_onnx()
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    if model.ByteSize() > LARGE_MODEL_BYTES:
+        # Saving with external data rewrites the tensors in place: save a copy.
+        copy = onnx.ModelProto()
+        copy.CopyFrom(model)
+        onnx.save_model(
+            copy,
+            str(tmp),
+            save_as_external_data=True,
+            all_tensors_to_one_file=True,
+            location=f"{path.name}.data",
+        )
+    else:
+        onnx.save_model(model, str(tmp))
+    os.replace(tmp, path)
+
+
+@dataclass
+class _Exporter:
+    onnx: Any
+    graph: Graph
+    outputs: list[TensorRef]
+    output_names: list[str]
+    opset: int | None
+    seed: int
+    nodes: list[Any] = field(default_factory=list)
+    inits: list[Any] = field(default_factory=list)
+    used: set[str] = field(default_factory=set)
+    names: dict[TensorRef, str] = field(default_factory=dict)
+    elem_types: dict[TensorRef, int] = field(default_factory=dict)
+    opsets: dict[str, int] = field(default_factory=dict)
+    functions: dict[tuple[str, str], Any] = field(default_factory=dict)
+
+    def fresh(self, base: str) -> str:
+        name, k = base, 1
+        while name in self.used:
+            name = f"{base}_{k}"
+            k += 1
+        self.used.add(name)
+        return name
+
+    def const(self, base: str, value: np.ndarray) -> str:
+        name = self.fresh(base)
+        self.inits.append(self.onnx.numpy_helper.from_array(np.asarray(value), name))
+        return name
+
+    def node(self, op_type: str, inputs: Sequence[str], outputs: Sequence[str], **attrs: Any) -> None:
+        name = self.fresh(f"{op_type}_{len(self.nodes)}")
+        self.nodes.append(
+            self.onnx.helper.make_node(op_type, list(inputs), list(outputs), name=name, **attrs)
+        )
+
+    # -- planning ------------------------------------------------------------------------------
+    def _target_opset(self, live: set[int]) -> int:
+        need = MIN_OPSET
+        payloads = []
+        for nid in live:
+            n = self.graph.nodes[nid]
+            need = max(need, OP_MIN_OPSET.get(n.op, MIN_OPSET))
+            if n.op == "opaque":
+                payloads.append(payload_opset(n.spec.attr(n.attrs, "payload")))
+        need = max([need, *payloads])
+        if self.opset is None:
+            return need if payloads else max(need, DEFAULT_OPSET)
+        if self.opset < need:
+            raise GraphError(f"export: opset {self.opset} is too old for this graph (needs {need})")
+        return self.opset
+
+    def build(self) -> onnx.ModelProto:
+        helper = self.onnx.helper
+        g = self.graph
+        live = live_nodes(g, self.outputs)
+        const = weight_only_nodes(g) & live
+        self.target = self._target_opset(live)
+        self.opsets[""] = self.target
+        self.used.update(g.name_of(n.id) for n in g.nodes if n.spec.is_leaf)
+        self.used.update(self.output_names)
+        # Outputs of computed ops take the output names directly; leaves, folded constants and
+        # tensors listed twice go through an Identity.
+        direct: dict[TensorRef, str] = {}
+        for ref, name in zip(self.outputs, self.output_names, strict=True):
+            n = g.nodes[ref[0]]
+            if ref not in direct and not n.spec.is_leaf and n.id not in const:
+                direct[ref] = name
+        values = fold_weights(g, const, seed=self.seed)
+        graph_inputs = []
+        for n in g.nodes:
+            if n.op == "input":
+                name = g.name_of(n.id)
+                self.names[(n.id, 0)] = name
+                graph_inputs.append(helper.make_tensor_value_info(name, FLOAT, list(n.shapes[0])))
+        consumers = _live_consumers(g, live)
+        for n in g.nodes:
+            if n.id not in live or n.op == "input":
+                continue
+            if n.id in const:
+                needed = [
+                    i for i in range(len(n.shapes)) if (n.id, i) in consumers or (n.id, i) in self.outputs
+                ]
+                for i in needed:
+                    base = g.name_of(n.id) if n.op == "weight" else f"{n.op}_{n.id}"
+                    if n.op == "weight":
+                        self.inits.append(self.onnx.numpy_helper.from_array(values[(n.id, 0)], base))
+                        name = base
+                    else:
+                        name = self.const(base if len(n.shapes) == 1 else f"{base}_{i}", values[(n.id, i)])
+                    self.names[(n.id, i)] = name
+                continue
+            outs = []
+            for i in range(len(n.shapes)):
+                ref = (n.id, i)
+                outs.append(
+                    direct.get(ref) or self.fresh(f"{n.op}_{n.id}" + (f"_{i}" if len(n.shapes) > 1 else ""))
+                )
+                self.names[ref] = outs[-1]
+            ins = [self.names[r] for r in n.inputs]
+            emit = _EMITTERS.get(n.op)
+            if emit is None:
+                raise GraphError(f"export: node {n.id} ({n.op}) has no ONNX mapping")
+            emit(self, n, ins, outs)
+        graph_outputs = []
+        done: set[TensorRef] = set()
+        for ref, name in zip(self.outputs, self.output_names, strict=True):
+            src = self.names[ref]
+            if direct.get(ref) != name or ref in done:
+                self.node("Identity", [src], [name])
+            done.add(ref)
+            elem = self.elem_types.get(ref, FLOAT)
+            graph_outputs.append(helper.make_tensor_value_info(name, elem, list(g.shape_of(ref))))
+        onnx_graph = helper.make_graph(self.nodes, "tensor_eqsat", graph_inputs, graph_outputs, self.inits)
+        opset_imports = [helper.make_opsetid(d, v) for d, v in sorted(self.opsets.items())]
+        model = helper.make_model(
+            onnx_graph,
+            opset_imports=opset_imports,
+            functions=list(self.functions.values()),
+            producer_name="tensor-eqsat",
+        )
+        model.ir_version = ir_version_for(model.opset_import)
+        return model
+
+
+def _live_consumers(g: Graph, live: set[int]) -> set[TensorRef]:
+    """Tensors read by a live node that is not itself weight-only."""
+    const = weight_only_nodes(g)
+    return {ref for n in g.nodes if n.id in live and n.id not in const for ref in n.inputs}
+
+
+# ---------------------------------------------------------------------------------------------
+# Emitters: one per op
+# ---------------------------------------------------------------------------------------------
+
+Emitter = Callable[[_Exporter, Node, list[str], list[str]], None]
+_EMITTERS: dict[str, Emitter] = {}
+
+
+def _emits(*ops: str) -> Callable[[Emitter], Emitter]:
+    def deco(fn: Emitter) -> Emitter:
+        for op in ops:
+            _EMITTERS[op] = fn
+        return fn
+
+    return deco
+
+
+def _pre_activation(ctx: _Exporter, n: Node, out: str) -> str:
+    """The name the main op writes: ``out`` itself, or a temporary a separate activation reads."""
+    if n.attr_dict().get("activation", "none") == "none":
+        return out
+    return ctx.fresh(f"{n.op}_{n.id}_pre")
+
+
+def _activation(ctx: _Exporter, n: Node, pre: str, out: str) -> None:
+    """The fused activation of ``n`` as its own node (nothing when there is none)."""
+    act = n.attr_dict().get("activation", "none")
+    if act != "none":
+        ctx.node(ONNX_ACTIVATIONS[act], [pre], [out])
+
+
+_SIMPLE = {
+    "ewadd": "Add",
+    "ewmul": "Mul",
+    "relu": "Relu",
+    "tanh": "Tanh",
+    "sigmoid": "Sigmoid",
+    "matmul": "MatMul",
+}
+
+
+@_emits(*_SIMPLE)
+def _simple(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
+    pre = _pre_activation(ctx, n, outs[0])
+    ctx.node(_SIMPLE[n.op], ins, [pre])
+    _activation(ctx, n, pre, outs[0])
+
+
+@_emits("smul", "sdiv")
+def _scalar(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
+    a = n.attr_dict()
+    value = a["scalar"] if n.op == "smul" else a["divisor"]
+    c = ctx.const(f"{n.op}_{n.id}_c", np.array(value, dtype=np.float32))
+    ctx.node("Mul" if n.op == "smul" else "Div", [ins[0], c], outs)
+
+
+@_emits("gelu")
+def _gelu(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
+    ctx.node("Gelu", ins, outs, approximate=n.attr_dict()["approximate"])
+
+
+def _window_pads(n: Node, x_shape: tuple[int, ...], kernel: tuple[int, int]) -> list[int]:
+    a = n.attr_dict()
+    if a["padding"] != "same":
+        return [0, 0, 0, 0]
+    top, bottom = same_padding(x_shape[2], kernel[0], a["stride"][0])
+    left, right = same_padding(x_shape[3], kernel[1], a["stride"][1])
+    return [top, left, bottom, right]
+
+
+@_emits("conv2d")
+def _conv(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
+    g = ctx.graph
+    x_shape, w_shape = g.shape_of(n.inputs[0]), g.shape_of(n.inputs[1])
+    kernel = (w_shape[2], w_shape[3])
+    pre = _pre_activation(ctx, n, outs[0])
+    ctx.node(
+        "Conv",
+        ins,
+        [pre],
+        kernel_shape=list(kernel),
+        strides=list(n.attr_dict()["stride"]),
+        pads=_window_pads(n, x_shape, kernel),
+        group=x_shape[1] // w_shape[1],
+    )
+    _activation(ctx, n, pre, outs[0])
+
+
+@_emits("poolmax", "poolavg")
+def _pool(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
+    a = n.attr_dict()
+    x_shape = ctx.graph.shape_of(n.inputs[0])
+    pre = _pre_activation(ctx, n, outs[0])
+    extra = {"count_include_pad": 0} if n.op == "poolavg" else {}
+    ctx.node(
+        "MaxPool" if n.op == "poolmax" else "AveragePool",
+        ins,
+        [pre],
+        kernel_shape=list(a["kernel"]),
+        strides=list(a["stride"]),
+        pads=_window_pads(n, x_shape, a["kernel"]),
+        **extra,
+    )
+    _activation(ctx, n, pre, outs[0])
+
+
+@_emits("batchnorm")
+def _batchnorm(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
+    ctx.node("BatchNormalization", ins, outs, epsilon=n.attr_dict()["eps"])
+
+
+@_emits("softmax")
+def _softmax(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
+    ctx.node("Softmax", ins, outs, axis=n.attr_dict()["axis"])
+
+
+@_emits("layernorm")
+def _layernorm(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
+    a = n.attr_dict()
+    ctx.node("LayerNormalization", ins, outs, axis=a["axis"], epsilon=a["eps"])
+
+
+@_emits("concat")
+def _concat(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
+    ctx.node("Concat", ins, outs, axis=n.attr_dict()["axis"])
+
+
+@_emits("split")
+def _split(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
+    a = n.attr_dict()
+    sizes = ctx.const(f"split_{n.id}_sizes", np.array(a["sizes"], dtype=np.int64))
+    ctx.node("Split", [ins[0], sizes], outs, axis=a["axis"])
+
+
+@_emits("reshape")
+def _reshape(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
+    shape = ctx.const(f"reshape_{n.id}_shape", np.array(n.attr_dict()["shape"], dtype=np.int64))
+    ctx.node("Reshape", [ins[0], shape], outs)
+
+
+@_emits("transpose")
+def _transpose(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
+    ctx.node("Transpose", ins, outs, perm=list(n.attr_dict()["perm"]))
+
+
+@_emits("dropout")
+def _dropout(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
+    # Without a training_mode input ONNX Dropout is the identity, as the IR's dropout is.
+    ratio = ctx.const(f"dropout_{n.id}_ratio", np.array(n.attr_dict()["rate"], dtype=np.float32))
+    ctx.node("Dropout", [ins[0], ratio], outs)
+
+
+@_emits("enlarge")
+def _enlarge(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
+    w, ref = (ctx.graph.shape_of(r) for r in n.inputs)
+    oh, ow = (ref[2] - w[2]) // 2, (ref[3] - w[3]) // 2
+    pads = [0, 0, oh, ow, 0, 0, ref[2] - w[2] - oh, ref[3] - w[3] - ow]
+    ctx.node("Pad", [ins[0], ctx.const(f"enlarge_{n.id}_pads", np.array(pads, dtype=np.int64))], outs)
+
+
+@_emits("merge")
+def _merge(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
+    # Tile the weight `count` times along dim 1, then keep each output channel's own slot: the
+    # mask multiplies by exactly 0 or 1.
+    a = n.attr_dict()
+    cout, cin_g = ctx.graph.shape_of(n.inputs[0])[:2]
+    count, per_group = a["count"], cout // a["groups"]
+    mask = np.zeros((cout, cin_g * count, 1, 1), dtype=np.float32)
+    for o in range(cout):
+        slot = (o // per_group) % count
+        mask[o, slot * cin_g : (slot + 1) * cin_g] = 1.0
+    reps = ctx.const(f"merge_{n.id}_repeats", np.array([1, count, 1, 1], dtype=np.int64))
+    tiled = ctx.fresh(f"merge_{n.id}_tiled")
+    ctx.node("Tile", [ins[0], reps], [tiled])
+    ctx.node("Mul", [tiled, ctx.const(f"merge_{n.id}_mask", mask)], outs)
+
+
+@_emits("noop")
+def _noop(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
+    raise GraphError(f"export: node {n.id} (noop) is read by another op; a noop can only join outputs")
+
+
+@_emits("opaque")
+def _opaque(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
+    a = n.attr_dict()
+    where = f"node {n.id} (opaque {a['op_type']})"
+    model = convert_payload(decode_payload(a["payload"]), ctx.target, where=where)
+    for imp in model.opset_import:
+        domain = "" if imp.domain == "ai.onnx" else imp.domain
+        if domain == "":
+            continue
+        have = ctx.opsets.setdefault(domain, int(imp.version))
+        if have != imp.version:
+            raise GraphError(f"export: {where} needs {domain} opset {imp.version}, another node {have}")
+    for fn in model.functions:
+        ctx.functions.setdefault((fn.domain, fn.name), fn)
+    body = model.graph
+    prefix = f"{a['op_type']}_{n.id}"
+    rename = {vi.name: name for vi, name in zip(body.input, ins, strict=True)}
+    for i, (vi, name) in enumerate(zip(body.output, outs, strict=True)):
+        rename[vi.name] = name
+        ctx.elem_types[(n.id, i)] = vi.type.tensor_type.elem_type
+    for t in body.initializer:
+        copy = ctx.onnx.TensorProto()
+        copy.CopyFrom(t)
+        copy.name = rename[t.name] = ctx.fresh(f"{prefix}_{t.name}")
+        ctx.inits.append(copy)
+    # The body is one node as imported, a few after an opset conversion (an attribute turned
+    # into a Constant input): inline them all, giving internal names fresh ones.
+    for original in body.node:
+        node = ctx.onnx.NodeProto()
+        node.CopyFrom(original)
+        for k, name in enumerate(node.input):
+            if name:
+                node.input[k] = rename[name]
+        for k, name in enumerate(node.output):
+            if name:
+                if name not in rename:
+                    rename[name] = ctx.fresh(f"{prefix}_{name}")
+                node.output[k] = rename[name]
+        node.name = ctx.fresh(node.name or prefix)
+        ctx.nodes.append(node)

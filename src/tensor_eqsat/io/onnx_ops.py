@@ -1,0 +1,578 @@
+"""How each ONNX operator the IR models maps to IR ops: one handler per op type.
+
+A handler gets the importer, the node, its input values (IR tensors or import-time constants)
+and its attributes, and returns the node's output values; it raises :class:`Unsupported` with a
+reason when this node (an attribute value, a non-constant operand) cannot be expressed exactly,
+and the importer then keeps it as an opaque op. Handlers validate before they build, but a node
+built halfway is harmless: the importer prunes dead nodes at the end.
+
+Mapping (exact unless noted; the full table is in docs/interop.md):
+
+* Conv, MaxPool, AveragePool: explicit pads equal to TASO's SAME split become ``padding="same"``,
+  zero pads ``"valid"``; any other pads become an explicit opaque ``Pad`` (zeros for conv and
+  count-including average pools, -inf for max pools) followed by a VALID op, which is exact. An
+  average pool that excludes padding cannot be padded first and stays opaque. Conv bias is a
+  separate ``ewadd`` of a (C, 1, 1) weight. Dilations other than 1, ceil_mode that changes the
+  output size, and non-2-D windows stay opaque.
+* Gemm: transposes (of constants precomputed), ``smul`` by alpha, ``beta * C`` added.
+* Add, Mul: ``ewadd``/``ewmul``; Mul by a one-element constant that does not change the shape:
+  ``smul``. Sub: ``x + (-c)`` with the constant negated, or ``a + smul(b, -1)`` (IEEE negation
+  and ``a + (-b) == a - b`` are exact). Div by a constant whose elements are all equal:
+  ``sdiv``; any other Div stays opaque (``x * (1/c)`` is not bit-exact).
+* Squeeze, Unsqueeze, Flatten, Reshape (static target) become ``reshape``; Gather with a
+  constant scalar or contiguous index range becomes ``split`` (+ ``reshape``).
+* A Relu/Sigmoid/Tanh that is the only reader of a bias-free Conv, MatMul, Gemm or pool output
+  is fused into it. The Erf GELU pattern ``x * 0.5 * (1 + erf(x / sqrt 2))`` (any association,
+  or ``erf(x * 1/sqrt 2)``) becomes one ``gelu``.
+* Every other operator is kept as an ``opaque`` op (its payload runs in onnxruntime); with
+  ``strict=True`` it is an :class:`UnsupportedOpError` naming the op and the node instead.
+
+Alternatives rejected: mapping every explicit pad to SAME (wrong for PyTorch's stride-2 convs
+with pad 1); a dedicated ``pad`` IR op (no rule could use it, and the opaque op already gives
+exact semantics and a generic cost).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from tensor_eqsat.errors import FormatError
+from tensor_eqsat.io.onnx_common import FLOAT
+from tensor_eqsat.ir.graph import Tensor
+from tensor_eqsat.ir.ops import same_padding
+from tensor_eqsat.ir.types import Shape, volume
+
+if TYPE_CHECKING:
+    from tensor_eqsat.io.onnx_import import Importer
+
+ACTIVATIONS = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh"}
+
+
+class Unsupported(Exception):
+    """Raised by a handler: this node cannot be expressed with modelled ops (reason given)."""
+
+
+@dataclass
+class Value:
+    """What an ONNX tensor name stands for: an IR tensor, or a constant known at import time."""
+
+    elem_type: int
+    shape: Shape
+    tensor: Tensor | None = None
+    const: np.ndarray | None = None
+
+
+Ins = list[Value | None]
+"""A node's input values, None for omitted optional inputs."""
+OnnxAttrs = dict[str, Any]
+
+
+# ---------------------------------------------------------------------------------------------
+# Handlers: (importer, node index, node, input values, attributes) -> output values
+# ---------------------------------------------------------------------------------------------
+
+Handler = Callable[["Importer", int, Any, Ins, OnnxAttrs], list[Value]]
+HANDLERS: dict[str, Handler] = {}
+
+
+def handles(*ops: str) -> Callable[[Handler], Handler]:
+    def deco(fn: Handler) -> Handler:
+        for op in ops:
+            HANDLERS[op] = fn
+        return fn
+
+    return deco
+
+
+def _req(ins: Ins, k: int) -> Value:
+    v = ins[k] if k < len(ins) else None
+    if v is None:
+        raise Unsupported(f"input {k} is missing")
+    return v
+
+
+def _float_in(imp: Importer, node: Any, ins: Ins, k: int) -> Tensor:
+    return imp.tensor(_req(ins, k), node.input[k])
+
+
+def _const_ints(v: Value | None, what: str) -> list[int]:
+    if v is None or v.const is None:
+        raise Unsupported(f"{what} is not a constant")
+    return [int(d) for d in np.asarray(v.const).reshape(-1)]
+
+
+def _broadcast(*shapes: Shape) -> Shape:
+    return tuple(int(d) for d in np.broadcast_shapes(*shapes))
+
+
+@handles("Add")
+def _add(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
+    x, y = _float_in(imp, node, ins, 0), _float_in(imp, node, ins, 1)
+    return [imp.new(imp.g.ewadd(x, y))]
+
+
+@handles("Sum")
+def _sum(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
+    ts = [_float_in(imp, node, ins, k) for k in range(len(ins))]
+    if len(ts) == 1:
+        return [_req(ins, 0)]
+    out = ts[0]
+    for t in ts[1:]:
+        out = imp.g.ewadd(out, t)
+    return [imp.new(out)]
+
+
+@handles("Mul")
+def _mul(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
+    for k in (0, 1):
+        data, c = _req(ins, k), _req(ins, 1 - k)
+        scalar = c.const is not None and c.const.size == 1 and c.const.dtype == np.float32
+        if scalar and data.const is None and _broadcast(data.shape, c.shape) == data.shape:
+            assert c.const is not None
+            x = _float_in(imp, node, ins, k)
+            return [imp.new(imp.g.smul(x, float(c.const.reshape(-1)[0])))]
+    return [imp.new(imp.g.ewmul(_float_in(imp, node, ins, 0), _float_in(imp, node, ins, 1)))]
+
+
+@handles("Sub")
+def _sub(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
+    v0, v1 = _req(ins, 0), _req(ins, 1)
+    if v1.const is not None and v1.const.dtype == np.float32:
+        neg = imp.weight(f"{node.input[1]}_neg", -v1.const)
+        return [imp.new(imp.g.ewadd(_float_in(imp, node, ins, 0), neg))]
+    minus_b = imp.g.smul(_float_in(imp, node, ins, 1), -1.0)
+    if v0.const is not None:  # c - x == (-x) + c: keep the constant as the second operand
+        return [imp.new(imp.g.ewadd(minus_b, _float_in(imp, node, ins, 0)))]
+    return [imp.new(imp.g.ewadd(_float_in(imp, node, ins, 0), minus_b))]
+
+
+@handles("Neg")
+def _neg(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
+    return [imp.new(imp.g.smul(_float_in(imp, node, ins, 0), -1.0))]
+
+
+@handles("Div")
+def _div(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
+    v0, v1 = _req(ins, 0), _req(ins, 1)
+    c = v1.const
+    if c is None or c.dtype != np.float32:
+        raise Unsupported("Div by a non-constant tensor is not modelled (only sdiv by a constant)")
+    flat = c.reshape(-1)
+    if flat.size == 0 or not np.all(flat == flat[0]) or flat[0] == 0:
+        raise Unsupported("Div by a constant whose elements differ (or are zero) is not modelled")
+    if _broadcast(v0.shape, v1.shape) != v0.shape:
+        raise Unsupported("Div whose divisor widens the shape is not modelled")
+    return [imp.new(imp.g.sdiv(_float_in(imp, node, ins, 0), float(flat[0])))]
+
+
+@handles("Relu", "Sigmoid", "Tanh")
+def _act(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
+    x = _float_in(imp, node, ins, 0)
+    return [imp.new(imp.g.add(ACTIVATIONS[node.op_type], [x])[0])]
+
+
+@handles("Gelu")
+def _gelu(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
+    approx = a.get("approximate", "none")
+    if approx not in ("none", "tanh"):
+        raise Unsupported(f"Gelu approximate={approx!r}")
+    return [imp.new(imp.g.gelu(_float_in(imp, node, ins, 0), approximate=approx))]
+
+
+def _window_padding(
+    size: tuple[int, int], kernel: tuple[int, int], stride: tuple[int, int], pads: Sequence[int]
+) -> str | None:
+    """'same' or 'valid' when the ONNX pads (top, left, bottom, right) equal one of them."""
+    top, left, bottom, right = pads
+    if same_padding(size[0], kernel[0], stride[0]) == (top, bottom) and same_padding(
+        size[1], kernel[1], stride[1]
+    ) == (left, right):
+        return "same"
+    if not any(pads):
+        return "valid"
+    return None
+
+
+Pair = tuple[int, int]
+
+
+def _onnx_pads(a: OnnxAttrs, size: Pair, kernel: Pair, stride: Pair) -> list[int]:
+    """Explicit (top, left, bottom, right) pads of a 2-D window op, resolving auto_pad."""
+    auto = a.get("auto_pad", "NOTSET")
+    if auto in ("SAME_UPPER", "SAME_LOWER"):
+        split: list[Pair] = []
+        for d in range(2):
+            total = max((-(-size[d] // stride[d]) - 1) * stride[d] + kernel[d] - size[d], 0)
+            small, big = total // 2, total - total // 2
+            split.append((big, small) if auto == "SAME_LOWER" else (small, big))
+        return [split[0][0], split[1][0], split[0][1], split[1][1]]
+    if auto == "VALID":
+        return [0, 0, 0, 0]
+    pads = [int(p) for p in a.get("pads", [0, 0, 0, 0])]
+    if len(pads) != 4:
+        raise Unsupported(f"pads {pads} are not 2-D")
+    return pads
+
+
+def _check_2d(a: OnnxAttrs, x: Value, kernel: tuple[int, ...]) -> tuple[Pair, Pair]:
+    if len(x.shape) != 4 or len(kernel) != 2:
+        raise Unsupported(f"only 2-D windows (NCHW) are modelled, got input rank {len(x.shape)}")
+    dil = tuple(a.get("dilations", [1, 1]))
+    if any(d != 1 for d in dil):
+        raise Unsupported(f"dilations {dil} are not modelled (only 1)")
+    stride = tuple(int(s) for s in a.get("strides", [1, 1]))
+    return (int(kernel[0]), int(kernel[1])), (stride[0], stride[1])
+
+
+@handles("Conv")
+def _conv(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
+    xv, wv = _req(ins, 0), _req(ins, 1)
+    if len(wv.shape) != 4:
+        raise Unsupported(f"only 2-D convolutions are modelled, weight has rank {len(wv.shape)}")
+    kernel, stride = _check_2d(a, xv, wv.shape[2:])
+    groups = int(a.get("group", 1))
+    if xv.shape[1] != groups * wv.shape[1]:
+        raise FormatError(
+            f"{imp.where(i, node)}: group {groups} with weight {wv.shape} "
+            f"does not fit {xv.shape[1]} input channels"
+        )
+    size = (xv.shape[2], xv.shape[3])
+    pads = _onnx_pads(a, size, kernel, stride)
+    padding = _window_padding(size, kernel, stride, pads)
+    x = _float_in(imp, node, ins, 0)
+    w = _float_in(imp, node, ins, 1)
+    if padding is None:
+        x = imp.explicit_pad(i, node, x, pads, 0.0)
+        padding = "valid"
+    bias = ins[2] if len(ins) > 2 else None
+    act = "none" if bias is not None else imp.fusible_activation(node.output[0])
+    y = imp.g.conv2d(x, w, stride=stride, padding=padding, activation=act)
+    if bias is not None:
+        c = wv.shape[0]
+        if bias.const is not None and bias.const.dtype == np.float32:
+            b = imp.weight(node.input[2], bias.const.reshape(c, 1, 1))
+        else:
+            b = imp.g.reshape(_float_in(imp, node, ins, 2), (c, 1, 1))
+        y = imp.g.ewadd(y, b)
+    out = imp.new(y)
+    imp.finish_fusion(out)
+    return [out]
+
+
+def _pool_common(
+    imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs
+) -> tuple[Tensor, Pair, Pair, list[int], str | None]:
+    xv = _req(ins, 0)
+    kernel, stride = _check_2d(a, xv, tuple(a["kernel_shape"]))
+    size = (xv.shape[2], xv.shape[3])
+    pads = _onnx_pads(a, size, kernel, stride)
+    padding = _window_padding(size, kernel, stride, pads)
+    if int(a.get("ceil_mode", 0)):
+        for d in range(2):
+            total = size[d] + pads[d] + pads[d + 2] - kernel[d]
+            if total % stride[d] != 0:
+                raise Unsupported("ceil_mode=1 changes the output size here; not modelled")
+    return _float_in(imp, node, ins, 0), kernel, stride, pads, padding
+
+
+@handles("MaxPool")
+def _maxpool(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
+    if len(node.output) > 1 and node.output[1]:
+        raise Unsupported("MaxPool's Indices output is not modelled")
+    if int(a.get("storage_order", 0)) != 0:
+        raise Unsupported("MaxPool storage_order=1 is not modelled")
+    x, kernel, stride, pads, padding = _pool_common(imp, i, node, ins, a)
+    if padding is None:
+        x = imp.explicit_pad(i, node, x, pads, float("-inf"))
+        padding = "valid"
+    act = imp.fusible_activation(node.output[0])
+    out = imp.new(imp.g.poolmax(x, kernel, stride, padding=padding, activation=act))
+    imp.finish_fusion(out)
+    return [out]
+
+
+@handles("AveragePool")
+def _avgpool(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
+    x, kernel, stride, pads, padding = _pool_common(imp, i, node, ins, a)
+    include = bool(int(a.get("count_include_pad", 0)))
+    if include and any(pads):
+        # Padding counted in the mean: pad with zeros, then every window is full.
+        x = imp.explicit_pad(i, node, x, pads, 0.0)
+        padding = "valid"
+    elif padding is None:
+        raise Unsupported(f"AveragePool excluding padding with pads {tuple(pads)} (neither SAME nor VALID)")
+    act = imp.fusible_activation(node.output[0])
+    out = imp.new(imp.g.poolavg(x, kernel, stride, padding=padding, activation=act))
+    imp.finish_fusion(out)
+    return [out]
+
+
+@handles("GlobalAveragePool", "GlobalMaxPool")
+def _global_pool(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
+    xv = _req(ins, 0)
+    if len(xv.shape) != 4:
+        raise Unsupported(f"only 4-D inputs are modelled, got rank {len(xv.shape)}")
+    x = _float_in(imp, node, ins, 0)
+    op = "poolavg" if node.op_type == "GlobalAveragePool" else "poolmax"
+    kernel = (xv.shape[2], xv.shape[3])
+    act = imp.fusible_activation(node.output[0])
+    out = imp.new(imp.g.add(op, [x], kernel=kernel, stride=(1, 1), padding="valid", activation=act)[0])
+    imp.finish_fusion(out)
+    return [out]
+
+
+def _transposed(imp: Importer, v: Value, name: str) -> Tensor:
+    if v.const is not None and v.const.dtype == np.float32:
+        return imp.weight(f"{name}_T", v.const.T)
+    return imp.g.transpose(imp.tensor(v, name), (1, 0))
+
+
+@handles("Gemm")
+def _gemm(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
+    av, bv = _req(ins, 0), _req(ins, 1)
+    if len(av.shape) != 2 or len(bv.shape) != 2:
+        raise Unsupported("Gemm operands must be 2-D")
+    alpha, beta = float(a.get("alpha", 1.0)), float(a.get("beta", 1.0))
+    x = _transposed(imp, av, node.input[0]) if a.get("transA", 0) else _float_in(imp, node, ins, 0)
+    w = _transposed(imp, bv, node.input[1]) if a.get("transB", 0) else _float_in(imp, node, ins, 1)
+    cv = ins[2] if len(ins) > 2 else None
+    has_c = cv is not None and beta != 0.0
+    act = "none" if has_c or alpha != 1.0 else imp.fusible_activation(node.output[0])
+    y = imp.g.matmul(x, w, activation=act)
+    if alpha != 1.0:
+        y = imp.g.smul(y, alpha)
+    if has_c:
+        assert cv is not None
+        if cv.const is not None and cv.const.dtype == np.float32:
+            c = (
+                imp.tensor(cv, node.input[2])
+                if beta == 1.0
+                else imp.weight(f"{node.input[2]}_beta", cv.const * np.float32(beta))
+            )
+        else:
+            c = _float_in(imp, node, ins, 2)
+            if beta != 1.0:
+                c = imp.g.smul(c, beta)
+        y = imp.g.ewadd(y, c)
+    out = imp.new(y)
+    imp.finish_fusion(out)
+    return [out]
+
+
+@handles("MatMul")
+def _matmul(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
+    av, bv = _req(ins, 0), _req(ins, 1)
+    x, w = _float_in(imp, node, ins, 0), _float_in(imp, node, ins, 1)
+    if len(av.shape) >= 2 and len(bv.shape) >= 2:
+        act = imp.fusible_activation(node.output[0])
+        out = imp.new(imp.g.matmul(x, w, activation=act))
+        imp.finish_fusion(out)
+        return [out]
+    # NumPy's rule for 1-D operands: promote to a matrix, multiply, drop the added dim.
+    if len(av.shape) == 1:
+        x = imp.g.reshape(x, (1, av.shape[0]))
+    if len(bv.shape) == 1:
+        w = imp.g.reshape(w, (bv.shape[0], 1))
+    y = imp.g.matmul(x, w)
+    shape = list(y.shape)
+    if len(bv.shape) == 1:
+        shape.pop(-1)
+    if len(av.shape) == 1:
+        shape.pop(-2 if len(bv.shape) != 1 else -1)
+    return [imp.new(imp.g.reshape(y, tuple(shape)))]
+
+
+@handles("Concat")
+def _concat(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
+    ts = [_float_in(imp, node, ins, k) for k in range(len(ins))]
+    return [imp.new(imp.g.concat(ts, axis=int(a["axis"])))]
+
+
+@handles("Split")
+def _split(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
+    xv = _req(ins, 0)
+    rank = len(xv.shape)
+    axis = int(a.get("axis", 0))
+    axis = axis + rank if axis < 0 else axis
+    dim = xv.shape[axis]
+    n = len(node.output)
+    if len(ins) > 1 and ins[1] is not None:
+        sizes = _const_ints(ins[1], "split sizes")
+    elif "split" in a:
+        sizes = [int(s) for s in a["split"]]
+    elif "num_outputs" in a:
+        chunk = -(-dim // int(a["num_outputs"]))
+        sizes = [min(chunk, dim - k * chunk) for k in range(int(a["num_outputs"]))]
+    else:
+        if dim % n:
+            raise FormatError(f"{imp.where(i, node)}: dim {dim} does not split into {n} equal parts")
+        sizes = [dim // n] * n
+    if any(s <= 0 for s in sizes):
+        raise Unsupported(f"split sizes {sizes} include an empty piece")
+    parts = imp.g.split(_float_in(imp, node, ins, 0), axis, sizes)
+    return [imp.new(t) for t in parts]
+
+
+def _reshape_to(imp: Importer, node: Any, ins: Ins, shape: Sequence[int]) -> list[Value]:
+    x = _float_in(imp, node, ins, 0)
+    return [imp.new(imp.g.reshape(x, tuple(int(d) for d in shape)))]
+
+
+@handles("Reshape")
+def _reshape(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
+    xv = _req(ins, 0)
+    target = _const_ints(ins[1] if len(ins) > 1 else None, "Reshape's shape")
+    if int(a.get("allowzero", 0)) and 0 in target:
+        raise Unsupported("Reshape to an empty tensor (allowzero with a 0 dim)")
+    # Resolve 0 (copy the input dim) here: the builder does too, but only ONNX defines it for
+    # positions beyond the input rank as an error, which the builder would silently keep.
+    if any(d == 0 and k >= len(xv.shape) for k, d in enumerate(target)):
+        raise Unsupported(f"Reshape target {target} copies a dim the input does not have")
+    dims = [xv.shape[k] if d == 0 else d for k, d in enumerate(target)]
+    return _reshape_to(imp, node, ins, dims)
+
+
+@handles("Flatten")
+def _flatten(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
+    shape = _req(ins, 0).shape
+    axis = int(a.get("axis", 1))
+    axis = axis + len(shape) if axis < 0 else axis
+    return _reshape_to(imp, node, ins, (volume(shape[:axis]), volume(shape[axis:])))
+
+
+def _raw_axes(ins: Ins, a: OnnxAttrs) -> list[int] | None:
+    """Axes from the second input (opset 13+) or the ``axes`` attribute (older); None if absent."""
+    if len(ins) > 1 and ins[1] is not None:
+        return _const_ints(ins[1], "axes")
+    if "axes" in a:
+        return [int(v) for v in a["axes"]]
+    return None
+
+
+@handles("Squeeze")
+def _squeeze(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
+    shape = _req(ins, 0).shape
+    raw = _raw_axes(ins, a)
+    if raw is None:
+        axes = {k for k, d in enumerate(shape) if d == 1}
+    else:
+        axes = {ax + len(shape) if ax < 0 else ax for ax in raw}
+    return _reshape_to(imp, node, ins, [d for k, d in enumerate(shape) if k not in axes])
+
+
+@handles("Unsqueeze")
+def _unsqueeze(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
+    shape = list(_req(ins, 0).shape)
+    raw = _raw_axes(ins, a)
+    if raw is None:
+        raise FormatError(f"{imp.where(i, node)}: Unsqueeze without axes")
+    rank = len(shape) + len(raw)
+    for ax in sorted(ax + rank if ax < 0 else ax for ax in raw):
+        shape.insert(ax, 1)
+    return _reshape_to(imp, node, ins, shape)
+
+
+@handles("Transpose")
+def _transpose(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
+    rank = len(_req(ins, 0).shape)
+    perm = [int(p) for p in a.get("perm", list(range(rank))[::-1])]
+    return [imp.new(imp.g.transpose(_float_in(imp, node, ins, 0), perm))]
+
+
+@handles("Gather")
+def _gather(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
+    xv, iv = _req(ins, 0), _req(ins, 1)
+    if iv.const is None:
+        raise Unsupported("Gather with non-constant indices")
+    axis = int(a.get("axis", 0))
+    axis = axis + len(xv.shape) if axis < 0 else axis
+    dim = xv.shape[axis]
+    idx = np.asarray(iv.const).astype(np.int64)
+    flat = [int(k) + dim if k < 0 else int(k) for k in idx.reshape(-1)]
+    if idx.ndim > 1 or not flat or flat != list(range(flat[0], flat[0] + len(flat))):
+        raise Unsupported("Gather with indices other than a scalar or a contiguous range")
+    start, count = flat[0], len(flat)
+    sizes = [s for s in (start, count, dim - start - count) if s > 0]
+    x = _float_in(imp, node, ins, 0)
+    piece = x if sizes == [count] else imp.g.split(x, axis, sizes)[1 if start > 0 else 0]
+    if idx.ndim == 0:
+        shape = [d for k, d in enumerate(piece.shape) if k != axis]
+        piece = imp.g.reshape(piece, tuple(shape))
+    return [imp.new(piece)]
+
+
+@handles("BatchNormalization")
+def _batchnorm(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
+    if int(a.get("training_mode", 0)):
+        raise Unsupported("BatchNormalization in training mode")
+    if any(node.output[1:]):
+        raise Unsupported("BatchNormalization's running-statistics outputs are not modelled")
+    x, scale, bias, mean, var = (_float_in(imp, node, ins, k) for k in range(5))
+    return [imp.new(imp.g.batchnorm(x, scale, bias, mean, var, eps=float(a.get("epsilon", 1e-5))))]
+
+
+@handles("Softmax")
+def _softmax(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
+    return [imp.new(imp.g.softmax(_float_in(imp, node, ins, 0), axis=int(a.get("axis", -1))))]
+
+
+@handles("LayerNormalization")
+def _layernorm(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
+    if any(node.output[1:]):
+        raise Unsupported("LayerNormalization's Mean/InvStdDev outputs are not modelled")
+    xv = _req(ins, 0)
+    rank = len(xv.shape)
+    axis = int(a.get("axis", -1))
+    axis = axis + rank if axis < 0 else axis
+    norm = tuple(xv.shape[axis:])
+
+    def param(k: int, fill: float) -> Tensor:
+        v = ins[k] if k < len(ins) else None
+        if v is None:
+            return imp.weight(f"{node.output[0]}_{'bias' if k == 2 else 'scale'}", np.full(norm, fill))
+        if tuple(v.shape) == norm:
+            return imp.tensor(v, node.input[k])
+        if v.const is not None and v.const.dtype == np.float32:
+            return imp.weight(node.input[k], np.broadcast_to(v.const, norm))
+        raise Unsupported(f"LayerNormalization parameter of shape {v.shape} broadcast to {norm}")
+
+    x = _float_in(imp, node, ins, 0)
+    out = imp.g.layernorm(x, param(1, 1.0), param(2, 0.0), axis=axis, eps=float(a.get("epsilon", 1e-5)))
+    return [imp.new(out)]
+
+
+@handles("Dropout")
+def _dropout(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
+    if len(node.output) > 1 and node.output[1]:
+        mask = node.output[1]
+        if imp.consumers.get(mask) or mask in imp.graph_outputs:
+            raise Unsupported("Dropout's mask output is not modelled")
+    rate = float(a.get("ratio", 0.5))
+    if len(ins) > 1 and ins[1] is not None:
+        if ins[1].const is None:
+            raise Unsupported("Dropout with a non-constant ratio")
+        rate = float(np.asarray(ins[1].const).reshape(-1)[0])
+    training = ins[2] if len(ins) > 2 else None
+    if training is not None and (training.const is None or bool(training.const.reshape(-1)[0])):
+        raise Unsupported("Dropout in training mode")
+    if not 0.0 <= rate < 1.0:
+        raise Unsupported(f"Dropout ratio {rate}")
+    return [imp.new(imp.g.dropout(_float_in(imp, node, ins, 0), rate=rate))]
+
+
+@handles("Identity")
+def _identity(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
+    return [_req(ins, 0)]
+
+
+@handles("Cast", "CastLike")
+def _cast(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
+    v = _req(ins, 0)
+    to = int(a["to"]) if node.op_type == "Cast" else _req(ins, 1).elem_type
+    if to != FLOAT or v.elem_type != FLOAT:
+        raise Unsupported("Cast between element types is not modelled")
+    return [v]

@@ -1,0 +1,167 @@
+"""Running ONNX models and Graphs in onnxruntime.
+
+A session is configured for measurement and for comparison alike: a fixed number of intra-op
+threads (1 by default: 2-thread timings on small shared machines are erratic), one inter-op
+thread, sequential execution, and a selectable graph-optimization level (``"all"`` by default,
+which is what a deployment uses; the original and the optimized model get the same level, so
+onnxruntime's own fusions help both). Inputs that are not given get the reference interpreter's
+seeded random values for their name, so a Graph and its exported model see the same data.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from tensor_eqsat.errors import FormatError, TensorEqsatError
+from tensor_eqsat.io.onnx_common import describe_source, elem_type_name, load_model, require_ort
+from tensor_eqsat.io.onnx_export import LARGE_MODEL_BYTES, export_onnx, save_model
+from tensor_eqsat.ir.graph import Graph
+from tensor_eqsat.ir.interpreter import random_input
+from tensor_eqsat.ir.types import Shape
+
+if TYPE_CHECKING:
+    import onnx
+
+OPTIMIZATION_LEVELS = ("disable", "basic", "extended", "all")
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """One model input: name, static shape, ONNX element type."""
+
+    name: str
+    shape: Shape
+    elem_type: int
+
+
+def input_specs(model: onnx.ModelProto) -> list[InputSpec]:
+    """The model's real inputs (initializers excluded); FormatError on a symbolic dim."""
+    inits = {t.name for t in model.graph.initializer}
+    out = []
+    for vi in model.graph.input:
+        if vi.name in inits:
+            continue
+        tt = vi.type.tensor_type
+        dims = []
+        for d in tt.shape.dim:
+            if not d.HasField("dim_value"):
+                raise FormatError(
+                    f"input {vi.name!r} has a symbolic dim {d.dim_param!r}; a static shape is needed"
+                )
+            dims.append(int(d.dim_value))
+        out.append(InputSpec(vi.name, tuple(dims), tt.elem_type))
+    return out
+
+
+def random_feed(specs: list[InputSpec], seed: int = 0) -> dict[str, np.ndarray]:
+    """Seeded random float32 inputs, the interpreter's values for the same names and seed."""
+    feed = {}
+    for s in specs:
+        if s.elem_type != 1:
+            raise FormatError(
+                f"input {s.name!r} has element type {elem_type_name(s.elem_type)}; "
+                "random inputs are float32 only (pass the input explicitly)"
+            )
+        feed[s.name] = random_input(s.name, s.shape, seed)
+    return feed
+
+
+def ort_session(
+    source: Any,
+    *,
+    threads: int = 1,
+    optimization: str = "all",
+    device: str = "cpu",
+) -> Any:
+    """An onnxruntime InferenceSession for a path, bytes, ModelProto or Graph.
+
+    threads: intra-op threads. Default 1.
+    optimization: graph optimization level, one of ``disable basic extended all``. Default "all".
+    device: ``"cpu"`` or ``"cuda"`` (needs the CUDA execution provider). Default "cpu".
+
+    Models over 2 GiB are written to a temporary directory with external data first.
+    """
+    ort = require_ort()
+    if optimization not in OPTIMIZATION_LEVELS:
+        raise TensorEqsatError(f"optimization must be one of {OPTIMIZATION_LEVELS}, got {optimization!r}")
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = int(threads)
+    opts.inter_op_num_threads = 1
+    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    opts.graph_optimization_level = {
+        "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+        "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+        "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+        "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+    }[optimization]
+    opts.log_severity_level = 3
+    providers = _providers(ort, device)
+    if isinstance(source, Graph):
+        source = export_onnx(source)
+    if isinstance(source, str | os.PathLike):
+        path = Path(source)
+        if not path.is_file():
+            raise FormatError(f"{path}: no such file")
+        return _session(ort, str(path), opts, providers, describe_source(source))
+    model = load_model(source)
+    if model.ByteSize() > LARGE_MODEL_BYTES:
+        with tempfile.TemporaryDirectory(prefix="tensor-eqsat-") as tmp:
+            path = Path(tmp) / "model.onnx"
+            save_model(model, path)
+            return _session(ort, str(path), opts, providers, "<large model>")
+    return _session(ort, model.SerializeToString(), opts, providers, describe_source(source))
+
+
+def _session(ort: Any, what: Any, opts: Any, providers: list[str], name: str) -> Any:
+    try:
+        return ort.InferenceSession(what, sess_options=opts, providers=providers)
+    except Exception as exc:
+        text = str(exc).strip().splitlines()
+        raise FormatError(f"{name}: onnxruntime cannot load the model: {text[0] if text else exc}") from exc
+
+
+def _providers(ort: Any, device: str) -> list[str]:
+    if device == "cpu":
+        return ["CPUExecutionProvider"]
+    if device.startswith("cuda"):
+        if "CUDAExecutionProvider" not in ort.get_available_providers():
+            raise TensorEqsatError("device 'cuda': this onnxruntime has no CUDAExecutionProvider")
+        return ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    raise TensorEqsatError(f"unknown device {device!r} (expected cpu or cuda)")
+
+
+def run_onnx(
+    source: Any,
+    inputs: Mapping[str, np.ndarray] | None = None,
+    *,
+    seed: int = 0,
+    threads: int = 1,
+    optimization: str = "all",
+) -> list[np.ndarray]:
+    """Run a model (path, bytes, ModelProto or Graph) in onnxruntime; outputs in order.
+
+    inputs: arrays by input name; missing inputs get seeded random values (see
+        :func:`random_feed`). Graphs are exported first, their weights without data taking the
+        interpreter's seeded values for ``seed``.
+
+    >>> g = Graph(); x = g.input((1, 3), name="x"); g.output(g.relu(x))
+    >>> run_onnx(g, {"x": np.array([[-1.0, 0.5, 2.0]], dtype=np.float32)})[0].tolist()
+    [[0.0, 0.5, 2.0]]
+    """
+    model = export_onnx(source, seed=seed) if isinstance(source, Graph) else load_model(source)
+    sess = ort_session(model, threads=threads, optimization=optimization)
+    given = dict(inputs or {})
+    names = [i.name for i in sess.get_inputs()]
+    unknown = sorted(set(given) - set(names))
+    if unknown:
+        raise TensorEqsatError(f"values given for unknown inputs {unknown}")
+    missing = [s for s in input_specs(model) if s.name not in given] if len(given) < len(names) else []
+    feed = {**given, **random_feed(missing, seed)}
+    return [np.asarray(o) for o in sess.run(None, feed)]

@@ -1,0 +1,326 @@
+"""Numerical equivalence of two models: the check ``optimize`` runs before writing a result.
+
+Algorithm. Both models are run on the same seeded random inputs for ``trials`` trials (inputs
+drawn per name with seed ``seed + trial``, the reference interpreter's draw), and every output is
+compared element-wise with ``|a - b| <= atol + rtol * |b|`` (numpy's ``allclose`` rule, ``b`` the
+original); NaN and infinity must appear in the same places, and non-float outputs must be equal.
+Weights without data take the interpreter's seeded values for ``seed`` in every trial, so an
+original and an optimized graph that share weight names share weight values. Outputs are matched
+by position after noop expansion (:func:`~tensor_eqsat.io.plan.observable_outputs`); inputs by
+name.
+
+Each side is a Graph, a ``.json`` graph file, an ``.onnx`` file or an ``onnx.ModelProto``, run by
+the chosen backend: ``"auto"`` runs Graphs in the reference interpreter and ONNX models in
+onnxruntime; ``"interpreter"``, ``"ort"`` and ``"torch"`` run both sides there (an ONNX model is
+imported first for the interpreter and torch, a Graph exported first for onnxruntime).
+
+Alternatives rejected: comparing one trial only (a rewrite that is wrong only for negative
+values could pass by luck); a single global tolerance on the maximum error (it hides where the
+error is and cannot handle outputs of very different scales).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tensor_eqsat.errors import TensorEqsatError
+from tensor_eqsat.io.onnx_common import load_model
+from tensor_eqsat.io.plan import observable_outputs
+from tensor_eqsat.ir.graph import Graph
+from tensor_eqsat.ir.interpreter import random_input, run_all
+from tensor_eqsat.ir.serialize import load as load_json
+from tensor_eqsat.ir.types import Shape
+
+BACKENDS = ("auto", "interpreter", "ort", "torch")
+
+
+@dataclass(frozen=True)
+class OutputCheck:
+    """The comparison of one output over all trials (worst values).
+
+    max_abs_error: largest |a - b|. max_rel_error: largest |a - b| / |b| over elements with
+    |b| > atol. mismatched: elements outside tolerance, summed over trials. size: elements per
+    trial.
+    """
+
+    index: int
+    shape: Shape
+    max_abs_error: float
+    max_rel_error: float
+    mismatched: int
+    size: int
+
+    @property
+    def ok(self) -> bool:
+        return self.mismatched == 0
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    """The result of :func:`verify`.
+
+    ok: every output of every trial within tolerance and the signatures match.
+    problem: why the models cannot be compared (different inputs or outputs), else None.
+    backends: what ran the original and the optimized model.
+    """
+
+    ok: bool
+    trials: int
+    rtol: float
+    atol: float
+    seed: int
+    backends: tuple[str, str]
+    outputs: tuple[OutputCheck, ...]
+    problem: str | None = None
+
+    def summary(self) -> str:
+        """One line for people: verdict, worst errors, where."""
+        if self.problem:
+            return f"NOT EQUIVALENT: {self.problem}"
+        worst = max(self.outputs, key=lambda o: o.max_abs_error, default=None)
+        err = "" if worst is None else f", max abs error {worst.max_abs_error:.3g} (output {worst.index})"
+        tol = f"rtol={self.rtol:g} atol={self.atol:g}"
+        if self.ok:
+            return f"equivalent: {len(self.outputs)} outputs x {self.trials} trials within {tol}{err}"
+        bad = [o.index for o in self.outputs if not o.ok]
+        return f"NOT EQUIVALENT: outputs {bad} differ beyond {tol}{err}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "ok": self.ok,
+            "trials": self.trials,
+            "rtol": self.rtol,
+            "atol": self.atol,
+            "seed": self.seed,
+            "backends": list(self.backends),
+            "problem": self.problem,
+            "outputs": [
+                {
+                    "index": o.index,
+                    "shape": list(o.shape),
+                    "max_abs_error": o.max_abs_error,
+                    "max_rel_error": o.max_rel_error,
+                    "mismatched": o.mismatched,
+                    "size": o.size,
+                    "ok": o.ok,
+                }
+                for o in self.outputs
+            ],
+        }
+
+
+Runner = Callable[[Mapping[str, np.ndarray]], list[np.ndarray]]
+
+
+@dataclass
+class _Side:
+    """One model prepared for repeated runs: its input signature and a runner."""
+
+    inputs: dict[str, Shape]
+    run: Runner
+    backend: str
+
+
+def load_any(source: Any) -> Any:
+    """A Graph for Graphs and ``.json`` files; an onnx.ModelProto for everything else."""
+    if isinstance(source, Graph):
+        return source
+    if isinstance(source, str | os.PathLike) and Path(source).suffix == ".json":
+        return load_json(source)
+    return load_model(source)
+
+
+def _prepare(source: Any, backend: str, seed: int) -> _Side:
+    model = load_any(source)
+    if backend == "auto":
+        backend = "interpreter" if isinstance(model, Graph) else "ort"
+    if backend == "ort":
+        from tensor_eqsat.io.onnx_export import export_onnx
+        from tensor_eqsat.io.runtime import input_specs, ort_session
+
+        proto = export_onnx(model, seed=seed) if isinstance(model, Graph) else model
+        sess = ort_session(proto)
+        specs = {}
+        for s in input_specs(proto):
+            if s.elem_type != 1:
+                raise TensorEqsatError(
+                    f"verify: input {s.name!r} is not float32; random inputs are drawn for float32 only"
+                )
+            specs[s.name] = s.shape
+
+        def run_ort(feed: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+            try:
+                return [np.asarray(o) for o in sess.run(None, dict(feed))]
+            except Exception as exc:
+                raise TensorEqsatError(f"onnxruntime failed to run the model: {exc}") from exc
+
+        return _Side(specs, run_ort, "onnxruntime")
+    graph = model if isinstance(model, Graph) else _import(model)
+    specs = {graph.name_of(n.id): n.shapes[0] for n in graph.inputs()}
+    if backend == "torch":
+        from tensor_eqsat.io.torch_exec import TorchProgram
+
+        prog = TorchProgram(graph, seed=seed)
+        return _Side(specs, lambda feed: [t.detach().cpu().numpy() for t in prog(feed)], "torch")
+    if backend != "interpreter":
+        raise TensorEqsatError(f"unknown backend {backend!r} (expected one of {', '.join(BACKENDS)})")
+    outs = observable_outputs(graph)
+
+    def interpret(feed: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+        values = run_all(graph, feed, seed=seed)
+        return [values[r] for r in outs]
+
+    # run_all computes what graph.outputs need, which covers the noops' inputs.
+    return _Side(specs, interpret, "interpreter")
+
+
+def _import(model: Any) -> Graph:
+    from tensor_eqsat.io.onnx_import import import_onnx
+
+    return import_onnx(model)
+
+
+def verify(
+    original: Any,
+    optimized: Any,
+    *,
+    rtol: float = 1e-3,
+    atol: float = 1e-4,
+    trials: int = 3,
+    seed: int = 0,
+    backend: str = "auto",
+) -> VerifyReport:
+    """Check that ``optimized`` computes what ``original`` computes, on seeded random inputs.
+
+    original, optimized: Graph, ``.json`` path, ``.onnx`` path or onnx.ModelProto.
+    rtol, atol: tolerance, ``|a - b| <= atol + rtol * |b|``. Defaults 1e-3 and 1e-4: float32
+        results of reassociated sums (a merged matmul, a folded batchnorm) differ by rounding.
+    trials: input draws. Default 3. seed: base seed. Default 0.
+    backend: ``auto``, ``interpreter``, ``ort`` or ``torch`` (see the module docstring).
+
+    A signature mismatch (different input names or shapes, output count or shapes) gives a
+    report with ``ok=False`` and ``problem`` set, not an exception.
+
+    >>> g = Graph(); x = g.input((4,), name="x"); g.output(g.relu(x))
+    >>> h = Graph(); x = h.input((4,), name="x"); h.output(h.relu(h.relu(x)))
+    >>> verify(g, h).ok
+    True
+    """
+    if trials < 1:
+        raise TensorEqsatError(f"trials must be >= 1, got {trials}")
+    a = _prepare(original, backend, seed)
+    b = _prepare(optimized, backend, seed)
+    backends = (a.backend, b.backend)
+
+    def report(ok: bool, outputs: tuple[OutputCheck, ...], problem: str | None = None) -> VerifyReport:
+        return VerifyReport(ok, trials, rtol, atol, seed, backends, outputs, problem)
+
+    if a.inputs != b.inputs:
+        return report(False, (), f"inputs differ: {_sig(a.inputs)} vs {_sig(b.inputs)}")
+    stats: list[list[float]] = []
+    shapes: list[Shape] = []
+    for t in range(trials):
+        feed = {name: random_input(name, shape, seed + t) for name, shape in a.inputs.items()}
+        xs, ys = a.run(feed), b.run(feed)
+        if len(xs) != len(ys):
+            return report(False, (), f"{len(xs)} outputs vs {len(ys)}")
+        for i, (x, y) in enumerate(zip(xs, ys, strict=True)):
+            if x.shape != y.shape:
+                return report(False, (), f"output {i} has shape {x.shape} vs {y.shape}")
+            abs_err, rel_err, bad = _compare(y, x, rtol, atol)
+            if t == 0:
+                stats.append([abs_err, rel_err, bad])
+                shapes.append(tuple(x.shape))
+            else:
+                s = stats[i]
+                s[0], s[1], s[2] = max(s[0], abs_err), max(s[1], rel_err), s[2] + bad
+    outputs = tuple(
+        OutputCheck(
+            i, shapes[i], float(s[0]), float(s[1]), int(s[2]), int(np.prod(shapes[i], dtype=np.int64))
+        )
+        for i, s in enumerate(stats)
+    )
+    return report(all(o.ok for o in outputs), outputs)
+
+
+def _compare(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> tuple[float, float, int]:
+    """(max abs error, max rel error, mismatched elements) of ``got`` against ``want``."""
+    if want.dtype.kind not in "fc" or got.dtype.kind not in "fc":
+        bad = int(np.count_nonzero(got != want))
+        return (float(bad > 0), float(bad > 0), bad)
+    g64, w64 = got.astype(np.float64), want.astype(np.float64)
+    finite = np.isfinite(g64) & np.isfinite(w64)
+    # Non-finite values must agree exactly (same infinity, NaN with NaN).
+    special = ~finite
+    same_special = (np.isnan(g64) & np.isnan(w64)) | (g64 == w64)
+    bad_special = int(np.count_nonzero(special & ~same_special))
+    g0, w0 = np.where(finite, g64, 0.0), np.where(finite, w64, 0.0)
+    diff = np.abs(g0 - w0)
+    bad = int(np.count_nonzero(diff > atol + rtol * np.abs(w0))) + bad_special
+    abs_err = float(diff.max(initial=0.0)) if bad_special == 0 else float("inf")
+    big = finite & (np.abs(w64) > atol)
+    rel = float((diff[big] / np.abs(w64[big])).max(initial=0.0))
+    return abs_err, rel, bad
+
+
+def _sig(inputs: Mapping[str, Shape]) -> str:
+    return ", ".join(f"{k}{tuple(v)}" for k, v in sorted(inputs.items())) or "none"
+
+
+class VerificationError(TensorEqsatError):
+    """An optimized model was not written because it does not compute the original's outputs."""
+
+    def __init__(self, message: str, report: VerifyReport) -> None:
+        super().__init__(message)
+        self.report = report
+
+
+def export_verified(
+    original: Any,
+    optimized: Graph,
+    path: str | os.PathLike[str],
+    *,
+    check: bool = True,
+    output_names: list[str] | None = None,
+    rtol: float = 1e-3,
+    atol: float = 1e-4,
+    trials: int = 3,
+    seed: int = 0,
+) -> VerifyReport | None:
+    """Write ``optimized`` as ONNX to ``path`` only if it verifies against ``original``.
+
+    This is the last step of ``optimize`` (as onnx-simplifier does it): the exported model itself
+    is what gets checked (by onnxruntime against the original model, or against the original
+    Graph in the interpreter), so an export bug cannot slip through either.
+
+    check: verify first (default True); False writes without checking and returns None.
+    output_names: default: the original ONNX model's output names when it is one and the counts
+        match, else ``output_0``...
+    rtol, atol, trials, seed: as :func:`verify`; ``seed`` also draws weights without data.
+
+    Raises :class:`VerificationError` (carrying the report) and leaves ``path`` untouched when the
+    check fails.
+    """
+    from tensor_eqsat.io.onnx_export import export_onnx, save_model
+    from tensor_eqsat.io.plan import observable_outputs
+
+    source = load_any(original)
+    if output_names is None and not isinstance(source, Graph):
+        names = [o.name for o in source.graph.output]
+        if len(names) == len(observable_outputs(optimized)):
+            output_names = names
+    model = export_onnx(optimized, output_names=output_names, seed=seed)
+    report = None
+    if check:
+        report = verify(source, model, rtol=rtol, atol=atol, trials=trials, seed=seed)
+        if not report.ok:
+            raise VerificationError(f"{path}: not written, the optimized model {report.summary()}", report)
+    save_model(model, path)
+    return report

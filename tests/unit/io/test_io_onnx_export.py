@@ -1,0 +1,148 @@
+"""ONNX export: every op round-trips Graph -> ONNX -> Graph and runs in onnxruntime like the interpreter."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from io_helpers import BUILDERS, make_model, rand
+from onnx import helper
+
+from tensor_eqsat.errors import GraphError
+from tensor_eqsat.io.onnx_export import export_onnx
+from tensor_eqsat.io.onnx_import import import_onnx
+from tensor_eqsat.io.plan import observable_outputs
+from tensor_eqsat.io.runtime import run_onnx
+from tensor_eqsat.ir.graph import Graph
+from tensor_eqsat.ir.interpreter import run, run_all
+from tensor_eqsat.ir.ops import op_names
+
+# What re-import gives back: weight-only merge/enlarge are folded into initializers; on
+# activations enlarge becomes an ONNX Pad and merge Tile * mask, which import as opaque/ewmul.
+ROUND_TRIP_OPS = {
+    "enlarge": {"conv2d", "opaque"},
+    "merge": {"conv2d", "opaque", "ewmul"},  # Tile is opaque
+    "noop": {"relu"},
+}
+
+
+def test_every_registered_op_has_a_round_trip_case():
+    assert set(op_names()) - {"input", "weight"} <= set(BUILDERS)
+
+
+def _graph(op):
+    g = Graph()
+    g.output(BUILDERS[op](g))
+    return g
+
+
+@pytest.mark.parametrize("op", sorted(BUILDERS))
+def test_round_trip_graph_onnx_graph(op):
+    g = _graph(op)
+    model = export_onnx(g)  # includes onnx.checker full check
+    assert model.ir_version <= 10
+    want = [run_all(g)[r] for r in observable_outputs(g)]
+    got = run_onnx(model)
+    assert len(got) == len(want)
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    back = import_onnx(model)
+    expected_ops = ROUND_TRIP_OPS.get(op, {n.op for n in g.nodes if not n.spec.is_leaf})
+    assert set(back.op_counts()) == expected_ops
+    for a, b in zip(run(back), want, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_weight_only_subgraphs_become_initializers():
+    g = Graph()
+    x = g.input((1, 4, 6, 6), name="x")
+    w1, w3 = g.weight((4, 4, 1, 1), name="w1"), g.weight((4, 4, 3, 3), name="w3")
+    both = g.concat([g.enlarge(w1, w3), w3], axis=0)
+    y = g.conv2d(x, g.merge(g.weight((8, 2, 3, 3), name="wg"), count=2, groups=2))
+    g.output(g.split(g.conv2d(x, both), axis=1, sizes=(4, 4))[0], y)
+    model = export_onnx(g)
+    assert sorted(n.op_type for n in model.graph.node) == ["Conv", "Conv", "Split"]
+    inits = {t.name for t in model.graph.initializer}
+    assert {"w1", "w3", "wg"}.isdisjoint(inits)  # only their folded combinations are needed
+    for a, b in zip(run_onnx(model), run(g), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_weights_with_data_are_carried_and_random_weights_follow_the_interpreter():
+    g = Graph()
+    x = g.input((2, 3), name="x")
+    data = rand(3, 4)
+    g.output(g.matmul(g.matmul(x, g.weight((3, 4), name="a", data=data)), g.weight((4, 2), name="b")))
+    model = export_onnx(g, seed=7)
+    inits = {t.name: t for t in model.graph.initializer}
+    from onnx import numpy_helper
+
+    np.testing.assert_array_equal(numpy_helper.to_array(inits["a"]), data)
+    np.testing.assert_allclose(run_onnx(model, seed=7)[0], run(g, seed=7)[0], rtol=1e-6)
+
+
+def test_output_names_identity_for_repeated_and_leaf_outputs(tmp_path):
+    g = Graph()
+    x = g.input((3,), name="x")
+    r = g.relu(x)
+    g.output(r, r, x)
+    path = tmp_path / "m.onnx"
+    model = export_onnx(g, path, output_names=["a", "b", "c"])
+    assert [o.name for o in model.graph.output] == ["a", "b", "c"]
+    assert path.is_file()
+    a, b, c = run_onnx(path)
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(a, np.maximum(c, 0))
+    with pytest.raises(GraphError, match="already input"):
+        export_onnx(g, output_names=["x", "b", "c"])
+    with pytest.raises(GraphError, match="3 outputs"):
+        export_onnx(g, output_names=["a"])
+
+
+def test_opset_follows_the_ops_and_can_be_forced():
+    g = Graph()
+    g.output(g.layernorm(g.input((2, 4), name="x"), g.weight((4,)), g.weight((4,))))
+    assert export_onnx(g).opset_import[0].version == 21
+    assert export_onnx(g, opset=17).opset_import[0].version == 17
+    with pytest.raises(GraphError, match="too old"):
+        export_onnx(g, opset=13)
+
+
+def test_opaque_payload_keeps_the_source_opset_and_converts_when_needed():
+    m = make_model(
+        [helper.make_node("ReduceMean", ["x"], ["y"], axes=[1], keepdims=1)],
+        {"x": (2, 3)},
+        {"y": None},
+        opset=13,
+    )
+    g = import_onnx(m)
+    assert g.op_counts() == {"opaque": 1}
+    assert export_onnx(g).opset_import[0].version == 13
+    g2 = Graph()
+    x = g2.input((2, 3), name="x")
+    node = next(n for n in g.nodes if n.op == "opaque")
+    g2.output(g2.gelu(g2.add("opaque", [x], **node.attr_dict())[0]))
+    model = export_onnx(g2)  # gelu needs opset 20: the ReduceMean payload is converted (axes -> input)
+    assert model.opset_import[0].version == 20
+    np.testing.assert_allclose(run_onnx(model)[0], run(g2)[0], rtol=1e-5, atol=1e-6)
+
+
+def test_noop_read_by_another_op_cannot_be_exported():
+    g = Graph()
+    x = g.input((3,), name="x")
+    n = g.noop(x)
+    g.output(g.add("noop", [n, x])[0])
+    # The outer noop is expanded into its inputs; the inner one is then a real output.
+    assert observable_outputs(g) == [(0, 0), (0, 0)]
+    h = Graph()
+    x = h.input((2,), name="x")
+    h.output(h.concat([h.reshape(h.noop(x), (1,)), x], axis=0))
+    with pytest.raises(GraphError, match="noop"):
+        export_onnx(h)
+
+
+def test_default_output_names_avoid_input_and_weight_names():
+    g = Graph()
+    x = g.input((2,), name="output_0")
+    g.output(g.ewadd(x, g.weight((2,), name="_output_0")))
+    model = export_onnx(g)
+    assert [o.name for o in model.graph.output] == ["__output_0"]
