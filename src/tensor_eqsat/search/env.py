@@ -217,7 +217,7 @@ class EGraphEnv:
         if eg.num_enodes >= cfg.node_limit:
             reason = "node limit"
         elif deadline is not None and time.perf_counter() >= deadline:
-            reason = "time limit"
+            reason = "step time limit"
         info = self._info(rule.name, report)
         return StepResult(cost, report.changed, reason is not None, reason, info)
 
