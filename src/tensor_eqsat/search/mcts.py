@@ -156,6 +156,9 @@ class MctsConfig:
     final_choice: :class:`FinalChoice`. Default MEAN_VALUE.
     subtree_reuse: keep the chosen child's subtree as the next root; its visits count against
         the next step's budget. Default False (the paper's runs).
+    clip_rewards: reward = max(cost before − cost after, 0) (the paper, which clipped because its
+        measured costs were noisy). False keeps negative rewards, so steps that make the main
+        extractor's cost worse are penalised (with a deterministic cost model). Default True.
     terminal_saturated_nodes: a node whose actions are all pruned or saturated ends the
         simulation like a terminal state, instead of ending the whole planning step (the
         artifact). Default False.
@@ -177,6 +180,7 @@ class MctsConfig:
     prune_actions: bool = True
     final_choice: FinalChoice = FinalChoice.MEAN_VALUE
     subtree_reuse: bool = False
+    clip_rewards: bool = True
     terminal_saturated_nodes: bool = False
     max_steps: int = 200
     cost_threshold: float | None = None
@@ -245,7 +249,7 @@ class MctsStep:
     """One real step of :meth:`Mcts.run`.
 
     cost: the main extractor's cost after the step; best_cost: the lowest cost seen so far
-    (initial state included); reward: max(previous cost − cost, 0).
+    (initial state included); reward: max(previous cost − cost, 0) (unclipped if so configured).
     """
 
     index: int
@@ -414,7 +418,7 @@ class Mcts:
             ts = time.perf_counter()
             result = env.step(plan.action)
             step_seconds = time.perf_counter() - ts
-            reward = max(cost - result.cost, 0.0)
+            reward = self._reward(cost, result.cost)
             cost = result.cost
             best = min(best, cost)
             step = MctsStep(
@@ -602,7 +606,7 @@ class Mcts:
         env = node.env.copy()
         result = env.step(action)
         path.append((node, action))
-        node.reward[action] = max(node.cost - result.cost, 0.0)
+        node.reward[action] = self._reward(node.cost, result.cost)
         node.done[action] = result.done
         if result.done:
             node.children[action] = _Node(None, result.cost, len(node.children), frozenset())
@@ -634,12 +638,16 @@ class Mcts:
             else:
                 action = choices[int(self.rng.integers(len(choices)))]
             result = env.step(action)
-            total += discount * max(cost - result.cost, 0.0)
+            total += discount * self._reward(cost, result.cost)
             discount *= cfg.gamma
             cost = result.cost
             if result.done:
                 break
         return total
+
+    def _reward(self, before: float, after: float) -> float:
+        gain = before - after
+        return max(gain, 0.0) if self.config.clip_rewards else gain
 
     def _backpropagate(self, path: list[tuple[_Node, int]], value: float) -> None:
         gamma = self.config.gamma

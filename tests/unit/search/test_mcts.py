@@ -262,3 +262,14 @@ def test_callbacks_see_every_simulation_and_step():
 def test_invalid_configuration_names_the_field(field, value):
     with pytest.raises(ValueError, match=f"MctsConfig.{field}"):
         MctsConfig(**{field: value})
+
+
+def test_unclipped_rewards_steer_away_from_steps_that_raise_the_cost():
+    # both rules end the episode; rule 0 makes the cost worse, rule 1 changes nothing in cost
+    rules = [FactRule(frozenset({"a"}), "worse", 1, -3.0), FactRule(frozenset({"a"}), "same", 1, 0.0)]
+    clipped = Mcts(budget=2, seed=0).plan(FactsEnv(rules, limit=2))
+    assert [c.mean_value for c in clipped.children] == [0.0, 0.0]
+    assert clipped.action == 0  # the paper's clipping cannot tell them apart: lowest index
+    unclipped = Mcts(budget=2, seed=0, clip_rewards=False).plan(FactsEnv(rules, limit=2))
+    assert [c.mean_value for c in unclipped.children] == [-3.0, 0.0]
+    assert unclipped.action == 1
