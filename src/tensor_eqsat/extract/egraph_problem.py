@@ -1,0 +1,179 @@
+"""From an e-graph and a cost model to an ExtractionProblem, and from a result back to a Graph.
+
+The e-graph is read only through its public API (``classes()`` with ``id``, ``nodes`` and
+``data``; ``data(cid)``; ``roots``; ``blacklist``; ``to_graph(choice)``), so extraction does not
+depend on the engine's internals. A node's own cost is what the cost model charges for that
+operator instance: ``op_cost(op, attrs, in_shapes, all_weights)`` with the shapes of its child
+classes and whether every child depends only on weights, exactly as the cost model prices a
+node of a :class:`~tensor_eqsat.ir.graph.Graph`. Leaves (inputs, weights) and ``get``
+projections cost 0, as they do in a graph's cost, so the DAG cost of an extraction equals the
+cost model's ``graph_cost`` of the extracted graph.
+
+Classes keep the e-graph's order and nodes their order within a class. Node costs can be kept
+across calls in a :class:`NodeCostCache` (an e-node's cost never changes while its children keep
+their ids), which makes rebuilding the problem after each search step cheap.
+
+Usage (an e-graph and a cost model from their own modules)::
+
+    ep = problem_from_egraph(egraph, cost_model)
+    graph = ep.to_graph(GreedyDagExtractor().extract(ep.problem))
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+from tensor_eqsat.extract.problem import ExtractionError, ExtractionProblem
+from tensor_eqsat.extract.result import ExtractionResult
+from tensor_eqsat.ir.graph import Graph
+from tensor_eqsat.rewrite.syntax import PROJECTION
+
+
+class OpCostModel(Protocol):
+    """What extraction needs of a cost model (:class:`tensor_eqsat.cost.model.CostModel`)."""
+
+    def op_cost(self, op: str, attrs: Any, in_shapes: Sequence[Any], all_weights: bool) -> float: ...
+
+
+class EGraphLike(Protocol):
+    """What extraction needs of an e-graph (:class:`tensor_eqsat.egraph.EGraph`)."""
+
+    @property
+    def roots(self) -> list[int]: ...
+
+    @property
+    def blacklist(self) -> frozenset[Any]: ...
+
+    def classes(self) -> Iterable[Any]: ...
+
+    def to_graph(self, choice: Mapping[int, Any]) -> Graph: ...
+
+
+NodeCostCache = dict[tuple[Any, ...], float]
+"""(e-node, child all-weights flags) -> own cost; reusable across problems of one e-graph and
+one cost model."""
+
+
+class EGraphProblem:
+    """An ExtractionProblem built from an e-graph, with the e-nodes behind its node indices.
+
+    Attributes:
+        problem: the extraction problem (class keys are the e-graph's class ids).
+        egraph: the e-graph it was built from.
+        enodes: the e-node of each problem node index.
+    """
+
+    __slots__ = ("egraph", "enodes", "problem")
+
+    def __init__(self, problem: ExtractionProblem, egraph: EGraphLike, enodes: list[Any]) -> None:
+        self.problem = problem
+        self.egraph = egraph
+        self.enodes = enodes
+
+    def choice(self, result: ExtractionResult) -> dict[int, Any]:
+        """class id -> chosen e-node, for the classes reachable from the roots."""
+        if result.problem is not self.problem:
+            raise ExtractionError("the result answers a different extraction problem")
+        keys = self.problem.class_keys
+        return {keys[c]: self.enodes[result.choices[c]] for c in result.topo_classes()}  # type: ignore[misc]
+
+    def to_graph(self, result: ExtractionResult) -> Graph:
+        """The extracted graph (validated first; raises ExtractionError on an invalid result)."""
+        result.check()
+        return self.egraph.to_graph(self.choice(result))
+
+
+def problem_from_egraph(
+    egraph: EGraphLike, cost_model: OpCostModel, *, cache: NodeCostCache | None = None
+) -> EGraphProblem:
+    """The extraction problem of ``egraph`` priced by ``cost_model``.
+
+    Args:
+        egraph: the e-graph (rebuilt by its ``classes()``).
+        cost_model: prices each operator instance in ms.
+        cache: optional node-cost cache shared across calls for the same e-graph lineage and cost
+            model. Default: none.
+
+    Raises:
+        ExtractionError: the e-graph has no roots or a node names an unknown class.
+        ShapeError / GraphError: from the cost model, for a node it cannot price.
+    """
+    classes = list(egraph.classes())
+    index: dict[int, int] = {cls.id: i for i, cls in enumerate(classes)}
+    flags = [bool(cls.data.all_weights) for cls in classes]
+    shapes = [cls.data.shapes for cls in classes]
+    blacklist = egraph.blacklist
+    costs = cache if cache is not None else {}
+    node_class: list[int] = []
+    node_children: list[tuple[int, ...]] = []
+    node_cost: list[float] = []
+    node_op: list[str] = []
+    node_bl: list[bool] = []
+    node_keys: list[Hashable] = []
+    enodes: list[Any] = []
+    class_nodes: list[tuple[int, ...]] = []
+    for ci, cls in enumerate(classes):
+        start = len(enodes)
+        for pos, node in enumerate(cls.nodes):
+            try:
+                ch = tuple([index[k] for k in node.children])
+            except KeyError as exc:
+                raise ExtractionError(
+                    f"e-node {node} of e-class {cls.id}: unknown child e-class {exc.args[0]}"
+                ) from None
+            if not ch or node.op == PROJECTION:
+                cost = 0.0
+            else:
+                all_w = all([flags[k] for k in ch])
+                key = (node, all_w)
+                cached = costs.get(key)
+                if cached is None:
+                    in_shapes = tuple([_single(shapes[k], node, cls.id) for k in ch])
+                    cached = float(cost_model.op_cost(node.op, node.attrs, in_shapes, all_w))
+                    if not (math.isfinite(cached) and cached >= 0.0):
+                        raise ExtractionError(
+                            f"e-node {node} of e-class {cls.id}: cost model returned {cached!r}"
+                        )
+                    costs[key] = cached
+                cost = cached
+            node_class.append(ci)
+            node_children.append(ch)
+            node_cost.append(cost)
+            node_op.append(node.op)
+            node_bl.append(node in blacklist if blacklist else False)
+            node_keys.append((cls.id, pos))
+            enodes.append(node)
+        if len(enodes) == start:
+            raise ExtractionError(f"e-class {cls.id} has no e-nodes")
+        class_nodes.append(tuple(range(start, len(enodes))))
+    roots: list[int] = []
+    for r in egraph.roots:
+        if r not in index:
+            raise ExtractionError(f"root e-class {r} is not an e-class of the e-graph")
+        if index[r] not in roots:
+            roots.append(index[r])
+    if not roots:
+        raise ExtractionError("the e-graph has no roots")
+    # Every index, cost and root was checked above: adopt the lists without a second pass.
+    problem = ExtractionProblem.trusted(
+        class_keys=tuple([cls.id for cls in classes]),
+        class_nodes=tuple(class_nodes),
+        node_class=node_class,
+        node_children=node_children,
+        node_cost=node_cost,
+        node_op=node_op,
+        node_blacklisted=node_bl,
+        node_keys=tuple(node_keys),
+        roots=tuple(roots),
+    )
+    return EGraphProblem(problem, egraph, enodes)
+
+
+def _single(shapes: tuple[Any, ...], node: Any, cid: int) -> Any:
+    if len(shapes) != 1:
+        raise ExtractionError(
+            f"e-node {node} of e-class {cid} reads a multi-output class without a {PROJECTION!r} projection"
+        )
+    return shapes[0]

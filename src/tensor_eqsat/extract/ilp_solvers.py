@@ -1,0 +1,167 @@
+"""MILP solver adapters for :mod:`tensor_eqsat.extract.ilp`: SCIP (pyscipopt) and HiGHS (highspy).
+
+Each takes the solver-independent :class:`~tensor_eqsat.extract.ilp.IlpModel` (node columns are
+binary, order columns continuous), a time limit, a thread count, a relative gap and an optional
+warm start, and returns a :class:`SolverOutcome`. Both solvers are optional dependencies (the
+``ilp`` extra); a missing one raises a clear ExtractionError.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from tensor_eqsat.extract.problem import ExtractionError
+
+if TYPE_CHECKING:
+    from tensor_eqsat.extract.ilp import IlpModel
+
+
+@dataclass(frozen=True)
+class SolverOutcome:
+    """What a solver run produced.
+
+    Attributes:
+        raw_status: the solver's own status string.
+        optimal: the solver proved its answer optimal (within the configured gap).
+        time_limit_hit: the solver stopped at its time limit.
+        values: column values of its best solution, or None without one.
+        dual_bound: its proven lower bound on the (scaled) objective, or None.
+        time_s: wall time of the solve call.
+    """
+
+    raw_status: str
+    optimal: bool
+    time_limit_hit: bool
+    values: list[float] | None
+    dual_bound: float | None
+    time_s: float
+
+
+def solve_scip(
+    model: IlpModel, time_limit: float | None, threads: int, rel_gap: float, warm: Sequence[float]
+) -> SolverOutcome:
+    """Solve with SCIP through pyscipopt."""
+    try:
+        import pyscipopt
+    except ImportError:
+        raise ExtractionError(
+            "ilp backend 'scip' needs pyscipopt (pip install 'tensor-eqsat[ilp]')"
+        ) from None
+    m = pyscipopt.Model()
+    m.hideOutput()
+    cols: list[Any] = [m.addVar(vtype="B", obj=c) for c in model.obj]
+    cols.extend(m.addVar(vtype="C", lb=0.0, ub=ub) for ub in model.order_upper)
+    quicksum = pyscipopt.quicksum
+    rs, ri, rv = model.row_start, model.row_index, model.row_value
+    for r in range(model.num_rows):
+        expr = quicksum(rv[j] * cols[ri[j]] for j in range(rs[r], rs[r + 1]))
+        lo, up = model.row_lower[r], model.row_upper[r]
+        if lo == up:
+            m.addCons(expr == lo)
+        elif math.isinf(lo):
+            m.addCons(expr <= up)
+        elif math.isinf(up):
+            m.addCons(expr >= lo)
+        else:
+            m.addCons(pyscipopt.Expr() + lo <= expr <= up)
+    if time_limit is not None:
+        m.setParam("limits/time", float(time_limit))
+    m.setParam("limits/gap", rel_gap)
+    m.setParam("parallel/maxnthreads", threads)
+    if warm:
+        sol = m.createSol()
+        for v, val in zip(cols, warm, strict=True):
+            if val:
+                m.setSolVal(sol, v, val)
+        m.addSol(sol, free=True)
+    start = time.perf_counter()
+    m.optimize()
+    elapsed = time.perf_counter() - start
+    status = m.getStatus()
+    values = None
+    if m.getNSols() > 0:
+        best = m.getBestSol()
+        values = [m.getSolVal(best, v) for v in cols]
+    dual = m.getDualbound()
+    return SolverOutcome(
+        raw_status=status,
+        optimal=status in ("optimal", "gaplimit"),
+        time_limit_hit=status == "timelimit",
+        values=values,
+        dual_bound=dual if math.isfinite(dual) else None,
+        time_s=elapsed,
+    )
+
+
+_highs_threads: int | None = None
+"""The thread count HiGHS's process-wide pool was last used with."""
+
+
+def solve_highs(
+    model: IlpModel, time_limit: float | None, threads: int, rel_gap: float, warm: Sequence[float]
+) -> SolverOutcome:
+    """Solve with HiGHS through highspy."""
+    try:
+        import highspy
+        import numpy as np
+    except ImportError:
+        raise ExtractionError("ilp backend 'highs' needs highspy (pip install 'tensor-eqsat[ilp]')") from None
+    h = highspy.Highs()
+    h.silent()
+    inf = highspy.kHighsInf
+    lp = highspy.HighsLp()
+    n_nodes = len(model.nodes)
+    lp.num_col_ = model.num_cols
+    lp.num_row_ = model.num_rows
+    lp.col_cost_ = np.asarray(model.obj + [0.0] * model.num_order, dtype=np.float64)
+    lp.col_lower_ = np.zeros(model.num_cols)
+    lp.col_upper_ = np.asarray([1.0] * n_nodes + model.order_upper, dtype=np.float64)
+    lp.row_lower_ = np.asarray([-inf if math.isinf(x) else x for x in model.row_lower], dtype=np.float64)
+    lp.row_upper_ = np.asarray([inf if math.isinf(x) else x for x in model.row_upper], dtype=np.float64)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+    lp.a_matrix_.start_ = np.asarray(model.row_start, dtype=np.int32)
+    lp.a_matrix_.index_ = np.asarray(model.row_index, dtype=np.int32)
+    lp.a_matrix_.value_ = np.asarray(model.row_value, dtype=np.float64)
+    lp.integrality_ = [highspy.HighsVarType.kInteger] * n_nodes + [
+        highspy.HighsVarType.kContinuous
+    ] * model.num_order
+    h.passModel(lp)
+    if time_limit is not None:
+        h.setOptionValue("time_limit", float(time_limit))
+    global _highs_threads
+    if _highs_threads is not None and threads != _highs_threads:
+        # HiGHS keeps one thread pool per process, sized on first use; a run asking for another
+        # size fails ("Not Set") unless the pool is rebuilt.
+        highspy.Highs.resetGlobalScheduler(True)
+    _highs_threads = threads
+    h.setOptionValue("threads", threads)
+    h.setOptionValue("mip_rel_gap", rel_gap)
+    h.setOptionValue("random_seed", 0)
+    if warm:
+        sol = highspy.HighsSolution()
+        sol.col_value = list(warm)
+        sol.value_valid = True
+        h.setSolution(sol)
+    start = time.perf_counter()
+    run_status = h.run()
+    elapsed = time.perf_counter() - start
+    if run_status == highspy.HighsStatus.kError:
+        raise ExtractionError(f"ilp: HiGHS failed ({h.modelStatusToString(h.getModelStatus())})")
+    ms = h.getModelStatus()
+    info = h.getInfo()
+    values = None
+    if info.primal_solution_status == 2:  # kSolutionStatusFeasible
+        values = list(h.getSolution().col_value)
+    dual = info.mip_dual_bound
+    return SolverOutcome(
+        raw_status=h.modelStatusToString(ms),
+        optimal=ms == highspy.HighsModelStatus.kOptimal,
+        time_limit_hit=ms == highspy.HighsModelStatus.kTimeLimit,
+        values=values,
+        dual_bound=dual if math.isfinite(dual) else None,
+        time_s=elapsed,
+    )

@@ -1,0 +1,161 @@
+"""Named rule sets: the rule files shipped with the package, and rule sets from users' files.
+
+Built-in sets (``tensor-eqsat rules --set NAME``):
+
+* ``taso`` (default): the paper's 139 rules. Ids 0-119 are TASO's learned single rules in
+  TENSAT's order (``converted.txt``), 120-123 TASO's merge-grouped-conv rules, 124-136 TASO's
+  learned multi-pattern rules (``converted_multi.txt``), 137-138 the two rules that merge two
+  convs on one input through enlarge + concat + split.
+* ``taso-nasrnn``: the same with the multi-rule variant the paper used for NASRNN
+  (``converted_multi_nasrnn.txt``): rule 128, which batches matmuls that share a left operand, is
+  replaced by a second copy of the matmul re-association pair (rule 124).
+
+A set is a list of rule files plus optional override files whose rules replace the rules with
+the same id; the NASRNN variant is one such override, so the 138 rules the two sets share are
+written once.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from tensor_eqsat.errors import FormatError
+from tensor_eqsat.rules.loader import RuleFileError, check_unique, load_rule_files, parse_rules
+from tensor_eqsat.rules.spec import RuleKind, RuleSpec
+
+_PACKAGE = "tensor_eqsat.rules"
+
+DEFAULT_SET = "taso"
+"""The rule set used when none is named."""
+
+
+@dataclass(frozen=True)
+class RuleSet:
+    """An ordered collection of rules (sorted by id; ids and names unique).
+
+    >>> rules = load_rule_set("taso")
+    >>> len(rules), len(rules.single), len(rules.multi)
+    (139, 124, 15)
+    >>> rules.by_id(62).name
+    'conv-relu-fuse'
+    """
+
+    name: str
+    rules: tuple[RuleSpec, ...]
+
+    def __post_init__(self) -> None:
+        check_unique(self.rules)
+
+    def __iter__(self) -> Iterator[RuleSpec]:
+        return iter(self.rules)
+
+    def __len__(self) -> int:
+        return len(self.rules)
+
+    @property
+    def single(self) -> tuple[RuleSpec, ...]:
+        """The single-pattern rules."""
+        return tuple(r for r in self.rules if r.kind is RuleKind.SINGLE)
+
+    @property
+    def multi(self) -> tuple[RuleSpec, ...]:
+        """The multi-pattern rules."""
+        return tuple(r for r in self.rules if r.kind is RuleKind.MULTI)
+
+    def by_id(self, rule_id: int) -> RuleSpec:
+        """The rule with this id; raises KeyError naming the id."""
+        for r in self.rules:
+            if r.id == rule_id:
+                return r
+        raise KeyError(f"rule set {self.name!r} has no rule {rule_id}")
+
+    @classmethod
+    def from_files(cls, paths: Sequence[str | Path], name: str | None = None) -> RuleSet:
+        """A rule set from the user's rule files (ids and names unique across them)."""
+        if not paths:
+            raise FormatError("no rule files given")
+        return cls(name or ",".join(str(p) for p in paths), tuple(load_rule_files(paths)))
+
+
+@dataclass(frozen=True)
+class _SetDef:
+    files: tuple[str, ...]
+    overrides: tuple[str, ...]
+    description: str
+
+
+RULE_SETS: dict[str, _SetDef] = {
+    "taso": _SetDef(
+        ("taso-single.rules", "taso-multi.rules"),
+        (),
+        "the paper's 139 rules: TASO's 120 + 4 single and 13 + 2 multi-pattern rules",
+    ),
+    "taso-nasrnn": _SetDef(
+        ("taso-single.rules", "taso-multi.rules"),
+        ("taso-nasrnn.rules",),
+        "the paper's rules for NASRNN: multi rule 128 replaced by a copy of rule 124",
+    ),
+}
+
+
+def rule_set_names() -> list[str]:
+    """Names of the built-in rule sets."""
+    return list(RULE_SETS)
+
+
+def describe_rule_set(name: str) -> str:
+    """One line about a built-in rule set."""
+    return _lookup(name).description
+
+
+def builtin_rule_files() -> list[str]:
+    """File names of every rule file shipped with the package."""
+    return sorted(p.name for p in resources.files(_PACKAGE).iterdir() if p.name.endswith(".rules"))
+
+
+def _lookup(name: str) -> _SetDef:
+    try:
+        return RULE_SETS[name]
+    except KeyError:
+        raise FormatError(f"unknown rule set {name!r} (known: {', '.join(RULE_SETS)})") from None
+
+
+@functools.cache
+def _builtin(filename: str) -> tuple[RuleSpec, ...]:
+    # Cached: the sets share files, and RuleSpecs are immutable.
+    res = resources.files(_PACKAGE).joinpath(filename)
+    return tuple(parse_rules(res.read_text(encoding="utf-8"), f"{_PACKAGE}/{filename}"))
+
+
+@functools.cache
+def load_rule_set(name: str = DEFAULT_SET) -> RuleSet:
+    """A built-in rule set by name (cached: rules are immutable).
+
+    Raises FormatError for an unknown name.
+    """
+    spec = _lookup(name)
+    rules: dict[int, RuleSpec] = {}
+    for filename in spec.files:
+        for r in _builtin(filename):
+            if r.id in rules:
+                raise RuleFileError(f"{r.source}: duplicate rule id {r.id} (also at {rules[r.id].source})")
+            rules[r.id] = r
+    for filename in spec.overrides:
+        for r in _builtin(filename):
+            if r.id not in rules:
+                raise RuleFileError(f"{r.source}: overrides rule {r.id}, which the set does not have")
+            rules[r.id] = r
+    return RuleSet(name, tuple(rules[k] for k in sorted(rules)))
+
+
+def load_rules(*, set_name: str | None = None, files: Sequence[str | Path] = ()) -> RuleSet:
+    """The rules to use: the user's files if given, else the named set (default ``taso``)."""
+    if files and set_name is not None:
+        raise FormatError("give either a rule set name or rule files, not both")
+    if files:
+        return RuleSet.from_files(files)
+    return load_rule_set(set_name or DEFAULT_SET)

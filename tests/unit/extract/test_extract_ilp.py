@@ -1,0 +1,216 @@
+"""ilp: the formulation, pruning, warm start, both backends, cycles, status and gap."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from tensor_eqsat.extract.greedy_dag import GreedyDagExtractor
+from tensor_eqsat.extract.ilp import (
+    IlpBackend,
+    IlpConfig,
+    IlpExtractor,
+    IlpModel,
+    build_model,
+    prune,
+    warm_start_vector,
+)
+from tensor_eqsat.extract.problem import ExtractionError, ExtractionProblem, ProblemBuilder
+from tensor_eqsat.extract.result import SolveStatus
+from tensor_eqsat.extract.synthetic import tensor_like_problem
+
+BACKENDS = list(IlpBackend)
+
+
+def ilp(backend: IlpBackend, **kw: object) -> IlpExtractor:
+    return IlpExtractor(IlpConfig(backend=backend, **kw))  # type: ignore[arg-type]
+
+
+def rows_satisfied(model: IlpModel, values: list[float], tol: float = 1e-9) -> bool:
+    for r in range(model.num_rows):
+        a, b = model.row_start[r], model.row_start[r + 1]
+        act = sum(model.row_value[j] * values[model.row_index[j]] for j in range(a, b))
+        if act < model.row_lower[r] - tol or act > model.row_upper[r] + tol:
+            return False
+    return True
+
+
+def without_order_rows(model: IlpModel) -> IlpModel:
+    """The model restricted to node columns and the rows that only use them."""
+    n = len(model.nodes)
+    start, index, value, lower, upper = [0], [], [], [], []
+    for r in range(model.num_rows):
+        a, b = model.row_start[r], model.row_start[r + 1]
+        if all(model.row_index[j] < n for j in range(a, b)):
+            index.extend(model.row_index[a:b])
+            value.extend(model.row_value[a:b])
+            start.append(len(index))
+            lower.append(model.row_lower[r])
+            upper.append(model.row_upper[r])
+    return IlpModel(model.nodes, 0, [], model.obj, start, index, value, lower, upper, model.scale)
+
+
+@pytest.mark.parametrize("backend", BACKENDS, ids=lambda b: b.value)
+def test_ilp_shares_what_greedy_cannot(backend: IlpBackend, sharing: ExtractionProblem) -> None:
+    r = ilp(backend).extract(sharing)
+    r.check()
+    assert r.status is SolveStatus.OPTIMAL
+    assert r.dag_cost() == pytest.approx(4.0) == pytest.approx(r.reported_cost)
+    assert r.gap == 0.0 and r.lower_bound == pytest.approx(4.0)
+    assert r.stats["source"] == "solver" and r.stats["greedy_dag_cost"] == pytest.approx(6.0)
+
+
+@pytest.mark.parametrize("backend", BACKENDS, ids=lambda b: b.value)
+def test_ilp_must_break_the_cycle(backend: IlpBackend, cyclic: ExtractionProblem) -> None:
+    """Without order constraints the free split alias (a cycle) would cost 1.75 < 2.75."""
+    p = cyclic
+    pruned = prune(p, None)
+    model = build_model(p, pruned, 2.75)
+    assert model.num_order == 2  # classes a and cat share a strongly connected component
+    cyclic_choice = [0.0] * model.num_cols
+    for i, n in enumerate(model.nodes):
+        if p.node_op[n] in ("input", "split0", "tanh", "concat", "ewadd"):
+            cyclic_choice[i] = 1.0
+    # Eq. 1a-1e alone accept the cycle; the order rows cut it off.
+    assert rows_satisfied(without_order_rows(model), cyclic_choice[: len(model.nodes)])
+    assert not rows_satisfied(model, cyclic_choice)
+    r = ilp(backend).extract(p)
+    r.check()
+    assert r.status is SolveStatus.OPTIMAL
+    assert p.node_op[r.choices[p.class_index("a")]] == "relu"
+    assert r.dag_cost() == pytest.approx(2.75)
+
+
+def test_scip_and_highs_agree_on_a_synthetic_egraph() -> None:
+    p = tensor_like_problem(300, seed=3, cycles=True)
+    results = [ilp(b, time_limit=30.0).extract(p) for b in BACKENDS]
+    for r in results:
+        r.check()
+        assert r.status is SolveStatus.OPTIMAL
+    assert results[0].dag_cost() == pytest.approx(results[1].dag_cost(), rel=1e-7)
+    assert results[0].dag_cost() <= GreedyDagExtractor().extract(p).dag_cost() + 1e-9
+
+
+def test_warm_start_is_a_feasible_point_of_the_model() -> None:
+    p = tensor_like_problem(300, seed=5, cycles=True)
+    greedy = GreedyDagExtractor().extract(p)
+    ub = greedy.dag_cost()
+    pruned = prune(p, ub)
+    model = build_model(p, pruned, ub)
+    assert model.num_order > 0
+    assert pruned.removed["dominated"] > 0
+    warm = warm_start_vector(p, model, pruned, greedy)
+    assert len(warm) == model.num_cols
+    assert rows_satisfied(model, warm)
+    objective = sum(c * v for c, v in zip(model.obj, warm, strict=False)) / model.scale
+    assert objective <= ub * (1 + 1e-9)
+
+
+def test_pruning_removes_what_cannot_be_optimal() -> None:
+    b = ProblemBuilder()
+    b.add_node("x", "input", cost=0.0)
+    b.add_node("y", "w", cost=0.0)
+    b.add_node("a", "cheap", ["x"], cost=1.0)
+    b.add_node("a", "dominated", ["x", "y"], cost=1.0)  # more children, same cost
+    b.add_node("a", "too_dear", ["x"], cost=50.0)  # above any answer's cost
+    b.add_node("a", "banned", ["x"], cost=0.1, blacklisted=True)
+    b.add_node("a", "loop", ["a"], cost=0.0)
+    b.add_node("a", "orphan", ["z"], cost=0.0)  # z's only node is pruned: empty child
+    b.add_node("z", "z", ["x"], cost=99.0)
+    b.add_node("dead", "unreachable", ["x"], cost=1.0)
+    p = b.build(roots=["a"])
+    pruned = prune(p, 1.0)
+    assert [p.node_op[n] for n in pruned.class_nodes[p.class_index("a")]] == ["cheap"]
+    assert pruned.class_nodes[p.class_index("dead")] == []
+    assert pruned.removed == {
+        "blacklisted": 1,
+        "self_loop": 1,
+        "above_bound": 2,
+        "empty_child": 1,
+        "dominated": 1,
+    }
+    loose = prune(p, 1.0, enabled=False)
+    assert len(loose.class_nodes[p.class_index("a")]) == 4  # cheap, dominated, too_dear, orphan
+
+
+def test_intersection_trick_uses_one_row_per_shared_child() -> None:
+    b = ProblemBuilder()
+    b.add_node("x", "input", cost=0.0)
+    b.add_node("a", "f", ["x"], cost=1.0)
+    b.add_node("a", "g", ["x"], cost=2.0)
+    p = b.build(roots=["a"])
+    model = build_model(p, prune(p, None), 1.0)
+    # Rows: class a (=1), class x (<=1), and one a-needs-x row instead of two.
+    assert model.num_rows == 3
+
+
+def test_zero_cost_answer_is_optimal_without_solving() -> None:
+    b = ProblemBuilder()
+    b.add_node("x", "input", cost=0.0)
+    r = IlpExtractor().extract(b.build(roots=["x"]))
+    assert r.status is SolveStatus.OPTIMAL and r.gap == 0.0 and r.dag_cost() == 0.0
+    assert "solver_status" not in r.stats
+
+
+def test_no_acyclic_extraction_raises() -> None:
+    b = ProblemBuilder()
+    b.add_node("a", "f", ["b"])
+    b.add_node("b", "g", ["a"])
+    with pytest.raises(ExtractionError, match="no valid extraction for root"):
+        IlpExtractor().extract(b.build(roots=["a"]))
+
+
+def test_root_left_empty_by_pruning_raises() -> None:
+    b = ProblemBuilder()
+    b.add_node("a", "f", ["a"])
+    with pytest.raises(ExtractionError, match="ilp: root class 'a' has no acyclic"):
+        prune(b.build(roots=["a"]), None)
+
+
+@pytest.mark.parametrize("backend", BACKENDS, ids=lambda b: b.value)
+def test_time_limited_answer_is_valid_and_reports_a_status(backend: IlpBackend) -> None:
+    p = tensor_like_problem(600, seed=11, cycles=True)
+    greedy = GreedyDagExtractor().extract(p).dag_cost()
+    r = ilp(backend, time_limit=0.01).extract(p)
+    r.check()
+    assert r.dag_cost() <= greedy + 1e-9
+    assert r.status in (SolveStatus.OPTIMAL, SolveStatus.TIME_LIMIT)
+    if r.status is SolveStatus.TIME_LIMIT:
+        assert r.gap is None or 0.0 <= r.gap <= 1.0
+    else:
+        assert r.gap == pytest.approx(0.0, abs=1e-9)
+
+
+def test_without_warm_start_or_pruning_the_optimum_is_the_same(sharing: ExtractionProblem) -> None:
+    plain = IlpExtractor(IlpConfig(warm_start=False, prune=False)).extract(sharing)
+    assert plain.dag_cost() == pytest.approx(4.0)
+    assert plain.stats["pruned"]["dominated"] == 0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"time_limit": 0.0}, "time_limit"),
+        ({"time_limit": -1.0}, "time_limit"),
+        ({"threads": 0}, "threads"),
+        ({"rel_gap": 1.0}, "rel_gap"),
+    ],
+)
+def test_config_rejects_bad_values(kwargs: dict[str, float], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        IlpConfig(**kwargs)  # type: ignore[arg-type]
+
+
+def test_config_allows_no_time_limit() -> None:
+    assert IlpConfig(time_limit=None).time_limit is None
+    assert math.isclose(IlpConfig().time_limit or 0.0, 60.0)
+
+
+@pytest.mark.parametrize("backend", BACKENDS, ids=lambda b: b.value)
+def test_changing_thread_counts_between_solves(backend: IlpBackend, sharing: ExtractionProblem) -> None:
+    # HiGHS sizes one process-wide thread pool; a later solve with another size must still run.
+    for threads in (1, 2, 1):
+        r = ilp(backend, threads=threads).extract(sharing)
+        assert r.status is SolveStatus.OPTIMAL, r.stats
+        assert r.dag_cost() == pytest.approx(4.0)
