@@ -1,0 +1,258 @@
+"""The e-graph environment MCTS searches over: one action applies one rule once.
+
+State: an :class:`~tensor_eqsat.egraph.egraph.EGraph` (each tree node holds its own copy).
+Actions: the rules in order, single- and multi-pattern alike (the paper's 139 actions: the
+single rules first, then the multi rules). ``step(a)`` applies rule ``a`` to all its current
+matches once and rebuilds (the engine's :func:`~tensor_eqsat.rewrite.rewrite.apply_rule`, the
+artifact's one-iteration egg Runner with only that rule), then prices the e-graph with the main
+extractor. Multi-pattern steps may add at most ``node_multi`` e-nodes (the artifact's hook cap);
+single steps apply every match, so one step can overshoot the node limit, as egg's did.
+
+Done: the e-graph has ``node_limit`` e-nodes or more after the step (the paper: "stopped once a
+rewrite rule application resulted in an e-graph of 2,000 or more e-nodes"), or the step ran past
+``step_time_limit`` (egg's per-step time limit, 10 s in the artifact).
+
+Pruning (:meth:`EGraphEnv.pruned_actions`), as the artifact did: a single rule whose left-hand
+side has no match, a multi rule either of whose sources has no match; conditions and pair
+compatibility are not looked at (``PruneMode.MATCHES`` looks at both and prunes more, never
+wrongly).
+
+Costs are cached by :meth:`~tensor_eqsat.egraph.egraph.EGraph.content_hash`, which ignores class
+ids and insertion order, so equal e-graphs reached by different action orders share one
+extraction; the cache and the statistics are shared by all copies of one environment (the
+artifact kept three per-thread caches keyed by a hash of the class map's iteration order).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+from tensor_eqsat.rewrite.multi import MultiRewrite
+from tensor_eqsat.rewrite.pattern import Searcher
+from tensor_eqsat.rewrite.rewrite import Rewrite, apply_rule
+from tensor_eqsat.search.mcts import StepResult
+
+if TYPE_CHECKING:
+    from tensor_eqsat.egraph.egraph import EGraph
+
+CostFn = Callable[["EGraph"], float]
+"""The main extractor's cost of an e-graph (the reward signal)."""
+
+AnyRule = Rewrite | MultiRewrite
+
+
+class PruneMode(Enum):
+    """Which actions :meth:`EGraphEnv.pruned_actions` reports."""
+
+    SOURCES = "sources"
+    """Rules with a source pattern that has no match (the paper)."""
+    MATCHES = "matches"
+    """Rules with no match that satisfies their conditions (multi: no compatible pair)."""
+
+
+@dataclass(frozen=True)
+class EGraphEnvConfig:
+    """Limits of one environment step.
+
+    node_limit: the state is done once the e-graph has this many e-nodes or more. Default 2000.
+    node_multi: e-nodes one multi-pattern step may add. Default 2000 (the artifact's hook cap).
+    step_time_limit: seconds one step may take before the state is done. Default 10.0 (egg's
+        limit in the artifact); None for no limit.
+    match_limit: matches considered per step. Default None (all).
+    prune: :class:`PruneMode`. Default SOURCES.
+    """
+
+    node_limit: int = 2000
+    node_multi: int | None = 2000
+    step_time_limit: float | None = 10.0
+    match_limit: int | None = None
+    prune: PruneMode = PruneMode.SOURCES
+
+    def __post_init__(self) -> None:
+        if self.node_limit < 1:
+            raise ValueError(f"EGraphEnvConfig.node_limit must be at least 1, got {self.node_limit}")
+        if self.node_multi is not None and self.node_multi < 1:
+            raise ValueError(f"EGraphEnvConfig.node_multi must be at least 1, got {self.node_multi}")
+        if self.step_time_limit is not None and self.step_time_limit <= 0:
+            raise ValueError(f"EGraphEnvConfig.step_time_limit must be positive, got {self.step_time_limit}")
+
+
+@dataclass
+class EnvStats:
+    """Work done by an environment and all its copies (for profiles and reports)."""
+
+    steps: int = 0
+    copies: int = 0
+    extractions: int = 0
+    cache_hits: int = 0
+    prunings: int = 0
+    apply_seconds: float = 0.0
+    extract_seconds: float = 0.0
+    hash_seconds: float = 0.0
+    copy_seconds: float = 0.0
+    prune_seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class _Shared:
+    """What every copy of one environment shares."""
+
+    rules: tuple[AnyRule, ...]
+    cost_fn: CostFn
+    config: EGraphEnvConfig
+    prune_searchers: tuple[tuple[Searcher, ...], ...]
+    cache: dict[tuple[int, int, int], float] = field(default_factory=dict)
+    stats: EnvStats = field(default_factory=EnvStats)
+
+
+class EGraphEnv:
+    """An :class:`~tensor_eqsat.search.mcts.Environment` over an e-graph.
+
+    egraph: the initial state (owned by the environment from now on; pass a copy to keep yours).
+    rules: the actions, in order (single rules first, then multi rules, in the paper).
+    cost_fn: the main extractor's cost of an e-graph.
+    config: :class:`EGraphEnvConfig`; keyword overrides are accepted too.
+    """
+
+    def __init__(
+        self,
+        egraph: EGraph,
+        rules: Sequence[AnyRule],
+        cost_fn: CostFn,
+        config: EGraphEnvConfig | None = None,
+        **overrides: Any,
+    ) -> None:
+        from dataclasses import replace
+
+        cfg = config or EGraphEnvConfig()
+        if overrides:
+            cfg = replace(cfg, **overrides)
+        if not rules:
+            raise ValueError("EGraphEnv needs at least one rule")
+        searchers = tuple(
+            (r.searcher,) if isinstance(r, Rewrite) else (Searcher(r.sources[0]), Searcher(r.sources[1]))
+            for r in rules
+        )
+        self._shared = _Shared(tuple(rules), cost_fn, cfg, searchers)
+        self.egraph = egraph
+        self.egraph.rebuild()
+        self._cost: float | None = None
+        self._cost_version = -1
+
+    @classmethod
+    def _from(cls, shared: _Shared, egraph: EGraph) -> EGraphEnv:
+        env = cls.__new__(cls)
+        env._shared = shared
+        env.egraph = egraph
+        env._cost = None
+        env._cost_version = -1
+        return env
+
+    # -- the Environment protocol ----------------------------------------------------------------
+    @property
+    def num_actions(self) -> int:
+        return len(self._shared.rules)
+
+    @property
+    def rules(self) -> tuple[AnyRule, ...]:
+        return self._shared.rules
+
+    @property
+    def config(self) -> EGraphEnvConfig:
+        return self._shared.config
+
+    @property
+    def stats(self) -> EnvStats:
+        return self._shared.stats
+
+    def action_name(self, action: int) -> str:
+        return self._shared.rules[action].name
+
+    def cost(self) -> float:
+        """The main extractor's cost of the current e-graph (cached by content hash)."""
+        eg = self.egraph
+        if self._cost is not None and self._cost_version == eg.version:
+            return self._cost
+        sh = self._shared
+        t = time.perf_counter()
+        key = (eg.content_hash(), eg.num_enodes, eg.num_classes)
+        sh.stats.hash_seconds += time.perf_counter() - t
+        cost = sh.cache.get(key)
+        if cost is None:
+            t = time.perf_counter()
+            cost = float(sh.cost_fn(eg))
+            sh.stats.extract_seconds += time.perf_counter() - t
+            sh.stats.extractions += 1
+            sh.cache[key] = cost
+        else:
+            sh.stats.cache_hits += 1
+        self._cost, self._cost_version = cost, eg.version
+        return cost
+
+    def step(self, action: int) -> StepResult:
+        """Apply rule ``action`` to all its current matches once, then price the e-graph."""
+        sh = self._shared
+        cfg = sh.config
+        rule = sh.rules[action]
+        eg = self.egraph
+        if eg.num_enodes >= cfg.node_limit:
+            # egg checks its limits before an iteration: a full e-graph is not touched
+            return StepResult(self.cost(), False, True, "node limit", self._info(rule.name, None))
+        t0 = time.perf_counter()
+        deadline = None if cfg.step_time_limit is None else t0 + cfg.step_time_limit
+        budget = cfg.node_multi if isinstance(rule, MultiRewrite) else None
+        report = apply_rule(eg, rule, node_budget=budget, match_limit=cfg.match_limit, deadline=deadline)
+        elapsed = time.perf_counter() - t0
+        sh.stats.apply_seconds += elapsed
+        sh.stats.steps += 1
+        cost = self.cost()
+        reason = None
+        if eg.num_enodes >= cfg.node_limit:
+            reason = "node limit"
+        elif deadline is not None and time.perf_counter() >= deadline:
+            reason = "step time limit"
+        info = self._info(rule.name, report)
+        return StepResult(cost, report.changed, reason is not None, reason, info)
+
+    def pruned_actions(self) -> frozenset[int]:
+        """Actions that cannot change the e-graph now (see :class:`PruneMode`)."""
+        sh = self._shared
+        t = time.perf_counter()
+        eg = self.egraph
+        eg.rebuild()
+        if sh.config.prune is PruneMode.MATCHES:
+            out = frozenset(i for i, r in enumerate(sh.rules) if not r.has_match(eg))
+        else:
+            out = frozenset(
+                i
+                for i, searchers in enumerate(sh.prune_searchers)
+                if any(not s.search(eg, 1) for s in searchers)
+            )
+        sh.stats.prune_seconds += time.perf_counter() - t
+        sh.stats.prunings += 1
+        return out
+
+    def copy(self) -> EGraphEnv:
+        t = time.perf_counter()
+        env = EGraphEnv._from(self._shared, self.egraph.copy())
+        env._cost, env._cost_version = self._cost, self._cost_version
+        self._shared.stats.copy_seconds += time.perf_counter() - t
+        self._shared.stats.copies += 1
+        return env
+
+    # --------------------------------------------------------------------------------------------
+    def _info(self, rule: str, report: Any) -> dict[str, Any]:
+        eg = self.egraph
+        info: dict[str, Any] = {"rule": rule, "enodes": eg.num_enodes, "classes": eg.num_classes}
+        if report is not None:
+            info["matches"] = report.matches
+            info["applied"] = report.applied
+            info["nodes_added"] = report.nodes_added
+        return info

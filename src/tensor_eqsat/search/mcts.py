@@ -1,0 +1,660 @@
+"""Monte Carlo tree search over rule applications: the paper's e-graph construction.
+
+The search runs over an abstract :class:`Environment` (the e-graph one is in ``search/env.py``):
+a state, a fixed number of actions (rules), ``step(action)`` returning the main extractor's cost
+of the new state, ``pruned_actions()`` (actions known to change nothing) and ``copy()``.
+Everything below follows the paper's artifact (``reference/paper-artifact.md`` §1) unless an
+option says otherwise:
+
+* **Outer loop** (:meth:`Mcts.run`): plan with a fresh tree of ``budget`` simulations, apply the
+  chosen action to the real environment, repeat until the environment is done (node limit), the
+  root has no applicable action left (saturated), or a step/time/cost limit is reached.
+* **Selection**: from the root, stop and expand a node if it has an untried, unpruned action and
+  (it is the root, or none of its tried children is usable, or a coin with probability
+  ``expand_probability`` = 0.5 says so); otherwise descend to the existing, non-saturated child
+  with the best UCT = mean value + c·sqrt(ln N / n), ties to the lowest action. The artifact's
+  ``Q/n + 2·sqrt(2 ln N / n)`` is c = 2·sqrt(2), the default. Reaching a node whose children are all
+  saturated ends the planning step (the artifact's behaviour; ``terminal_saturated_nodes``
+  treats such a node as terminal instead).
+* **Expansion**: an untried, unpruned action uniformly at random, applied to a copy of the node's
+  state. A step that changes nothing makes a *saturated* child (never selected again); otherwise
+  the child's pruned actions are computed once, at creation.
+* **Rollout**: random actions from the child (uniform over all actions, as in the paper; or over
+  the child's unpruned ones) until the environment is done or ``max_rollout_depth + 1`` steps were
+  taken: the artifact checks its step counter after stepping, so its ``max_sim_step = 10`` means
+  up to 11 steps, and ``max_rollout_depth`` keeps that convention. Return
+  G = Σ_t γ^t·max(cost_{t-1} − cost_t, 0), γ = 0.99.
+* **Backpropagation**: from the expanded node up, value := r(node, action) + γ·value; the edge's
+  value sum and visit count are updated. Terminal expansions and traversals back up G = 0.
+* **Final choice**: the root child with the best mean value (ties: lowest action), excluding
+  saturated children; ``FinalChoice.MOST_VISITED`` is the artifact's unused alternative.
+
+All randomness (selection coin, expansion choice, rollout actions) comes from one
+``numpy.random.Generator`` seeded by ``seed``: with a deterministic environment the same seed gives
+the same result. Wall-time limits are the only source of non-determinism and are off by default.
+
+Alternatives rejected: the artifact's WU-UCT bookkeeping (separate "incomplete" and "complete"
+visit counts) is kept as one count, because with its one expansion and one rollout worker every
+simulation completes before the next starts and the two counts are always equal. Its saturation
+counter (done after exactly 139 consecutive no-op or pruned steps, which can skip past 139 and
+never fire) is replaced by stopping when every root action is pruned or saturated, which is what
+it meant. Its "dummy" rule-0 step on a saturated root and its 1 s sleep per plan are not
+reproduced. States are stored per tree node (the artifact's checkpoints) rather than replayed
+from the root: e-graph copies are cheap and replay would repeat every extraction.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import math
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from typing import Any, Protocol
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """What one environment step reports.
+
+    cost: the main extractor's cost of the new state.
+    changed: False if the action changed nothing (the state is identical to the previous one).
+    done: the new state is terminal (e.g. the e-graph reached its node limit).
+    reason: why the state is terminal, for reports (e.g. ``"node limit"``); None if not done.
+    info: environment-specific statistics copied into the step log (rule name, e-graph size...).
+    """
+
+    cost: float
+    changed: bool
+    done: bool = False
+    reason: str | None = None
+    info: Mapping[str, Any] = field(default_factory=dict)
+
+
+class Environment(Protocol):
+    """A state that actions transform; MCTS owns copies of it, one per tree node.
+
+    ``step`` mutates the state in place; ``copy`` must return an independent state (sharing
+    immutable data and caches is fine). Costs must be deterministic for runs to be reproducible.
+    """
+
+    @property
+    def num_actions(self) -> int:
+        """Number of actions; actions are ``0 .. num_actions - 1``."""
+        ...
+
+    def cost(self) -> float:
+        """The main extractor's cost of the current state."""
+        ...
+
+    def step(self, action: int) -> StepResult:
+        """Apply ``action`` to the current state."""
+        ...
+
+    def pruned_actions(self) -> frozenset[int]:
+        """Actions known to change nothing in the current state (may miss some, never wrong)."""
+        ...
+
+    def copy(self) -> Environment:
+        """An independent copy of the current state."""
+        ...
+
+
+class RolloutPolicy(Enum):
+    """How rollouts choose actions."""
+
+    RANDOM = "random"
+    """Uniform over all actions, pruned ones included (the paper's experiments)."""
+    PRUNING = "pruning"
+    """Uniform over the actions not pruned at the expanded child (all actions if none is left)."""
+
+
+class FinalChoice(Enum):
+    """How the action applied to the real environment is chosen among the root's children."""
+
+    MEAN_VALUE = "mean-value"
+    """Best mean value, ties to the lowest action (the paper)."""
+    MOST_VISITED = "most-visited"
+    """Most visits, ties to the lowest action."""
+
+
+class MctsStop(Enum):
+    """Why :meth:`Mcts.run` stopped."""
+
+    SATURATED = "saturated"
+    """Every action at the root is pruned or changes nothing."""
+    TERMINAL = "terminal"
+    """The environment reported done; :attr:`MctsReport.terminal_reason` says why."""
+    STEP_LIMIT = "step limit"
+    TIME_LIMIT = "time limit"
+    COST_THRESHOLD = "cost threshold"
+
+
+@dataclass(frozen=True)
+class MctsConfig:
+    """Settings of the search. Defaults are the paper artifact's.
+
+    budget: simulations (selection, expansion, rollout, backpropagation) per real step; if
+        every root child expanded within the budget changed nothing, planning goes on until one
+        did (or the root is saturated). Default 128.
+    max_rollout_depth: the artifact's ``max_sim_step``; a rollout takes at most
+        ``max_rollout_depth + 1`` steps (its counter is checked after stepping). Default 10,
+        i.e. up to 11 steps.
+    gamma: discount of rewards in rollouts and backpropagation. Default 0.99.
+    exploration: c in UCT = mean + c·sqrt(ln N / n). Default 2·sqrt(2) (the artifact's
+        ``Q/n + 2·sqrt(2 ln N / n)``).
+    expand_probability: probability that selection stops to expand at a non-root node with
+        untried actions. Default 0.5.
+    rollout: :class:`RolloutPolicy`. Default RANDOM.
+    prune_actions: ask the environment for pruned actions at each new node. Default True.
+    final_choice: :class:`FinalChoice`. Default MEAN_VALUE.
+    subtree_reuse: keep the chosen child's subtree as the next root; its visits count against
+        the next step's budget. Default False (the paper's runs).
+    clip_rewards: reward = max(cost before − cost after, 0) (the paper, which clipped because its
+        measured costs were noisy). False keeps negative rewards, so steps that make the main
+        extractor's cost worse are penalised (with a deterministic cost model). Default True.
+    terminal_saturated_nodes: a node whose actions are all pruned or saturated ends the
+        simulation like a terminal state, instead of ending the whole planning step (the
+        artifact). Default False.
+    max_steps: real steps at most. Default 200.
+    cost_threshold: stop once the cost falls below this; the artifact used 0.1 ms as a guard
+        against failed extractions. Default None (off).
+    time_limit: wall seconds for the whole run; planning stops early when it is reached and the
+        run stops after that step. Default None (off).
+    plan_time_limit: wall seconds per planning step (at least one simulation runs).
+        Default None (off).
+    """
+
+    budget: int = 128
+    max_rollout_depth: int = 10
+    gamma: float = 0.99
+    exploration: float = 2.0 * math.sqrt(2.0)
+    expand_probability: float = 0.5
+    rollout: RolloutPolicy = RolloutPolicy.RANDOM
+    prune_actions: bool = True
+    final_choice: FinalChoice = FinalChoice.MEAN_VALUE
+    subtree_reuse: bool = False
+    clip_rewards: bool = True
+    terminal_saturated_nodes: bool = False
+    max_steps: int = 200
+    cost_threshold: float | None = None
+    time_limit: float | None = None
+    plan_time_limit: float | None = None
+
+    def __post_init__(self) -> None:
+        checks = [
+            ("budget", self.budget >= 1, "at least 1"),
+            ("max_rollout_depth", self.max_rollout_depth >= 0, "at least 0"),
+            ("gamma", 0.0 <= self.gamma <= 1.0, "in [0, 1]"),
+            ("exploration", self.exploration >= 0.0, "at least 0"),
+            ("expand_probability", 0.0 <= self.expand_probability <= 1.0, "in [0, 1]"),
+            ("max_steps", self.max_steps >= 1, "at least 1"),
+            ("time_limit", self.time_limit is None or self.time_limit > 0, "positive"),
+            ("plan_time_limit", self.plan_time_limit is None or self.plan_time_limit > 0, "positive"),
+        ]
+        for name, ok, want in checks:
+            if not ok:
+                raise ValueError(f"MctsConfig.{name} must be {want}, got {getattr(self, name)!r}")
+        if not isinstance(self.rollout, RolloutPolicy):
+            raise ValueError(f"MctsConfig.rollout must be a RolloutPolicy, got {self.rollout!r}")
+        if not isinstance(self.final_choice, FinalChoice):
+            raise ValueError(f"MctsConfig.final_choice must be a FinalChoice, got {self.final_choice!r}")
+
+
+@dataclass(frozen=True)
+class ChildStats:
+    """Statistics of one root child after planning."""
+
+    action: int
+    visits: int
+    mean_value: float
+    reward: float
+    saturated: bool
+    done: bool
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The outcome of one planning step.
+
+    action: the chosen action, or None if every root action is pruned or saturated.
+    simulations: simulations run in this step; inherited_visits: root visits carried over by
+        subtree reuse (they count against the budget).
+    tree_nodes: nodes in the tree at the end; max_depth: deepest selection path.
+    pruned_root: root actions pruned before planning.
+    aborted: planning ended early because selection reached a node whose children are all
+        saturated.
+    children: statistics of the root's existing children, by action.
+    """
+
+    action: int | None
+    simulations: int
+    inherited_visits: int
+    tree_nodes: int
+    max_depth: int
+    pruned_root: int
+    aborted: bool
+    seconds: float
+    children: tuple[ChildStats, ...]
+
+
+@dataclass(frozen=True)
+class MctsStep:
+    """One real step of :meth:`Mcts.run`.
+
+    cost: the main extractor's cost after the step; best_cost: the lowest cost seen so far
+    (initial state included); reward: max(previous cost − cost, 0) (unclipped if so configured).
+    """
+
+    index: int
+    action: int
+    reward: float
+    cost: float
+    best_cost: float
+    changed: bool
+    done: bool
+    reason: str | None
+    plan: Plan
+    step_seconds: float
+    elapsed: float
+    info: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class MctsReport:
+    """The result of :meth:`Mcts.run`; the environment passed in holds the final state."""
+
+    stop_reason: MctsStop
+    terminal_reason: str | None
+    steps: tuple[MctsStep, ...]
+    initial_cost: float
+    final_cost: float
+    best_cost: float
+    seconds: float
+
+    @property
+    def simulations(self) -> int:
+        """Simulations run over all steps."""
+        return sum(s.plan.simulations for s in self.steps)
+
+    @property
+    def actions(self) -> list[int]:
+        """The actions applied to the real environment, in order."""
+        return [s.action for s in self.steps]
+
+
+class _Node:
+    """A tree node: a state and per-action statistics of its children."""
+
+    __slots__ = (
+        "children",
+        "cost",
+        "done",
+        "env",
+        "n_pruned",
+        "n_saturated",
+        "n_visited",
+        "reward",
+        "saturated",
+        "value",
+        "visits",
+        "visits_total",
+    )
+
+    def __init__(self, env: Environment | None, cost: float, n_actions: int, pruned: frozenset[int]) -> None:
+        self.env = env
+        self.cost = cost
+        self.children: list[_Node | None] = [None] * n_actions
+        self.reward = [0.0] * n_actions
+        self.done = [False] * n_actions
+        self.visits = [0] * n_actions
+        self.value = [0.0] * n_actions
+        self.saturated = [False] * n_actions
+        for a in pruned:
+            self.saturated[a] = True
+        self.n_pruned = len(pruned)
+        self.n_saturated = len(pruned)
+        self.n_visited = 0
+        self.visits_total = 0
+
+    def expandable(self) -> bool:
+        n = len(self.children)
+        return self.n_visited < n and self.n_visited + self.n_pruned < n
+
+    def no_child_available(self) -> bool:
+        # every tried child is saturated (the pruned ones are counted in n_saturated too)
+        return self.n_visited == 0 or self.n_visited == self.n_saturated - self.n_pruned
+
+    def all_saturated(self) -> bool:
+        return self.n_saturated == len(self.children)
+
+    def mark_saturated(self, action: int) -> None:
+        if not self.saturated[action]:
+            self.saturated[action] = True
+            self.n_saturated += 1
+
+    def count(self) -> int:
+        return 1 + sum(c.count() for c in self.children if c is not None)
+
+
+class Mcts:
+    """The paper's MCTS: choose each next action by tree search, apply it, repeat.
+
+    config: :class:`MctsConfig`; keyword overrides are accepted too (``Mcts(budget=16)``).
+    seed: seeds the one random generator all choices draw from. Default 0.
+
+    A two-step trap: action 0 pays 1 at once and ends the episode; action 1 pays nothing, but
+    taking it twice pays 5. Greedy takes action 0; the search looks ahead.
+
+    >>> class Trap:
+    ...     num_actions = 2
+    ...     def __init__(self, ones=0, cost=10.0): self.ones, self._cost = ones, cost
+    ...     def cost(self): return self._cost
+    ...     def step(self, a):
+    ...         if a == 0:
+    ...             self._cost = 9.0
+    ...             return StepResult(9.0, True, done=True, reason="end")
+    ...         self.ones += 1
+    ...         self._cost = 5.0 if self.ones == 2 else 10.0
+    ...         return StepResult(self._cost, True, done=self.ones == 2, reason="end")
+    ...     def pruned_actions(self): return frozenset()
+    ...     def copy(self): return Trap(self.ones, self._cost)
+    >>> report = Mcts(budget=16, seed=0).run(Trap())
+    >>> report.actions, report.final_cost, report.stop_reason.value
+    ([1, 1], 5.0, 'terminal')
+    """
+
+    def __init__(self, config: MctsConfig | None = None, *, seed: int = 0, **overrides: Any) -> None:
+        cfg = config or MctsConfig()
+        if overrides:
+            cfg = replace(cfg, **overrides)
+        self.config = cfg
+        self.seed = seed
+        self.rng = np.random.default_rng(seed)
+
+    # ------------------------------------------------------------------ outer loop
+
+    def run(
+        self,
+        env: Environment,
+        *,
+        on_step: Callable[[MctsStep], None] | None = None,
+        on_simulation: Callable[[int, int, int], None] | None = None,
+    ) -> MctsReport:
+        """Build the final state in ``env`` (mutated in place) one planned action at a time.
+
+        on_step: called after every real step with its :class:`MctsStep`.
+        on_simulation: called as ``(step_index, simulations_done, budget)`` after every
+            simulation, for progress displays.
+        """
+        cfg = self.config
+        t0 = time.perf_counter()
+        deadline = None if cfg.time_limit is None else t0 + cfg.time_limit
+        initial = env.cost()
+        best = cost = initial
+        steps: list[MctsStep] = []
+        reuse: _Node | None = None
+        stop: MctsStop | None = None
+        terminal_reason: str | None = None
+        while stop is None:
+            if len(steps) >= cfg.max_steps:
+                stop = MctsStop.STEP_LIMIT
+                break
+            if deadline is not None and time.perf_counter() >= deadline:
+                stop = MctsStop.TIME_LIMIT
+                break
+            index = len(steps)
+            progress = None if on_simulation is None else functools.partial(on_simulation, index)
+            plan, root = self._plan(env, reuse, deadline, progress)
+            if plan.action is None:
+                stop = MctsStop.SATURATED
+                break
+            ts = time.perf_counter()
+            result = env.step(plan.action)
+            step_seconds = time.perf_counter() - ts
+            reward = self._reward(cost, result.cost)
+            cost = result.cost
+            best = min(best, cost)
+            step = MctsStep(
+                index=index,
+                action=plan.action,
+                reward=reward,
+                cost=cost,
+                best_cost=best,
+                changed=result.changed,
+                done=result.done,
+                reason=result.reason,
+                plan=plan,
+                step_seconds=step_seconds,
+                elapsed=time.perf_counter() - t0,
+                info=dict(result.info),
+            )
+            steps.append(step)
+            log.info(
+                "step %d: action %d, reward %.6g, cost %.6g (%d simulations, %.2fs)",
+                index,
+                plan.action,
+                reward,
+                cost,
+                plan.simulations,
+                plan.seconds,
+            )
+            if on_step is not None:
+                on_step(step)
+            if result.done:
+                stop = MctsStop.TERMINAL
+                terminal_reason = result.reason
+            elif cfg.cost_threshold is not None and cost < cfg.cost_threshold:
+                stop = MctsStop.COST_THRESHOLD
+            reuse = self._reuse(root, plan.action) if cfg.subtree_reuse else None
+        return MctsReport(
+            stop_reason=stop,
+            terminal_reason=terminal_reason,
+            steps=tuple(steps),
+            initial_cost=initial,
+            final_cost=cost,
+            best_cost=best,
+            seconds=time.perf_counter() - t0,
+        )
+
+    @staticmethod
+    def _reuse(root: _Node, action: int) -> _Node | None:
+        child = root.children[action]
+        if child is None or child.env is None:
+            return None
+        return child
+
+    # ------------------------------------------------------------------ planning
+
+    def plan(self, env: Environment) -> Plan:
+        """One planning step on a fresh tree rooted at a copy of ``env`` (``env`` is untouched)."""
+        plan, _ = self._plan(env, None, None, None)
+        return plan
+
+    def _new_node(self, env: Environment, cost: float) -> _Node:
+        pruned = env.pruned_actions() if self.config.prune_actions else frozenset()
+        return _Node(env, cost, env.num_actions, pruned)
+
+    def _plan(
+        self,
+        env: Environment,
+        reuse: _Node | None,
+        deadline: float | None,
+        progress: Callable[[int, int], None] | None,
+    ) -> tuple[Plan, _Node]:
+        cfg = self.config
+        t0 = time.perf_counter()
+        root = reuse if reuse is not None else self._new_node(env.copy(), env.cost())
+        pruned_root = root.n_pruned
+        inherited = root.visits_total
+        plan_deadline = None if cfg.plan_time_limit is None else t0 + cfg.plan_time_limit
+        if deadline is not None:
+            plan_deadline = deadline if plan_deadline is None else min(plan_deadline, deadline)
+        simulations = 0
+        max_depth = 0
+        aborted = False
+        while True:
+            if root.all_saturated():
+                break
+            # Past the budget or the deadline, planning goes on only while the root has no usable
+            # child (every root expansion tries a new action, so this ends): the artifact's
+            # budget always exceeded its applicable actions, and it crashed otherwise.
+            over = root.visits_total >= cfg.budget or (
+                plan_deadline is not None and time.perf_counter() >= plan_deadline
+            )
+            if over and self._final_action(root) is not None:
+                break
+            depth, aborted = self._simulate(root)
+            if aborted:
+                break
+            simulations += 1
+            max_depth = max(max_depth, depth)
+            if progress is not None:
+                progress(root.visits_total, cfg.budget)
+        action = None if root.all_saturated() else self._final_action(root)
+        children = tuple(
+            ChildStats(
+                action=a,
+                visits=root.visits[a],
+                mean_value=root.value[a] / root.visits[a] if root.visits[a] else 0.0,
+                reward=root.reward[a],
+                saturated=root.saturated[a],
+                done=root.done[a],
+            )
+            for a, c in enumerate(root.children)
+            if c is not None
+        )
+        plan = Plan(
+            action=action,
+            simulations=simulations,
+            inherited_visits=inherited,
+            tree_nodes=root.count(),
+            max_depth=max_depth,
+            pruned_root=pruned_root,
+            aborted=aborted,
+            seconds=time.perf_counter() - t0,
+            children=children,
+        )
+        return plan, root
+
+    def _final_action(self, root: _Node) -> int | None:
+        best_action = None
+        best = -math.inf
+        for a, child in enumerate(root.children):
+            if child is None or root.saturated[a] or root.visits[a] == 0:
+                continue
+            if self.config.final_choice is FinalChoice.MEAN_VALUE:
+                score = root.value[a] / root.visits[a]
+            else:
+                score = float(root.visits[a])
+            if score > best:
+                best, best_action = score, a
+        return best_action
+
+    def _uct_action(self, node: _Node) -> int:
+        c = self.config.exploration
+        log_n = math.log(node.visits_total) if node.visits_total > 0 else 0.0
+        best_action = -1
+        best = -math.inf
+        for a, child in enumerate(node.children):
+            if child is None or node.saturated[a]:
+                continue
+            n = node.visits[a]
+            score = node.value[a] / n + c * math.sqrt(log_n / n)
+            if score > best:
+                best, best_action = score, a
+        if best_action < 0:  # guarded by the callers: some existing child is not saturated
+            raise AssertionError("UCT selection found no usable child")
+        return best_action
+
+    def _simulate(self, root: _Node) -> tuple[int, bool]:
+        """One simulation; returns (selection depth, aborted)."""
+        cfg = self.config
+        path: list[tuple[_Node, int]] = []
+        node = root
+        while True:
+            if node.expandable() and (
+                node is root or node.no_child_available() or self.rng.random() < cfg.expand_probability
+            ):
+                self._expand(node, path)
+                return len(path), False
+            if node.all_saturated():
+                if cfg.terminal_saturated_nodes and path:
+                    parent, a = path[-1]
+                    parent.done[a] = True
+                    self._backpropagate(path, 0.0)
+                    return len(path), False
+                return len(path), True
+            a = self._uct_action(node)
+            path.append((node, a))
+            child = node.children[a]
+            if node.done[a] or child is None:
+                self._backpropagate(path, 0.0)
+                return len(path), False
+            node = child
+
+    def _expand(self, node: _Node, path: list[tuple[_Node, int]]) -> None:
+        untried = [a for a in range(len(node.children)) if node.visits[a] == 0 and not node.saturated[a]]
+        action = untried[int(self.rng.integers(len(untried)))]
+        assert node.env is not None, "expanding a terminal node"
+        env = node.env.copy()
+        result = env.step(action)
+        path.append((node, action))
+        node.reward[action] = self._reward(node.cost, result.cost)
+        node.done[action] = result.done
+        if result.done:
+            node.children[action] = _Node(None, result.cost, len(node.children), frozenset())
+            self._backpropagate(path, 0.0)
+            return
+        if not result.changed:
+            # identical to its parent: never selected again; its rollout still informs the path
+            child = _Node(None, result.cost, len(node.children), frozenset(range(len(node.children))))
+            node.mark_saturated(action)
+            pruned: frozenset[int] = frozenset(range(len(node.children)))
+        else:
+            child = self._new_node(env, result.cost)
+            pruned = frozenset(a for a, s in enumerate(child.saturated) if s)
+        node.children[action] = child
+        g = self._rollout(env.copy() if child.env is env else env, result.cost, pruned)
+        self._backpropagate(path, g)
+
+    def _rollout(self, env: Environment, cost: float, pruned: frozenset[int]) -> float:
+        cfg = self.config
+        n = env.num_actions
+        choices: list[int] | None = None
+        if cfg.rollout is RolloutPolicy.PRUNING and len(pruned) < n:
+            choices = [a for a in range(n) if a not in pruned]
+        total = 0.0
+        discount = 1.0
+        for _ in range(cfg.max_rollout_depth + 1):
+            if choices is None:
+                action = int(self.rng.integers(n))
+            else:
+                action = choices[int(self.rng.integers(len(choices)))]
+            result = env.step(action)
+            total += discount * self._reward(cost, result.cost)
+            discount *= cfg.gamma
+            cost = result.cost
+            if result.done:
+                break
+        return total
+
+    def _reward(self, before: float, after: float) -> float:
+        gain = before - after
+        return max(gain, 0.0) if self.config.clip_rewards else gain
+
+    def _backpropagate(self, path: list[tuple[_Node, int]], value: float) -> None:
+        gamma = self.config.gamma
+        for node, a in reversed(path):
+            value = node.reward[a] + gamma * value
+            node.value[a] += value
+            if node.visits[a] == 0:
+                node.n_visited += 1
+            node.visits[a] += 1
+            node.visits_total += 1

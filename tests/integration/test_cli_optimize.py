@@ -1,0 +1,105 @@
+"""``tensor-eqsat optimize``: JSON, summary table, run directory, output graph, errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tensor_eqsat import zoo
+from tensor_eqsat.cli import main
+from tensor_eqsat.io.verify import verify
+from tensor_eqsat.ir.serialize import load, save
+
+FAST = ["--budget", "3", "--rollout-depth", "1", "--node-limit", "250"]
+
+
+@pytest.fixture
+def graph_file(tmp_path):
+    path = tmp_path / "squeeze.json"
+    save(zoo.get("squeezenet", image=47, width_divisor=8, classes=10), path)
+    return path
+
+
+def test_json_output_has_the_headline_numbers(graph_file, capsys):
+    assert main(["optimize", str(graph_file), *FAST, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    for key in ("original_cost_ms", "optimized_cost_ms", "speedup_pct", "wall_s", "stop_reason", "steps"):
+        assert key in data
+    assert data["speedup_pct"] == pytest.approx(
+        (data["original_cost_ms"] - data["optimized_cost_ms"]) / data["original_cost_ms"] * 100
+    )
+    assert sum(data["rule_counts"].values()) == data["steps"] == len(data["step_log"])
+    assert data["settings"]["budget"] == 3 and data["settings"]["model"] is None
+
+
+def test_summary_table_run_dir_output_and_verify(graph_file, tmp_path, capsys):
+    out = tmp_path / "opt.json"
+    run_dir = tmp_path / "run"
+    rc = main(["optimize", str(graph_file), *FAST, "-o", str(out), "--run-dir", str(run_dir), "--verify"])
+    assert rc == 0
+    captured = capsys.readouterr()
+    assert "speedup" in captured.out and "optimized cost" in captured.out
+    assert "equivalent" in captured.out
+    assert verify(load(graph_file), load(out)).ok
+    assert {p.name for p in run_dir.iterdir()} >= {
+        "settings.json",
+        "stats.json",
+        "steps.json",
+        "optimized.dot",
+    }
+
+
+def test_saturate_on_a_zoo_name_uses_its_k_multi(capsys):
+    assert main(["optimize", "nasrnn", "--search", "saturate", "--node-limit", "200", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["settings"]["k_multi"] == zoo.info("nasrnn").k_multi
+    assert data["settings"]["rules"] == "taso-nasrnn"
+    assert data["settings"]["model"] == "nasrnn"
+
+
+def test_paper_extractor_names_and_options(graph_file, capsys):
+    rc = main(
+        [
+            "optimize",
+            str(graph_file),
+            *FAST,
+            "--extractor",
+            "greedy-tree",
+            "--final-extractor",
+            "greedy-tree",
+            "--rollout",
+            "pruning",
+            "--subtree-reuse",
+            "--seed",
+            "7",
+            "--cost-model",
+            "roofline:p100",
+            "--json",
+        ]
+    )
+    assert rc == 0
+    s = json.loads(capsys.readouterr().out)["settings"]
+    assert (s["main_extractor"], s["final_extractor"], s["seed"]) == ("greedy-tree", "greedy-tree", 7)
+    assert s["mcts"]["rollout"] == "pruning" and s["mcts"]["subtree_reuse"] is True
+    assert s["cost_model"] == "roofline:p100"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["no-such-model"], "no such file or zoo model"),
+        (["vgg", "--cost-model", "abacus"], "unknown cost model"),
+        (["vgg", "--rules", "nope"], "unknown rule set"),
+    ],
+)
+def test_bad_input_exits_2_naming_the_problem(args, message, capsys):
+    assert main(["optimize", *args]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_unknown_extractor_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["optimize", "vgg", "--extractor", "fastest"])
+    assert exc.value.code == 2
+    assert "invalid choice" in capsys.readouterr().err

@@ -1,0 +1,134 @@
+"""The e-graph environment, and MCTS on the paper's Figure 2 example (a*2)/2 in the toy language."""
+
+from __future__ import annotations
+
+import pytest
+
+from tensor_eqsat.rewrite import MultiRewrite
+from tensor_eqsat.search.env import EGraphEnv, PruneMode
+from tensor_eqsat.search.mcts import Mcts, MctsStop
+from toylang import PAPER_RULES, add, ast_size_best, new_egraph, term
+
+START = "(div (mul (sym name=a) (num value=2)) (num value=2))"
+NAMES = [r.name for r in PAPER_RULES]  # mul2-shl, mul-div-assoc, div-self, mul-one
+
+
+def ast_size(eg) -> float:
+    return float(ast_size_best(eg, eg.roots[0])[0])
+
+
+def paper_env(node_limit: int = 8, **kw) -> EGraphEnv:
+    eg = new_egraph()
+    eg.roots = [add(eg, START)]
+    return EGraphEnv(eg, PAPER_RULES, ast_size, node_limit=node_limit, **kw)
+
+
+def fixed_order(env: EGraphEnv) -> float:
+    """Apply the rules in their order, one at a time, round after round (TENSAT's order)."""
+    while True:
+        changed = False
+        for a in range(env.num_actions):
+            r = env.step(a)
+            changed |= r.changed
+            if r.done:
+                return r.cost
+        if not changed:
+            return env.cost()
+
+
+def test_figure2_fixed_order_misses_a_under_the_node_limit():
+    env = paper_env()
+    assert env.cost() == 5.0  # tree size: the 2 is counted twice
+    assert fixed_order(env) == 5.0  # x*2 -> x<<1 first fills the e-graph before a appears
+    assert env.egraph.num_enodes >= 8
+
+
+def test_figure2_mcts_finds_a():
+    env = paper_env()
+    report = Mcts(budget=16, seed=0).run(env)
+    assert report.final_cost == 1.0
+    assert ast_size_best(env.egraph, env.egraph.roots[0]) == (1, "(sym a)")
+    assert [NAMES[a] for a in report.actions[:3]] == ["mul-div-assoc", "div-self", "mul-one"]
+    assert report.stop_reason is MctsStop.TERMINAL and report.terminal_reason == "node limit"
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_figure2_mcts_finds_a_for_every_seed(seed):
+    assert Mcts(budget=16, seed=seed).run(paper_env()).final_cost == 1.0
+
+
+def test_step_reports_change_size_and_done():
+    env = paper_env(node_limit=7)
+    r = env.step(NAMES.index("div-self"))  # no (div ?x ?x) yet
+    assert not r.changed and not r.done and r.cost == 5.0
+    assert r.info["rule"] == "div-self" and r.info["enodes"] == 4
+    r = env.step(NAMES.index("mul-div-assoc"))
+    assert r.changed and not r.done and r.info["enodes"] == 6 and r.info["applied"] == 1
+    r = env.step(NAMES.index("div-self"))
+    assert r.changed and r.done and r.reason == "node limit" and r.cost == 3.0
+    r = env.step(NAMES.index("mul-one"))  # a full e-graph is not touched
+    assert not r.changed and r.done and r.info["enodes"] == 7
+
+
+def test_pruning_follows_the_left_hand_sides():
+    env = paper_env()
+    assert env.pruned_actions() == {NAMES.index("div-self"), NAMES.index("mul-one")}
+    env.step(NAMES.index("mul-div-assoc"))
+    assert env.pruned_actions() == {NAMES.index("mul-one")}
+
+
+def test_prune_modes_differ_on_conditions():
+    eg = new_egraph()
+    eg.roots = [add(eg, "(div (num value=0) (num value=0))")]
+    sources = EGraphEnv(eg.copy(), PAPER_RULES, ast_size)
+    matches = EGraphEnv(eg.copy(), PAPER_RULES, ast_size, prune=PruneMode.MATCHES)
+    div_self = NAMES.index("div-self")
+    assert div_self not in sources.pruned_actions()  # the pattern matches; its condition fails
+    assert div_self in matches.pruned_actions()
+    assert not sources.step(div_self).changed
+
+
+def test_multi_rule_is_pruned_when_either_source_is_missing():
+    rule = MultiRewrite("pair", [term("(f ?x)"), term("(g ?x)")], [term("(g ?x)"), term("(f ?x)")])
+    eg = new_egraph()
+    eg.roots = [add(eg, "(f (sym name=a))")]
+    env = EGraphEnv(eg, [rule], ast_size)
+    assert env.pruned_actions() == {0}
+    env2 = EGraphEnv(new_egraph(), [rule], ast_size)
+    env2.egraph.roots = [add(env2.egraph, "(h (f (sym name=a)) (g (sym name=a)))")]
+    assert env2.pruned_actions() == set()
+
+
+def test_copies_are_independent_and_share_the_cost_cache():
+    env = paper_env()
+    env.cost()
+    a = env.copy()
+    b = env.copy()
+    a.step(NAMES.index("mul-div-assoc"))
+    assert env.egraph.num_enodes == 4 and b.egraph.num_enodes == 4
+    extractions = env.stats.extractions
+    b.step(NAMES.index("mul-div-assoc"))  # the same e-graph as a's: a cache hit
+    assert env.stats.extractions == extractions
+    assert env.stats.cache_hits >= 1
+    assert b.cost() == a.cost()
+
+
+def test_same_seed_same_run_on_the_egraph():
+    runs = []
+    for _ in range(2):
+        env = paper_env(node_limit=12)
+        report = Mcts(budget=12, seed=3).run(env)
+        runs.append((report.actions, [s.cost for s in report.steps], env.egraph.content_hash()))
+    assert runs[0] == runs[1]
+
+
+def test_figure2_saturation_baseline_misses_a_under_the_node_limit():
+    """TENSAT applies every rule each iteration in rule order: x*2 -> x<<1 comes first and the
+    e-graph is full before x/x -> 1 can fire."""
+    from tensor_eqsat.search.runner import Runner, StopReason
+
+    env = paper_env()
+    report = Runner(PAPER_RULES, node_limit=8).run(env.egraph)
+    assert report.stop_reason is StopReason.NODE_LIMIT
+    assert ast_size(env.egraph) == 5.0
+    assert Mcts(budget=16, seed=0).run(paper_env()).final_cost == 1.0
