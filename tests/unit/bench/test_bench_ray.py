@@ -28,3 +28,19 @@ def test_ray_backend_runs_the_tiny_grid_and_resumes(tmp_path):
         assert (report.finished, report.skipped, report.failures) == (1, 7, ())
         stored = {r.key: r.record.speedup_pct for r in db.runs()}
     assert stored == {e.key: fake_record(e).speedup_pct for e in grid}
+
+
+@pytest.mark.slow
+def test_ray_backend_runs_the_real_optimizer_like_the_local_one(tmp_path):
+    from tensor_eqsat.bench import LocalBackend, run_experiment
+    from tensor_eqsat.bench.ray_backend import RayBackend
+
+    settings = Settings(budget=2, node_limit=200, model_params={"nasrnn": {"steps": 1, "hidden": 8}})
+    grid = build_grid(["nasrnn"], ["ocf-ilp", "tensat"], [0, 1], settings)
+    results = {}
+    for name, backend in (("ray", RayBackend(jobs=2, ship_code=True)), ("local", LocalBackend())):
+        with ResultsDB(tmp_path / f"{name}.sqlite") as db:
+            report = run_sweep(grid, db, experiment_fn=run_experiment, backend=backend)
+            assert (report.finished, report.failures) == (4, ())
+            results[name] = {r.key: (r.record.optimized_cost_ms, r.record.rule_counts) for r in db.runs()}
+    assert results["ray"] == results["local"]  # seeded: the backend does not change a result
