@@ -1,4 +1,6 @@
-"""``tensor-eqsat egraph GRAPH``: build the e-graph of a graph, report its size, write DOT."""
+"""``tensor-eqsat egraph GRAPH``: build the e-graph of a graph, optionally grow it with the rules,
+report its size, write DOT or an egraph-serialize JSON file (node costs from a cost model) that
+``tensor-eqsat extract`` and other tools' extractors read."""
 
 from __future__ import annotations
 
@@ -11,7 +13,10 @@ from tensor_eqsat.egraph import EGraph
 from tensor_eqsat.errors import TensorEqsatError
 
 NAME = "egraph"
-HELP = "build the e-graph of a graph file (.json) or zoo model; print its size, optionally write DOT"
+HELP = (
+    "build the e-graph of a graph file or zoo model, optionally saturate it with the rules; "
+    "print its size, write DOT or egraph-serialize JSON"
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -21,10 +26,35 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--max-classes", type=int, default=500, help="refuse to draw bigger e-graphs (default 500)"
     )
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
+    p.add_argument(
+        "--saturate", action="store_true", help="grow the e-graph with the rule set (TENSAT's order)"
+    )
+    p.add_argument("--rules", default=None, metavar="SET", help="rule set for --saturate (default: taso)")
+    p.add_argument("--node-limit", type=int, default=2000, help="e-node limit for --saturate (default 2000)")
+    p.add_argument(
+        "--k-multi",
+        type=int,
+        default=None,
+        help="iterations with multi-pattern rules (default: the zoo model's, else 1)",
+    )
+    p.add_argument(
+        "--serialize",
+        metavar="FILE",
+        type=Path,
+        help="write the e-graph in egraph-serialize JSON with node costs from --cost-model",
+    )
+    p.add_argument(
+        "--cost-model",
+        default="roofline",
+        metavar="SPEC",
+        help="cost model for --serialize (default roofline)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     eg = EGraph.from_graph(load_graph_arg(args.graph))
+    if args.saturate:
+        _saturate(eg, args)
     ops = dict(sorted(Counter(node.op for _, node in eg.enodes()).items()))
     info: dict[str, object] = {
         "enodes": eg.num_enodes,
@@ -38,6 +68,13 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise TensorEqsatError(f"{args.graph}: {exc} (raise --max-classes to draw it anyway)") from None
         args.dot.write_text(text)
+    if args.serialize is not None:
+        from tensor_eqsat.cost import parse_cost_model
+        from tensor_eqsat.extract import problem_from_egraph
+        from tensor_eqsat.extract.serialize import save_problem
+
+        save_problem(problem_from_egraph(eg, parse_cost_model(args.cost_model)).problem, args.serialize)
+        info["serialized"] = str(args.serialize)
     if args.json:
         print_json(info)
     else:
@@ -47,4 +84,22 @@ def run(args: argparse.Namespace) -> int:
         stderr.print(", ".join(f"{op} {n}" for op, n in ops.items()))
         if args.dot is not None:
             stderr.print(f"wrote {args.dot}")
+        if args.serialize is not None:
+            stderr.print(f"wrote {args.serialize}")
     return 0
+
+
+def _saturate(eg: EGraph, args: argparse.Namespace) -> None:
+    from tensor_eqsat import zoo
+    from tensor_eqsat.rules import load_rule_set, runner_rules
+    from tensor_eqsat.search.runner import Runner, RunnerConfig
+
+    k_multi = args.k_multi
+    if k_multi is None:
+        k_multi = zoo.info(args.graph).k_multi if args.graph in zoo.names() else 1
+    if args.node_limit < 1 or k_multi < 0:
+        raise TensorEqsatError("--node-limit must be >= 1 and --k-multi >= 0")
+    rules = load_rule_set(args.rules) if args.rules else load_rule_set()
+    single, multi = runner_rules(rules)
+    report = Runner(single, multi, RunnerConfig(node_limit=args.node_limit, k_multi=k_multi)).run(eg)
+    stderr.print(f"saturation stopped: {report.stop_reason.value} after {len(report.iterations)} iterations")
