@@ -7,7 +7,6 @@ import json
 
 import pytest
 
-import tensor_eqsat
 from tensor_eqsat.bench import ResultsDB, RunRecord, Settings, build_grid
 from tensor_eqsat.cli import main
 
@@ -98,10 +97,6 @@ def test_report_on_a_missing_database_fails_cleanly(capsys, tmp_path):
     assert "no such results database" in capsys.readouterr().err
 
 
-needs_optimize = pytest.mark.skipif(
-    not hasattr(tensor_eqsat, "optimize"), reason="tensor_eqsat.optimize() is not in this build yet"
-)
-
 # Reduced models and budgets: real optimizations that take a fraction of a second each.
 SMALL = [
     "--model-param",
@@ -116,7 +111,6 @@ SMALL_SETTINGS = Settings(
 )
 
 
-@needs_optimize
 def test_real_runs_record_what_optimize_reports(tmp_path):
     """Fast variant: one seed of the tiny grid through run_sweep and the real optimizer."""
     from tensor_eqsat.bench import run_experiment, run_sweep
@@ -148,7 +142,6 @@ def test_real_runs_record_what_optimize_reports(tmp_path):
     assert again.rule_counts == runs["ocf-ilp/nasrnn"].record.rule_counts
 
 
-@needs_optimize
 @pytest.mark.slow
 def test_bench_runs_the_real_optimizer_on_a_tiny_grid(capsys, tmp_path):
     """The tiny grid (2 models x 2 configurations x 2 seeds) from the command line, resumed, reported."""

@@ -84,17 +84,12 @@ def optimize_kwargs(experiment: Experiment) -> dict[str, Any]:
 def run_experiment(experiment: Experiment) -> RunRecord:
     """Optimize the experiment's model with :func:`tensor_eqsat.optimize` and record the result.
 
-    Raises BenchError if this build has no ``optimize()``, and whatever the optimizer raises.
+    Raises whatever the zoo, the cost model or the optimizer raises.
     """
     from tensor_eqsat import zoo
     from tensor_eqsat.cost import parse_cost_model
+    from tensor_eqsat.optimize import optimize
 
-    try:
-        from tensor_eqsat import optimize  # type: ignore[attr-defined]
-    except ImportError:
-        raise BenchError(
-            "tensor_eqsat.optimize() is not available in this build; the sweep needs the search module"
-        ) from None
     graph = zoo.get(experiment.model, **experiment.settings.params_for(experiment.model))
     cost_model = parse_cost_model(experiment.settings.cost_model)
     # model= names the zoo model behind a graph built with reduced parameters, so optimize()

@@ -46,11 +46,18 @@ class Stat:
         return cls(statistics.fmean(values), std, len(values))
 
     def format(self, digits: int = 2) -> str:
+        """``mean ± std`` with ``digits`` decimals (the mean alone for one value).
+
+        >>> Stat(-1e-14, 0.0, 2).format()
+        '0.00 ± 0.00'
+        """
         if self.n == 0:
             return "–"
+        # Rounding noise such as -1e-14 would print as "-0.00".
+        mean = self.mean if round(self.mean, digits) != 0 else 0.0
         if self.n == 1:
-            return f"{self.mean:.{digits}f}"
-        return f"{self.mean:.{digits}f} ± {self.std:.{digits}f}"
+            return f"{mean:.{digits}f}"
+        return f"{mean:.{digits}f} ± {self.std:.{digits}f}"
 
     def __str__(self) -> str:
         return self.format()
