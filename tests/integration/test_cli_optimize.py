@@ -36,7 +36,7 @@ def test_json_output_has_the_headline_numbers(graph_file, capsys):
 def test_summary_table_run_dir_output_and_verify(graph_file, tmp_path, capsys):
     out = tmp_path / "opt.json"
     run_dir = tmp_path / "run"
-    rc = main(["optimize", str(graph_file), *FAST, "-o", str(out), "--run-dir", str(run_dir), "--verify"])
+    rc = main(["optimize", str(graph_file), *FAST, "-o", str(out), "--run-dir", str(run_dir)])
     assert rc == 0
     captured = capsys.readouterr()
     assert "speedup" in captured.out and "optimized cost" in captured.out

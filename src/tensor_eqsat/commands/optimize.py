@@ -2,14 +2,22 @@
 
 A thin layer over :func:`tensor_eqsat.optimize.optimize`: a live progress line on stderr (step,
 rule chosen, e-graph size, best cost, elapsed), then a summary table on stdout (or JSON with
-``--json``). ``-o`` writes the optimized graph; ``--run-dir`` writes settings, stats and the step
-log (JSON) and both graphs (JSON and DOT); ``--verify`` checks the result in the reference
-interpreter and exits 1 if it differs.
+``--json``). ``-o`` writes the optimized graph, as ONNX when OUT ends in ``.onnx``, else as JSON;
+``--run-dir`` writes settings, stats and the step log (JSON) and both graphs (JSON and DOT).
+
+Every result is checked numerically against the original before anything is written (as
+onnx-simplifier does): the optimized graph (for ONNX output, the exported file itself) runs on
+seeded random inputs next to the original (the input ONNX model in onnxruntime when the input is
+ONNX, else the reference interpreter). A result that differs is not written and the exit code is 1;
+``--no-check`` skips the check. ``--measure`` times the original and the optimized model on this
+machine (onnxruntime or PyTorch, alternating blocks, medians) and reports the measured speedup next
+to the cost model's.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -91,12 +99,32 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="S",
         help="seconds per ILP solve (default: 600)",
     )
-    p.add_argument("-o", "--output", metavar="OUT", help="write the optimized graph (JSON)")
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="OUT",
+        help="write the optimized graph: ONNX if OUT ends in .onnx, else JSON",
+    )
     p.add_argument("--run-dir", metavar="DIR", help="write settings, stats, step log and both graphs here")
     p.add_argument(
-        "--verify",
+        "--no-check",
         action="store_true",
-        help="check the result in the reference interpreter; exit 1 if it differs",
+        help="do not check the result numerically against the original before writing it",
+    )
+    p.add_argument(
+        "--measure",
+        action="store_true",
+        help="measure real latency of the original and optimized model and report the measured speedup",
+    )
+    p.add_argument(
+        "--measure-backend",
+        choices=["ort", "torch"],
+        default="ort",
+        help="runtime for --measure: onnxruntime or PyTorch eager (default: ort)",
+    )
+    p.add_argument("--threads", type=int, default=1, help="threads for --measure (default: 1)")
+    p.add_argument(
+        "--measure-runs", type=int, default=50, help="timed runs per model for --measure (default: 50)"
     )
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
 
@@ -144,29 +172,81 @@ def run(args: argparse.Namespace) -> int:
     )
     with Live(Text("starting"), console=stderr, transient=True, refresh_per_second=8) as live:
         result = optimize(graph, progress=_ProgressLine(live), **kwargs)
-    if args.output:
-        save(result.graph, args.output)
+    # An ONNX input is checked against (and timed as) the original file itself, so an import or
+    # export bug cannot hide behind a round trip through our IR.
+    source: Any = args.graph if args.graph.endswith(".onnx") else result.original
+    verdict = None if args.no_check else _check_and_write(args, source, result)
     if args.run_dir:
         save_run(result, args.run_dir)
-    verdict = None
-    if args.verify:
-        from tensor_eqsat.io.verify import verify
-
-        verdict = verify(result.original, result.graph, seed=args.seed)
+    measured = _measure(args, source, result) if args.measure else None
     if args.json:
         data = result.to_dict()
         if verdict is not None:
             data["verify"] = verdict.to_dict()
+        if measured is not None:
+            data["measured"] = measured
         print_json(data)
     else:
         stdout.print(_summary_table(args.graph, result))
         if verdict is not None:
             stdout.print(verdict.summary())
-    if args.output:
+        if measured is not None:
+            stdout.print(
+                f"measured ({measured['backend']}, {measured['threads']} thread(s)): "
+                f"{measured['original_ms']:.3f} ms -> {measured['optimized_ms']:.3f} ms, "
+                f"speedup {measured['speedup_pct']:.1f}% (cost model: {result.speedup_pct:.1f}%)"
+            )
+    ok = verdict is None or verdict.ok
+    if args.output and ok:
         stderr.print(f"optimized graph written to {args.output}")
+    elif args.output:
+        # Plain print: an error line must not be wrapped or styled.
+        print(
+            f"error: the optimized graph differs from the original; {args.output} not written",
+            file=sys.stderr,
+        )
     if args.run_dir:
         stderr.print(f"run directory: {args.run_dir}")
-    return 0 if verdict is None or verdict.ok else 1
+    return 0 if ok else 1
+
+
+def _check_and_write(args: argparse.Namespace, source: Any, result: OptimizeResult) -> Any:
+    """Verify the result against the original; write ``-o`` only if it passes. Returns the report."""
+    from tensor_eqsat.io.verify import VerificationError, export_verified, verify
+
+    if args.output and args.output.endswith(".onnx"):
+        try:
+            return export_verified(source, result.graph, args.output, seed=args.seed)
+        except VerificationError as exc:
+            return exc.report
+    report = verify(source, result.graph, seed=args.seed)
+    if report.ok and args.output:
+        save(result.graph, args.output)
+    return report
+
+
+def _measure(args: argparse.Namespace, source: Any, result: OptimizeResult) -> dict[str, Any]:
+    from tensor_eqsat.io.latency import compare_latency
+
+    cmp = compare_latency(
+        source,
+        result.graph,
+        backend=args.measure_backend,
+        threads=args.threads,
+        runs=args.measure_runs,
+        warmup=max(1, args.measure_runs // 10),
+        seed=args.seed,
+    )
+    orig, opt = cmp.original.median_ms, cmp.optimized.median_ms
+    return {
+        "backend": args.measure_backend,
+        "threads": args.threads,
+        "original_ms": orig,
+        "optimized_ms": opt,
+        "speedup_pct": (orig - opt) / orig * 100.0,
+        "original": cmp.original.to_dict(),
+        "optimized": cmp.optimized.to_dict(),
+    }
 
 
 def _summary_table(name: str, r: OptimizeResult) -> Table:

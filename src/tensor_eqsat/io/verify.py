@@ -200,8 +200,12 @@ def verify(
     """Check that ``optimized`` computes what ``original`` computes, on seeded random inputs.
 
     original, optimized: Graph, ``.json`` path, ``.onnx`` path or onnx.ModelProto.
-    rtol, atol: tolerance, ``|a - b| <= atol + rtol * |b|``. Defaults 1e-3 and 1e-4: float32
-        results of reassociated sums (a merged matmul, a folded batchnorm) differ by rounding.
+    rtol, atol: tolerance, ``|a - b| <= atol + rtol * max(|b|, SCALE_FLOOR * max|B|)`` per
+        element, where ``max|B|`` is the largest magnitude in that output. Defaults 1e-3 and 1e-4:
+        float32 results of reassociated sums (a merged matmul, a folded batchnorm) differ by
+        rounding, and that rounding error scales with the operands, not with the element — an
+        element that cancels to nearly zero in a sum of terms of size 200 carries an error of the
+        terms' size. A wrong rewrite is off by the values' own magnitude and still fails.
     trials: input draws. Default 3. seed: base seed. Default 0.
     backend: ``auto``, ``interpreter``, ``ort`` or ``torch`` (see the module docstring).
 
@@ -250,6 +254,11 @@ def verify(
     return report(all(o.ok for o in outputs), outputs)
 
 
+SCALE_FLOOR = 1e-2
+"""Elements smaller than this fraction of their output's largest magnitude are compared at that
+fraction (see :func:`verify`)."""
+
+
 def _compare(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> tuple[float, float, int]:
     """(max abs error, max rel error, mismatched elements) of ``got`` against ``want``."""
     if want.dtype.kind not in "fc" or got.dtype.kind not in "fc":
@@ -263,7 +272,8 @@ def _compare(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> tup
     bad_special = int(np.count_nonzero(special & ~same_special))
     g0, w0 = np.where(finite, g64, 0.0), np.where(finite, w64, 0.0)
     diff = np.abs(g0 - w0)
-    bad = int(np.count_nonzero(diff > atol + rtol * np.abs(w0))) + bad_special
+    floor = SCALE_FLOOR * float(np.abs(w0).max(initial=0.0))
+    bad = int(np.count_nonzero(diff > atol + rtol * np.maximum(np.abs(w0), floor))) + bad_special
     abs_err = float(diff.max(initial=0.0)) if bad_special == 0 else float("inf")
     big = finite & (np.abs(w64) > atol)
     rel = float((diff[big] / np.abs(w64[big])).max(initial=0.0))
