@@ -181,3 +181,17 @@ def test_accuracy_flag_stores_the_accuracy_table(capsys, tmp_path):
             "greedy-dag",
             "ilp",
         }
+
+
+def test_reduced_builds_every_model_small(capsys, tmp_path):
+    from tensor_eqsat.cli import build_parser
+    from tensor_eqsat.commands.bench import settings_from_args
+    from tensor_eqsat.zoo.reduced import REDUCED_PARAMS
+
+    args = build_parser().parse_args(["bench", "--paper", "--reduced", "--model-param", "vgg:image=64"])
+    params = settings_from_args(args).model_params
+    assert set(params) == set(REDUCED_PARAMS)
+    assert params["nasrnn"] == dict(REDUCED_PARAMS["nasrnn"])
+    assert params["vgg"]["image"] == 64  # explicit parameters win
+    runs = _dry_run(capsys, "--models", "vgg", "--reduced", "--db", str(tmp_path / "r.sqlite"))
+    assert len(runs) == 6

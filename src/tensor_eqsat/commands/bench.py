@@ -83,6 +83,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--time-limit", type=float, metavar="S", help="wall-time limit of one optimization in seconds"
     )
     p.add_argument(
+        "--reduced",
+        action="store_true",
+        help="build every model small (the zoo's reduced parameters): a quick smoke sweep, not the paper",
+    )
+    p.add_argument(
         "--model-param",
         action="append",
         default=[],
@@ -134,7 +139,14 @@ def _key_value(spec: str, what: str) -> tuple[str, Any]:
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
     """The sweep settings the flags describe."""
+    from tensor_eqsat.zoo import names
+
     params: dict[str, dict[str, Any]] = {}
+    if args.reduced:
+        from tensor_eqsat.zoo.reduced import REDUCED_PARAMS
+
+        models = args.models or names()
+        params = {m: dict(REDUCED_PARAMS[m]) for m in models if m in REDUCED_PARAMS}
     for spec in args.model_param:
         model, sep, rest = spec.partition(":")
         if not sep or not model:
