@@ -31,6 +31,7 @@ from tensor_eqsat.rewrite.rewrite import (
     ApplyReport,
     _Counts,
     _with_seconds,
+    apply_each,
     check_merge,
     check_rule_vars,
     revalidate,
@@ -243,22 +244,7 @@ class MultiRewrite:
         rebuild: bool = True,
     ) -> ApplyReport:
         """Apply both targets to each pair (see the module docstring)."""
-        t0 = time.perf_counter()
-        v0 = egraph.version
-        n0 = egraph.num_enodes
-        stats = _Counts()
-        for pair in pairs:
-            if node_budget is not None and egraph.num_enodes - n0 >= node_budget:
-                stats.budget = True
-                break
-            if deadline is not None and time.perf_counter() >= deadline:
-                stats.budget = True
-                break
-            stats.matches += 1
-            self._apply_pair(egraph, pair, stats)
-        if rebuild:
-            egraph.rebuild()
-        return stats.report(self.name, egraph, v0, n0, t0)
+        return apply_each(self.name, egraph, pairs, self._apply_pair, node_budget, deadline, rebuild)
 
     def run(
         self,

@@ -19,7 +19,7 @@ changed and how many e-nodes were added.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -221,22 +221,7 @@ class Rewrite:
         rebuild: bool = True,
     ) -> ApplyReport:
         """Apply the right-hand side to ``matches`` (from :meth:`search`, possibly stale)."""
-        t0 = time.perf_counter()
-        v0 = egraph.version
-        n0 = egraph.num_enodes
-        stats = _Counts()
-        for m in matches:
-            if node_budget is not None and egraph.num_enodes - n0 >= node_budget:
-                stats.budget = True
-                break
-            if deadline is not None and time.perf_counter() >= deadline:
-                stats.budget = True
-                break
-            stats.matches += 1
-            self._apply_one(egraph, m, stats)
-        if rebuild:
-            egraph.rebuild()
-        return stats.report(self.name, egraph, v0, n0, t0)
+        return apply_each(self.name, egraph, matches, self._apply_one, node_budget, deadline, rebuild)
 
     def run(
         self,
@@ -330,6 +315,35 @@ class _Counts:
             changed=egraph.version != v0,
             seconds=time.perf_counter() - t0,
         )
+
+
+def apply_each(
+    name: str,
+    egraph: EGraph,
+    items: Iterable[Any],
+    apply_one: Callable[[EGraph, Any, _Counts], None],
+    node_budget: int | None,
+    deadline: float | None,
+    rebuild: bool,
+) -> ApplyReport:
+    """Apply ``apply_one`` to each match (single) or pair (multi) until the node budget or the
+    deadline runs out, then rebuild: the one loop behind both rule kinds' ``apply``."""
+    t0 = time.perf_counter()
+    v0 = egraph.version
+    n0 = egraph.num_enodes
+    stats = _Counts()
+    for item in items:
+        if node_budget is not None and egraph.num_enodes - n0 >= node_budget:
+            stats.budget = True
+            break
+        if deadline is not None and time.perf_counter() >= deadline:
+            stats.budget = True
+            break
+        stats.matches += 1
+        apply_one(egraph, item, stats)
+    if rebuild:
+        egraph.rebuild()
+    return stats.report(name, egraph, v0, n0, t0)
 
 
 def _with_seconds(report: ApplyReport, seconds: float) -> ApplyReport:
