@@ -15,7 +15,7 @@ from typing import Any
 
 from tensor_eqsat.egraph import EGraph, ENode, NoAnalysis
 from tensor_eqsat.rewrite import Rewrite
-from tensor_eqsat.rewrite.pattern import add_pattern
+from tensor_eqsat.rewrite.ematch import add_pattern
 from tensor_eqsat.rewrite.syntax import AttrVar, Pattern, PNode, Var
 
 _TOKEN = re.compile(r"\s*(\(|\)|[^\s()]+)")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Union
 
-from tensor_eqsat.rewrite.pattern import shape_getter
+from tensor_eqsat.rewrite.ematch import shape_getter
 from tensor_eqsat.rewrite.syntax import Condition, check_condition, parse_condition, value_vars
 
 if TYPE_CHECKING:

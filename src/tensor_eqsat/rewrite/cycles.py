@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from tensor_eqsat.egraph.egraph import EGraph
-    from tensor_eqsat.rewrite.pattern import Plan
+    from tensor_eqsat.rewrite.ematch import Plan
 
 
 def creates_cycle(egraph: EGraph, plan: Plan, targets: Iterable[int]) -> bool:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tensor_eqsat.rewrite.conditions import RuleCondition, holds, normalize_conditions
 from tensor_eqsat.rewrite.cycles import creates_cycle
-from tensor_eqsat.rewrite.pattern import INVALID, Match, Plan, Searcher, Subst, Template, commit
+from tensor_eqsat.rewrite.ematch import INVALID, Match, Plan, Searcher, Subst, Template, commit
 from tensor_eqsat.rewrite.rewrite import (
     ApplyReport,
     _Counts,

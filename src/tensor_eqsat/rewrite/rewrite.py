@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from tensor_eqsat.egraph.errors import MergeConflict
 from tensor_eqsat.rewrite.conditions import RuleCondition, condition_vars, holds, normalize_conditions
 from tensor_eqsat.rewrite.cycles import creates_cycle
-from tensor_eqsat.rewrite.pattern import INVALID, Match, Plan, Searcher, Subst, Template, commit
+from tensor_eqsat.rewrite.ematch import INVALID, Match, Plan, Searcher, Subst, Template, commit
 from tensor_eqsat.rewrite.syntax import Pattern, PatternError, PNode, parse_pattern
 
 if TYPE_CHECKING:
