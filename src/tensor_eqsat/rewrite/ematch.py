@@ -1,6 +1,6 @@
 """E-matching and instantiation of patterns written in the project's pattern language.
 
-Patterns are parsed by :mod:`tensor_eqsat.rewrite.syntax` (``parse_pattern``); this module
+Patterns are parsed by :mod:`tensor_eqsat.rewrite.pattern` (``parse_pattern``); this module
 compiles them once into nested closures:
 
 * :class:`Searcher` (a left-hand side) matches top-down. Candidate root classes come from the
@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from tensor_eqsat.egraph.enode import ENode
 from tensor_eqsat.errors import AttributeValueError, ShapeError
 from tensor_eqsat.ir.opspec import AttrSpec, lookup
-from tensor_eqsat.rewrite.syntax import (
+from tensor_eqsat.rewrite.pattern import (
     AttrValue,
     AttrVar,
     Expr,
@@ -227,7 +227,7 @@ class Searcher:
 
     >>> from tensor_eqsat.egraph import EGraph, from_graph
     >>> from tensor_eqsat.ir import Graph
-    >>> from tensor_eqsat.rewrite.syntax import parse_pattern
+    >>> from tensor_eqsat.rewrite.pattern import parse_pattern
     >>> g = Graph(); a = g.input((2, 2), name="a"); b = g.input((2, 2), name="b")
     >>> g.output(g.ewadd(a, g.ewadd(a, b)))
     >>> eg = from_graph(g)

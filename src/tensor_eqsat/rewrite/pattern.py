@@ -35,11 +35,8 @@ from typing import Any, Union
 
 from tensor_eqsat.errors import FormatError, TensorEqsatError
 from tensor_eqsat.ir.ops import get_op
-from tensor_eqsat.ir.opspec import AttrSpec, OpSpec
+from tensor_eqsat.ir.opspec import PROJECTION, AttrSpec, OpSpec
 from tensor_eqsat.ir.types import Shape
-
-PROJECTION = "get"
-"""Structural op selecting one output of a multi-output pattern: ``(get index=I P)``."""
 
 EXPR_FNS: dict[str, int] = {"dim": 2, "rank": 1, "add": 2, "sub": 2, "mul": 2, "div": 2}
 """Attribute-expression functions and their arity."""
@@ -352,7 +349,7 @@ def parse_pattern(text: str, source: str = "<pattern>") -> Pattern:
     >>> parse_pattern("(conv2d ?x)")
     Traceback (most recent call last):
     ...
-    tensor_eqsat.rewrite.syntax.PatternError: <pattern>: column 2: conv2d: takes 2 inputs, got 1
+    tensor_eqsat.rewrite.pattern.PatternError: <pattern>: column 2: conv2d: takes 2 inputs, got 1
     """
     p = _Parser(text, source)
     pat = p.pattern()
