@@ -25,7 +25,7 @@ an acyclic e-graph) blacklists nodes on the paths from ``a`` down to ``b``, newe
 in every class a node that does not reach ``b`` (``a``'s class gets ``b``'s nodes), so every
 class stays extractable and no cycle remains (:meth:`_cut`). Rewrites go further and
 skip, before adding anything, a match whose new nodes would reach the class they join (see
-``rewrite/cycles.py``). This replaces TENSAT's descendant-map pre-filter plus "blacklist the newest
+``egraph/cycles.py``). This replaces TENSAT's descendant-map pre-filter plus "blacklist the newest
 node on every cycle" post-pass, which re-traversed the whole e-graph after every pass, could pick
 a node whose removal left a class without any usable node, and was skipped for single rules in the
 paper's artifact. Heights are floats so that new classes fit between a child and a parent without

@@ -33,14 +33,14 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+from tensor_eqsat.rewrite.ematch import Searcher
 from tensor_eqsat.rewrite.multi import MultiRewrite, canonical_form
-from tensor_eqsat.rewrite.pattern import Searcher
 from tensor_eqsat.rewrite.rewrite import Rewrite, apply_rule
 from tensor_eqsat.search.mcts import StepResult
 
 if TYPE_CHECKING:
     from tensor_eqsat.egraph.egraph import EGraph
-    from tensor_eqsat.rewrite.syntax import Pattern
+    from tensor_eqsat.rewrite.pattern import Pattern
 
 CostFn = Callable[["EGraph"], float]
 """The main extractor's cost of an e-graph (the reward signal)."""

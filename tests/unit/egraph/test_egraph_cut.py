@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from tensor_eqsat import zoo
 from tensor_eqsat.cost.spec import parse_cost_model
-from tensor_eqsat.egraph import EGraph, ENode, NoAnalysis
+from tensor_eqsat.egraph import EGraph, ENode, NoAnalysis, find_cycle
 from tensor_eqsat.extract.egraph_problem import problem_from_egraph
 from tensor_eqsat.extract.registry import ExtractorKind, make_extractor
-from tensor_eqsat.rewrite import apply_rule, find_cycle
+from tensor_eqsat.rewrite import apply_rule
 from tensor_eqsat.rules.sets import load_rule_set
 from tensor_eqsat.search.actions import Actions
 
