@@ -7,8 +7,9 @@ matches once and rebuilds (the engine's :func:`~tensor_eqsat.rewrite.rewrite.app
 artifact's one-iteration egg Runner with only that rule), then prices the e-graph with the main
 extractor. Every step may add at most the e-nodes remaining under ``node_limit`` (checked between
 matches, so a step ends at most one match's nodes past the limit; egg, and this environment
-before, checked only between steps, and one multi-pattern step grew reduced NASRNN from 1,709 to
-65,133 e-nodes); multi-pattern steps at most ``node_multi`` too (the artifact's hook cap).
+before, checked only between steps: issue 15 reports a multi-pattern step that grew reduced NASRNN
+from 1,709 to 65,133 e-nodes); multi-pattern steps at most ``node_multi`` too (the artifact's
+hook cap).
 
 Done: the e-graph has ``node_limit`` e-nodes or more after the step (the paper: "stopped once a
 rewrite rule application resulted in an e-graph of 2,000 or more e-nodes"), or the step ran past
@@ -221,7 +222,7 @@ class EGraphEnv:
         t0 = time.perf_counter()
         deadline = None if cfg.step_time_limit is None else t0 + cfg.step_time_limit
         # Exact node limit: the application stops once the e-graph reaches the limit, so a step
-        # crosses it by at most one match's nodes (a whole-rule step once grew 1.7k to 65k).
+        # crosses it by at most one match's nodes.
         budget = cfg.node_limit - eg.num_enodes
         if isinstance(rule, MultiRewrite) and cfg.node_multi is not None:
             budget = min(budget, cfg.node_multi)
