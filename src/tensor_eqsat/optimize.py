@@ -44,7 +44,7 @@ from tensor_eqsat.ir.summary import to_dot
 from tensor_eqsat.rules.sets import RuleSet, load_rule_set
 from tensor_eqsat.rules.spec import RuleSpec
 from tensor_eqsat.search.actions import Actions
-from tensor_eqsat.search.env import EGraphEnv
+from tensor_eqsat.search.env import EGraphEnv, ExtractorCost
 from tensor_eqsat.search.mcts import Mcts, MctsConfig, MctsStep, MctsStop
 from tensor_eqsat.search.runner import Runner
 
@@ -339,11 +339,8 @@ def _run_mcts(
     stats: dict[str, Any],
     emit: Callable[..., None],
 ) -> tuple[list[StepLog], dict[int, int], str]:
-    extractor = make_extractor(main_kind, ilp_config=ilp_config)
-
-    def main_cost(eg: EGraph) -> float:
-        return extractor.extract(problem_from_egraph(eg, cm).problem).reported_cost
-
+    # A picklable cost function: with MctsConfig.workers > 1, states are priced in workers.
+    main_cost = ExtractorCost(make_extractor(main_kind, ilp_config=ilp_config), cm)
     env = EGraphEnv(egraph, actions.rewrites, main_cost, node_limit=node_limit, node_multi=node_limit)
     t = time.perf_counter()
     stats["initial_main_cost"] = env.cost()

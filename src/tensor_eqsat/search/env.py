@@ -49,6 +49,22 @@ CostFn = Callable[["EGraph"], float]
 AnyRule = Rewrite | MultiRewrite
 
 
+class ExtractorCost:
+    """A :data:`CostFn`: an extractor's reported cost of the e-graph priced by a cost model.
+    A class rather than a closure so that environments can be set up in worker processes."""
+
+    def __init__(self, extractor: Any, cost_model: Any) -> None:
+        self.extractor = extractor
+        self.cost_model = cost_model
+
+    def __call__(self, egraph: EGraph) -> float:
+        from tensor_eqsat.extract.egraph_problem import problem_from_egraph
+
+        return float(
+            self.extractor.extract(problem_from_egraph(egraph, self.cost_model).problem).reported_cost
+        )
+
+
 class PruneMode(Enum):
     """Which actions :meth:`EGraphEnv.pruned_actions` reports."""
 
@@ -159,6 +175,18 @@ class EGraphEnv:
         self.egraph.rebuild()
         self._cost: float | None = None
         self._cost_version = -1
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # A state travels to and from worker processes without the shared part (rules, cost
+        # function, cache): each process holds that once, under the environment's token.
+        _REGISTRY.setdefault(id(self._shared), self._shared)
+        return (_restore, (id(self._shared), self.egraph, self._cost, self._cost_version))
+
+    def worker_initializer(self) -> tuple[Callable[..., None], tuple[Any, ...]]:
+        """``(function, args)`` that set up a worker process to receive this environment's
+        states (what :meth:`~tensor_eqsat.search.mcts.Mcts.run` gives a process pool)."""
+        _REGISTRY.setdefault(id(self._shared), self._shared)
+        return _install, (id(self._shared), self._shared)
 
     @classmethod
     def _from(cls, shared: _Shared, egraph: EGraph) -> EGraphEnv:
@@ -279,3 +307,21 @@ class EGraphEnv:
             info["applied"] = report.applied
             info["nodes_added"] = report.nodes_added
         return info
+
+
+_REGISTRY: dict[int, _Shared] = {}
+"""The shared parts of environments whose states this process sends or receives, by token."""
+
+
+def _install(token: int, shared: _Shared) -> None:
+    # A worker's copy: its cost cache and statistics are its own from here on.
+    _REGISTRY[token] = shared
+
+
+def _restore(token: int, egraph: EGraph, cost: float | None, cost_version: int) -> EGraphEnv:
+    shared = _REGISTRY.get(token)
+    if shared is None:
+        raise RuntimeError("an environment state arrived in a process that was not set up for it")
+    env = EGraphEnv._from(shared, egraph)
+    env._cost, env._cost_version = cost, cost_version
+    return env

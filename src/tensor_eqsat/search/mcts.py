@@ -50,6 +50,7 @@ import logging
 import math
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any, Protocol
@@ -169,6 +170,9 @@ class MctsConfig:
         run stops after that step. Default None (off).
     plan_time_limit: wall seconds per planning step (at least one simulation runs).
         Default None (off).
+    workers: simulations evaluated at once, each expansion and its rollout in a worker
+        (tree parallelism with WU-UCT's unobserved visits, see :meth:`Mcts.run`). Default 1
+        (sequential, the paper's runs; no worker process is started).
     """
 
     budget: int = 128
@@ -186,6 +190,7 @@ class MctsConfig:
     cost_threshold: float | None = None
     time_limit: float | None = None
     plan_time_limit: float | None = None
+    workers: int = 1
 
     def __post_init__(self) -> None:
         checks = [
@@ -197,6 +202,7 @@ class MctsConfig:
             ("max_steps", self.max_steps >= 1, "at least 1"),
             ("time_limit", self.time_limit is None or self.time_limit > 0, "positive"),
             ("plan_time_limit", self.plan_time_limit is None or self.plan_time_limit > 0, "positive"),
+            ("workers", self.workers >= 1, "at least 1"),
         ]
         for name, ok, want in checks:
             if not ok:
@@ -298,8 +304,11 @@ class _Node:
         "done",
         "env",
         "n_pruned",
+        "n_reserved",
         "n_saturated",
         "n_visited",
+        "pending",
+        "pending_total",
         "reward",
         "saturated",
         "value",
@@ -322,10 +331,16 @@ class _Node:
         self.n_saturated = len(pruned)
         self.n_visited = 0
         self.visits_total = 0
+        # In-flight simulations (workers > 1 only): WU-UCT's unobserved visits per action, and
+        # actions whose expansion is running (reserved, not yet visited).
+        self.pending = [0] * n_actions
+        self.pending_total = 0
+        self.n_reserved = 0
 
     def expandable(self) -> bool:
         n = len(self.children)
-        return self.n_visited < n and self.n_visited + self.n_pruned < n
+        k = self.n_visited + self.n_reserved
+        return k < n and k + self.n_pruned < n
 
     def no_child_available(self) -> bool:
         # every tried child is saturated (the pruned ones are counted in n_saturated too)
@@ -377,6 +392,7 @@ class Mcts:
         self.config = cfg
         self.seed = seed
         self.rng = np.random.default_rng(seed)
+        self._pool: Executor | None = None
 
     # ------------------------------------------------------------------ outer loop
 
@@ -386,13 +402,49 @@ class Mcts:
         *,
         on_step: Callable[[MctsStep], None] | None = None,
         on_simulation: Callable[[int, int, int], None] | None = None,
+        executor: Executor | None = None,
     ) -> MctsReport:
         """Build the final state in ``env`` (mutated in place) one planned action at a time.
 
         on_step: called after every real step with its :class:`MctsStep`.
         on_simulation: called as ``(step_index, simulations_done, budget)`` after every
-            simulation, for progress displays.
+            simulation (after every batch with workers), for progress displays.
+        executor: where simulations run when ``config.workers > 1``: any
+            :class:`concurrent.futures.Executor` (a Ray-backed one runs them on a cluster).
+            Default: a process pool of ``workers`` processes for this run, set up with
+            ``env.worker_initializer()`` if the environment has one.
+
+        With ``workers`` W > 1, planning is tree-parallel with WU-UCT's unobserved visits
+        (Liu et al., ICLR 2020, the scheme of the paper's artifact): selection runs in this
+        process W times in a row, each in-flight simulation counting as a visit in the
+        exploration term of every edge on its path, so the W leaves differ; their expansions and
+        rollouts run in the workers (state shipped out, expanded child shipped back); results
+        are backed up in selection order. Every random choice is drawn here, rollouts from a
+        seed drawn at selection, so a run depends on the seed and W only, not on timing.
+        Root parallelism (independent trees, votes merged) would copy every state W times and
+        share no statistics; leaf parallelism (W rollouts of one leaf) would not spread the
+        expensive part, the expansion step. With W = 1 nothing of this runs: the sequential
+        search is unchanged.
         """
+        if self.config.workers > 1 and self._pool is None and executor is None:
+            init = getattr(env, "worker_initializer", None)
+            fn, args = init() if init is not None else (None, ())
+            with ProcessPoolExecutor(self.config.workers, initializer=fn, initargs=args) as pool:
+                return self.run(env, on_step=on_step, on_simulation=on_simulation, executor=pool)
+        outer = self._pool
+        if executor is not None:
+            self._pool = executor
+        try:
+            return self._run(env, on_step, on_simulation)
+        finally:
+            self._pool = outer
+
+    def _run(
+        self,
+        env: Environment,
+        on_step: Callable[[MctsStep], None] | None,
+        on_simulation: Callable[[int, int, int], None] | None,
+    ) -> MctsReport:
         cfg = self.config
         t0 = time.perf_counter()
         deadline = None if cfg.time_limit is None else t0 + cfg.time_limit
@@ -510,11 +562,18 @@ class Mcts:
             )
             if over and self._final_action(root) is not None:
                 break
-            depth, aborted = self._simulate(root)
+            if self._pool is None:
+                depth, aborted = self._simulate(root)
+                if aborted:
+                    break
+                done = 1
+            else:
+                room = max(1, cfg.budget - root.visits_total)
+                done, depth, aborted = self._simulate_batch(root, min(cfg.workers, room))
+            simulations += done
+            max_depth = max(max_depth, depth)
             if aborted:
                 break
-            simulations += 1
-            max_depth = max(max_depth, depth)
             if progress is not None:
                 progress(root.visits_total, cfg.budget)
         action = None if root.all_saturated() else self._final_action(root)
@@ -559,14 +618,17 @@ class Mcts:
 
     def _uct_action(self, node: _Node) -> int:
         c = self.config.exploration
-        log_n = math.log(node.visits_total) if node.visits_total > 0 else 0.0
+        total = node.visits_total + node.pending_total
+        log_n = math.log(total) if total > 0 else 0.0
         best_action = -1
         best = -math.inf
         for a, child in enumerate(node.children):
             if child is None or node.saturated[a]:
                 continue
+            # WU-UCT: in-flight simulations count as visits in the exploration term only, so
+            # simultaneous selections spread out; with one worker ``pending`` is always 0.
             n = node.visits[a]
-            score = node.value[a] / n + c * math.sqrt(log_n / n)
+            score = node.value[a] / n + c * math.sqrt(log_n / (n + node.pending[a]))
             if score > best:
                 best, best_action = score, a
         if best_action < 0:  # guarded by the callers: some existing child is not saturated
@@ -599,8 +661,98 @@ class Mcts:
                 return len(path), False
             node = child
 
+    def _select(self, root: _Node) -> tuple[str, list[tuple[_Node, int]], _Node | None, int]:
+        """Selection for a batch: ``("expand", path, node, action)`` (the action reserved),
+        ``("backup", ...)`` (a terminal edge, backed up already), ``("stall", ...)`` (every way
+        down is in flight) or ``("abort", ...)`` (as :meth:`_simulate`)."""
+        cfg = self.config
+        path: list[tuple[_Node, int]] = []
+        node = root
+        while True:
+            if node.expandable() and (
+                node is root or node.no_child_available() or self.rng.random() < cfg.expand_probability
+            ):
+                untried = [
+                    a
+                    for a in range(len(node.children))
+                    if node.visits[a] == 0 and not node.saturated[a] and not node.pending[a]
+                ]
+                return "expand", path, node, untried[int(self.rng.integers(len(untried)))]
+            if node.all_saturated():
+                if cfg.terminal_saturated_nodes and path:
+                    parent, a = path[-1]
+                    parent.done[a] = True
+                    self._backpropagate(path, 0.0)
+                    return "backup", path, None, -1
+                return "abort", path, None, -1
+            if not any(c is not None and not node.saturated[a] for a, c in enumerate(node.children)):
+                return "stall", path, None, -1
+            a = self._uct_action(node)
+            path.append((node, a))
+            child = node.children[a]
+            if node.done[a] or child is None:
+                self._backpropagate(path, 0.0)
+                return "backup", path, None, -1
+            node = child
+
+    def _simulate_batch(self, root: _Node, k: int) -> tuple[int, int, bool]:
+        """Up to ``k`` simulations at once; returns (completed, deepest path, aborted)."""
+        assert self._pool is not None
+        tasks: list[tuple[list[tuple[_Node, int]], _Node, int, int]] = []
+        completed = 0
+        depth = 0
+        aborted = False
+        while len(tasks) + completed < k and not root.all_saturated():
+            kind, path, node, action = self._select(root)
+            depth = max(depth, len(path) + (kind == "expand"))
+            if kind == "expand":
+                assert node is not None
+                seed = int(self.rng.integers(2**63))
+                node.n_reserved += 1
+                for n, a in [*path, (node, action)]:
+                    n.pending[a] += 1
+                    n.pending_total += 1
+                tasks.append((path, node, action, seed))
+            elif kind == "backup":
+                completed += 1
+            elif kind == "stall":
+                break
+            else:
+                aborted = True
+                break
+        futures = [
+            self._pool.submit(_expand_and_rollout, node.env, action, seed, self.config)
+            for _, node, action, seed in tasks
+        ]
+        for (path, node, action, _), future in zip(tasks, futures, strict=True):
+            result, env, pruned, g = future.result()
+            node.n_reserved -= 1
+            for n, a in [*path, (node, action)]:
+                n.pending[a] -= 1
+                n.pending_total -= 1
+            path.append((node, action))
+            node.reward[action] = self._reward(node.cost, result.cost)
+            node.done[action] = result.done
+            n_actions = len(node.children)
+            if result.done:
+                node.children[action] = _Node(None, result.cost, n_actions, frozenset())
+                self._backpropagate(path, 0.0)
+            elif env is None:
+                node.children[action] = _Node(None, result.cost, n_actions, frozenset(range(n_actions)))
+                node.mark_saturated(action)
+                self._backpropagate(path, g)
+            else:
+                node.children[action] = _Node(env, result.cost, n_actions, pruned)
+                self._backpropagate(path, g)
+            completed += 1
+        return completed, depth, aborted
+
     def _expand(self, node: _Node, path: list[tuple[_Node, int]]) -> None:
-        untried = [a for a in range(len(node.children)) if node.visits[a] == 0 and not node.saturated[a]]
+        untried = [
+            a
+            for a in range(len(node.children))
+            if node.visits[a] == 0 and not node.saturated[a] and not node.pending[a]
+        ]
         action = untried[int(self.rng.integers(len(untried)))]
         assert node.env is not None, "expanding a terminal node"
         env = node.env.copy()
@@ -658,3 +810,23 @@ class Mcts:
                 node.n_visited += 1
             node.visits[a] += 1
             node.visits_total += 1
+
+
+def _expand_and_rollout(
+    env: Environment, action: int, seed: int, config: MctsConfig
+) -> tuple[StepResult, Environment | None, frozenset[int], float]:
+    """A worker's half of a simulation from the leaf state ``env``: the expansion step, the new
+    child's pruned actions, and a rollout from it with a generator seeded by ``seed``.
+
+    Returns (step result, the child's state or None if the step was terminal or changed nothing,
+    its pruned actions, the rollout's return)."""
+    search = Mcts(config, seed=seed)
+    env = env.copy()  # an executor that does not pickle (threads) must not touch the tree's state
+    result = env.step(action)
+    if result.done:
+        return result, None, frozenset(), 0.0
+    if not result.changed:
+        return result, None, frozenset(), search._rollout(env, result.cost, frozenset(range(env.num_actions)))
+    pruned = env.pruned_actions() if config.prune_actions else frozenset()
+    child = env.copy()
+    return result, child, pruned, search._rollout(env, result.cost, pruned)
