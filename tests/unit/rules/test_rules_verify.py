@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from tensor_eqsat.rewrite.syntax import PNode
+from tensor_eqsat.rewrite.pattern import PNode
 from tensor_eqsat.rules.instantiate import Instance
 from tensor_eqsat.rules.loader import parse_rules
 from tensor_eqsat.rules.sets import load_rule_set
@@ -131,7 +131,7 @@ def test_every_builtin_rule_is_checked_at_ranks_2_3_and_4():
     # Rules over matrices and elementwise ops run on numbers at top ranks 2, 3 and 4 (batched
     # and broadcast operands); rules with a conv, pool, merge or enlarge only exist at rank 4.
     four_d = {"conv2d", "poolmax", "poolavg", "merge", "enlarge", "batchnorm"}
-    from tensor_eqsat.rewrite.syntax import walk
+    from tensor_eqsat.rewrite.pattern import walk
 
     for v, rule in zip(verify_rules(load_rule_set("taso")).verdicts, load_rule_set("taso"), strict=True):
         ops = {q.op for p in (*rule.lhs, *rule.rhs) for q in walk(p) if isinstance(q, PNode)}
