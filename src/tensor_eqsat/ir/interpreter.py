@@ -53,6 +53,17 @@ def _positive_weights(graph: Graph) -> set[int]:
     return out
 
 
+def random_inputs(graph: Graph, seed: int = 0) -> dict[str, np.ndarray]:
+    """Seeded valid data for every input of ``graph``: :func:`random_input` for float32 ones;
+    token ids within their embedding table and 0/1 masks for the others (see io/inputs.py)."""
+    typed = _typed_inputs(graph, {}, seed)
+    out = {}
+    for n in graph.inputs():
+        name = graph.name_of(n.id)
+        out[name] = typed[name] if name in typed else random_input(name, n.shapes[0], seed)
+    return out
+
+
 def _typed_inputs(graph: Graph, given: Mapping[str, np.ndarray], seed: int) -> dict[str, np.ndarray]:
     """Valid data for missing inputs that are not float32 (token ids, masks): only opaque ONNX
     nodes read those, and io.inputs knows their types and index ranges."""

@@ -669,6 +669,16 @@ def test_non_float_inputs_feed_opaque_nodes():
     # Missing inputs get valid data in the interpreter too (ids within the table).
     (again,) = run(g)
     assert again.shape == (2, 3, 4)
+    # And in PyTorch execution (--measure-backend torch), given or not.
+    pytest.importorskip("torch")
+    from tensor_eqsat.io.torch_exec import TorchProgram, run_torch
+
+    (by_torch,) = run_torch(g, feed)
+    np.testing.assert_array_equal(by_torch, want)
+    prog = TorchProgram(g)
+    assert str(prog.random_inputs(0)["ids"].dtype) == "torch.int64"
+    (out_t,) = prog(prog.random_inputs(0))
+    assert tuple(out_t.shape) == (2, 3, 4)
 
 
 def test_truncated_and_garbage_files_name_the_file(tmp_path):
