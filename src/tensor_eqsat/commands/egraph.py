@@ -8,7 +8,13 @@ import argparse
 from collections import Counter
 from pathlib import Path
 
-from tensor_eqsat.commands._common import load_graph_arg, print_json, stderr
+from tensor_eqsat.commands._common import (
+    add_input_shape_argument,
+    input_shapes_arg,
+    load_graph_arg,
+    print_json,
+    stderr,
+)
 from tensor_eqsat.egraph import EGraph
 from tensor_eqsat.errors import TensorEqsatError
 
@@ -20,7 +26,8 @@ HELP = (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("graph", metavar="GRAPH", help="graph JSON file or zoo model name")
+    p.add_argument("graph", metavar="GRAPH", help="graph JSON file, ONNX file or zoo model name")
+    add_input_shape_argument(p)
     p.add_argument("--dot", metavar="FILE", type=Path, help="write Graphviz DOT (one cluster per e-class)")
     p.add_argument(
         "--max-classes", type=int, default=500, help="refuse to draw bigger e-graphs (default 500)"
@@ -52,7 +59,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    eg = EGraph.from_graph(load_graph_arg(args.graph))
+    eg = EGraph.from_graph(load_graph_arg(args.graph, input_shapes=input_shapes_arg(args)))
     if args.saturate:
         _saturate(eg, args)
     ops = dict(sorted(Counter(node.op for _, node in eg.enodes()).items()))
