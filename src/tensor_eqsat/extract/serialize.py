@@ -36,6 +36,7 @@ from typing import Any
 
 from tensor_eqsat.errors import FormatError
 from tensor_eqsat.extract.problem import ExtractionError, ExtractionProblem
+from tensor_eqsat.outputs import atomic_write
 
 
 def load_problem(path: str | Path) -> ExtractionProblem:
@@ -205,8 +206,8 @@ def problem_to_json(problem: ExtractionProblem, *, indent: int | None = None) ->
 
 
 def save_problem(problem: ExtractionProblem, path: str | Path, *, indent: int | None = None) -> None:
-    """Write a problem as an egraph-serialize JSON file."""
-    Path(path).write_text(problem_to_json(problem, indent=indent) + "\n", encoding="utf-8")
+    """Write a problem as an egraph-serialize JSON file, atomically (see :mod:`tensor_eqsat.outputs`)."""
+    atomic_write(path, problem_to_json(problem, indent=indent) + "\n")
 
 
 def class_id_map(problem: ExtractionProblem) -> dict[Hashable, int]:

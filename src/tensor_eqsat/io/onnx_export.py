@@ -46,6 +46,7 @@ from tensor_eqsat.io.opaque import convert_payload, decode_payload, payload_opse
 from tensor_eqsat.io.plan import fold_weights, live_nodes, observable_outputs, weight_only_nodes
 from tensor_eqsat.ir.graph import Graph, Node, TensorRef
 from tensor_eqsat.ir.ops import same_padding
+from tensor_eqsat.outputs import OutputError, atomic_target
 
 if TYPE_CHECKING:
     import onnx
@@ -130,21 +131,24 @@ def save_model(model: onnx.ModelProto, path: str | os.PathLike[str]) -> None:
     """Save atomically; a model over :data:`LARGE_MODEL_BYTES` keeps its tensors in ``<name>.data``."""
     onnx = require_onnx()
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    if model.ByteSize() > LARGE_MODEL_BYTES:
-        # Saving with external data rewrites the tensors in place: save a copy.
-        copy = onnx.ModelProto()
-        copy.CopyFrom(model)
-        onnx.save_model(
-            copy,
-            str(tmp),
-            save_as_external_data=True,
-            all_tensors_to_one_file=True,
-            location=f"{path.name}.data",
-        )
-    else:
-        onnx.save_model(model, str(tmp))
-    os.replace(tmp, path)
+    with atomic_target(path) as tmp:
+        try:
+            if model.ByteSize() > LARGE_MODEL_BYTES:
+                # Saving with external data rewrites the tensors in place: save a copy. The data
+                # file sits beside the (symlink-resolved) target, under the target's name.
+                copy = onnx.ModelProto()
+                copy.CopyFrom(model)
+                onnx.save_model(
+                    copy,
+                    str(tmp),
+                    save_as_external_data=True,
+                    all_tensors_to_one_file=True,
+                    location=f"{Path(os.path.realpath(path)).name}.data",
+                )
+            else:
+                onnx.save_model(model, str(tmp))
+        except OSError as exc:
+            raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 @dataclass
