@@ -301,3 +301,197 @@ def test_the_installed_entry_point_exits_2_without_a_traceback(tmp_path):
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines()[-1].endswith("argument --budget: must be >= 1, got 0")
+
+
+# --- item 8: damaged and hostile files -------------------------------------------------------
+
+
+def _graph_json(nodes: list[dict], outputs: list[list[int]]) -> str:
+    return json.dumps({"format": "tensor-eqsat-graph", "version": 1, "nodes": nodes, "outputs": outputs})
+
+
+def test_a_huge_dimension_is_refused_on_load(tmp_path, capsys):
+    path = tmp_path / "big.json"
+    x = {"id": 0, "op": "input", "attrs": {"shape": [10**30, 2], "name": "x"}, "inputs": []}
+    path.write_text(_graph_json([x, {"id": 1, "op": "relu", "attrs": {}, "inputs": [[0, 0]]}], [[1, 0]]))
+    assert main(["optimize", str(path), *FAST]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "big.json: node 0 (input): input.shape:" in err
+    assert "at most 2**60 elements" in err
+
+
+def test_a_garbage_opaque_payload_is_refused_on_load(tmp_path, capsys):
+    path = tmp_path / "opaque.json"
+    x = {"id": 0, "op": "input", "attrs": {"shape": [1, 4], "name": "x"}, "inputs": []}
+    op = {
+        "id": 1,
+        "op": "opaque",
+        "attrs": {
+            "op_type": "Relu",
+            "domain": "",
+            "payload": "bm90IGFuIG9ubnggbW9kZWw=",  # base64 of "not an onnx model"
+            "input_shapes": [2, 1, 4],
+            "output_shapes": [2, 1, 4],
+        },
+        "inputs": [[0, 0]],
+    }
+    path.write_text(_graph_json([x, op], [[1, 0]]))
+    assert main(["show", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "opaque.json: node 1 (opaque): opaque.payload: must be a base64-encoded one-node ONNX model" in err
+
+
+def _problem(path: Path, nodes: dict) -> Path:
+    path.write_text(json.dumps({"nodes": nodes, "root_eclasses": ["r"]}))
+    return path
+
+
+def test_a_400_digit_cost_is_a_clear_error(tmp_path, capsys):
+    path = _problem(tmp_path / "e.json", {"x": {"op": "x", "eclass": "r", "cost": int("9" * 400)}})
+    assert main(["extract", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "node 'x': cost 9999" in err and "(400 digits) is too large" in err
+
+
+@pytest.mark.parametrize("extractor", ["greedy-tree", "greedy-ocf", "greedy-dag", "ilp"])
+def test_costs_that_overflow_are_refused_by_every_extractor_alike(extractor, tmp_path, capsys):
+    nodes = {
+        "x": {"op": "x", "eclass": "x", "cost": 1e308},
+        "y": {"op": "y", "eclass": "y", "cost": 1e308, "children": ["x"]},
+        "r": {"op": "r", "eclass": "r", "cost": 1e308, "children": ["x", "y"]},
+    }
+    path = _problem(tmp_path / "e.json", nodes)
+    assert main(["extract", str(path), "--extractor", extractor, "--json"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "costs too large: their sum overflows to infinity" in err
+
+
+def test_the_ilp_names_itself_when_no_extraction_exists(tmp_path, capsys):
+    path = _problem(tmp_path / "e.json", {"y": {"op": "y", "eclass": "r", "cost": 1.0, "children": ["y"]}})
+    assert main(["extract", str(path), "--extractor", "ilp"]) == 2
+    err = capsys.readouterr().err
+    assert "ilp: no valid extraction" in err and "greedy-dag" not in err
+
+
+def _db_with_a_run(path: Path) -> None:
+    from tensor_eqsat.bench.db import ResultsDB
+    from tensor_eqsat.bench.grid import Settings, build_grid
+    from tensor_eqsat.bench.record import RunRecord
+
+    [exp] = build_grid(["vgg"], ["tensat"], [0], Settings(node_limit=100))
+    with ResultsDB(path) as db:
+        db.add_run(exp, RunRecord(1.0, 0.9, 10.0, 0.5, "node limit"))
+
+
+def test_report_on_a_row_with_bad_json_is_a_clear_error(tmp_path, capsys):
+    import sqlite3
+
+    db = tmp_path / "r.sqlite"
+    _db_with_a_run(db)
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE runs SET rule_counts = '{not json'")
+    assert main(["report", str(db), "-o", str(tmp_path / "rep"), "--no-figures"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "damaged run row (vgg tensat seed 0)" in err
+
+
+def test_bench_and_report_refuse_a_database_with_a_corrupted_page(tmp_path, capsys):
+    import sqlite3
+
+    db = tmp_path / "r.sqlite"
+    _db_with_a_run(db)
+    with sqlite3.connect(db) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        conn.execute("PRAGMA journal_mode=DELETE")
+    data = bytearray(db.read_bytes())
+    page = int.from_bytes(data[16:18], "big")
+    for start in range(page, len(data), page):  # scribble over every b-tree page header but the first
+        data[start : start + 12] = b"\x0d\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff"
+    db.write_bytes(bytes(data))
+    before = db.read_bytes()
+    assert _code(["report", str(db), "-o", str(tmp_path / "rep"), "--no-figures"]) == 2
+    assert "Traceback" not in capsys.readouterr().err
+    assert _code(["bench", "--models", "vgg", "--configs", "tensat", "--dry-run", "--db", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and str(db) in err
+    assert db.read_bytes() == before  # nothing appended to the damaged file
+
+
+def test_a_read_only_db_directory_is_named_as_such(tmp_path, capsys, monkeypatch):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    real = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode: False if str(p) == str(ro) else real(p, mode))
+    assert _code(["bench", "--models", "vgg", "--dry-run", "--db", str(ro / "r.sqlite")]) == 2
+    err = capsys.readouterr().err
+    assert f"directory {ro} is not writable" in err and "not a results database" not in err
+
+
+# --- item 8: ONNX edge cases and messages ----------------------------------------------------
+
+
+def _onnx_model(path: Path, nodes, outputs, *, extra_inputs=(), opsets=(("", 17),)) -> Path:
+    import onnx
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    outs = [helper.make_tensor_value_info(o, TensorProto.FLOAT, [1, 4]) for o in outputs]
+    g = helper.make_graph(nodes, "m", [x, *extra_inputs], outs)
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid(d, v) for d, v in opsets])
+    onnx.save(model, str(path))
+    return path
+
+
+@pytest.mark.skipif(not HAS_ONNX, reason="needs the onnx extra (onnx, onnxruntime)")
+@pytest.mark.parametrize("kind", ["constant", "passthrough"])
+def test_an_onnx_output_that_is_a_constant_or_an_input_exports(kind, tmp_path, capsys):
+    from onnx import TensorProto, helper
+
+    relu = helper.make_node("Relu", ["x"], ["y"])
+    if kind == "constant":
+        value = helper.make_tensor("w", TensorProto.FLOAT, [1, 4], [1, 2, 3, 4])
+        path = _onnx_model(
+            tmp_path / "m.onnx", [relu, helper.make_node("Constant", [], ["z"], value=value)], ["y", "z"]
+        )
+    else:
+        path = _onnx_model(tmp_path / "m.onnx", [relu], ["y", "x"])
+    out = tmp_path / "opt.onnx"
+    assert main(["optimize", str(path), *FAST, "-o", str(out)]) == 0
+    assert main(["verify", str(path), str(out)]) == 0
+
+
+@pytest.mark.skipif(not HAS_ONNX, reason="needs the onnx extra (onnx, onnxruntime)")
+def test_a_custom_op_error_names_the_file(tmp_path, capsys):
+    from onnx import helper
+
+    node = helper.make_node("MyOp", ["x"], ["y"], domain="com.example")
+    path = _onnx_model(tmp_path / "custom.onnx", [node], ["y"], opsets=(("", 17), ("com.example", 1)))
+    assert main(["verify", str(path), str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {path}:" in err and "<ModelProto>" not in err
+
+
+@pytest.mark.skipif(not HAS_ONNX, reason="needs the onnx extra (onnx, onnxruntime)")
+def test_control_flow_is_a_one_line_error(tmp_path, capsys):
+    from onnx import TensorProto, helper
+
+    def branch(op, out):
+        return helper.make_graph(
+            [helper.make_node(op, ["x"], [out])],
+            op,
+            [],
+            [helper.make_tensor_value_info(out, TensorProto.FLOAT, [1, 4])],
+        )
+
+    cond = helper.make_tensor_value_info("c", TensorProto.FLOAT, [])
+    nodes = [
+        helper.make_node("Cast", ["c"], ["cb"], to=TensorProto.BOOL),
+        helper.make_node(
+            "If", ["cb"], ["y"], then_branch=branch("Relu", "t"), else_branch=branch("Sigmoid", "e")
+        ),
+    ]
+    path = _onnx_model(tmp_path / "if.onnx", nodes, ["y"], extra_inputs=[cond])
+    assert main(["show", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1
+    assert "(If): control flow with subgraphs (If, Loop, Scan) is not supported" in err

@@ -108,7 +108,10 @@ def problem_from_dict(data: Any, source: str = "<dict>", text: str | None = None
         cost = node.get("cost", 1.0)
         if isinstance(cost, bool) or not isinstance(cost, (int, float)):
             raise fail(f"cost must be a number, got {cost!r}", nid)
-        cost = float(cost)
+        try:
+            cost = float(cost)
+        except OverflowError:
+            raise fail(f"cost {str(cost)[:20]}... ({len(str(cost))} digits) is too large", nid) from None
         if not math.isfinite(cost):
             raise fail(f"cost must be finite, got {cost!r}", nid)
         if cost < 0.0:

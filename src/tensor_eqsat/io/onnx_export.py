@@ -102,7 +102,10 @@ def export_onnx(
         names = list(output_names)
     if len(set(names)) != len(names):
         raise GraphError(f"export: output names are not unique: {names}")
-    clash = sorted(set(names) & leaf_names)
+    # An output may keep a leaf's name only when it is that leaf (an input passed through, a
+    # constant output): ONNX lists the value itself as the output.
+    same = {name for ref, name in zip(outputs, names, strict=True) if _leaf_named(graph, ref, name)}
+    clash = sorted((set(names) & leaf_names) - same)
     if clash:
         raise GraphError(f"export: output names {clash} are already input or weight names")
     ctx = _Exporter(onnx, graph, outputs, names, opset, seed)
@@ -121,6 +124,12 @@ def export_onnx(
     if path is not None:
         save_model(model, path)
     return model
+
+
+def _leaf_named(graph: Graph, ref: TensorRef, name: str) -> bool:
+    """True when output ``ref`` is an input or weight called ``name``."""
+    node = graph.nodes[ref[0]]
+    return node.spec.is_leaf and graph.name_of(node.id) == name
 
 
 LARGE_MODEL_BYTES = 1_800_000_000
@@ -258,7 +267,7 @@ class _Exporter:
         done: set[TensorRef] = set()
         for ref, name in zip(self.outputs, self.output_names, strict=True):
             src = self.names[ref]
-            if direct.get(ref) != name or ref in done:
+            if src != name and (direct.get(ref) != name or ref in done):
                 self.node("Identity", [src], [name])
             done.add(ref)
             elem = self.elem_types.get(ref, FLOAT)
