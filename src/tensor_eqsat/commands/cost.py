@@ -11,7 +11,7 @@ from tensor_eqsat.commands._common import (
     input_shapes_arg,
     load_graph_arg,
     print_json,
-    stderr,
+    stdout,
 )
 from tensor_eqsat.cost.model import WeightOps, cost_breakdown
 from tensor_eqsat.cost.spec import DEFAULT_SPEC, parse_cost_model
@@ -62,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
     for op, ms in report.by_op.items():
         share = ms / report.total_ms if report.total_ms else 0.0
         table.add_row(op, str(report.count_by_op[op]), f"{ms:.4f}", f"{share:.1%}")
-    stderr.print(table)
-    stderr.print(f"total {report.total_ms:.4f} ms over {report.kernels} kernels")
+    # The breakdown is the command's result: stdout, like every other command's.
+    stdout.print(table)
+    stdout.print(f"total {report.total_ms:.4f} ms over {report.kernels} kernels", highlight=False)
     return 0

@@ -19,27 +19,33 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from tensor_eqsat import zoo
 from tensor_eqsat.commands._common import (
     add_input_shape_argument,
     input_shapes_arg,
+    int_at_least,
     load_graph_arg,
+    non_negative_int,
+    positive_float,
+    positive_int,
     print_json,
+    rule_set,
+    seed,
     stderr,
     stdout,
+    zoo_model_name,
 )
 from tensor_eqsat.cost.spec import DEFAULT_SPEC
 from tensor_eqsat.extract.registry import ExtractorKind
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.ir.serialize import save
 from tensor_eqsat.optimize import OptimizeResult, Progress, Search, optimize, save_run
+from tensor_eqsat.outputs import check_output, check_output_dir
 from tensor_eqsat.rules.sets import rule_set_names
 from tensor_eqsat.search.mcts import MctsConfig, RolloutPolicy
 
@@ -47,6 +53,9 @@ NAME = "optimize"
 HELP = "optimize a graph file or zoo model with MCTS-guided (or TENSAT-style) equality saturation"
 
 _EXTRACTORS = [k.value for k in ExtractorKind]
+
+MEASURE_BLOCKS = 5
+"""--measure times the two models in this many alternating blocks, so it needs as many runs."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -64,11 +73,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--final-extractor", choices=_EXTRACTORS, default="ilp", help="final extractor (default: ilp)"
     )
-    p.add_argument("--budget", type=int, default=128, help="MCTS simulations per step (default: 128)")
-    p.add_argument("--node-limit", type=int, default=2000, help="e-node limit (default: 2000)")
+    p.add_argument(
+        "--budget", type=positive_int, default=128, help="MCTS simulations per step (default: 128)"
+    )
+    p.add_argument("--node-limit", type=positive_int, default=2000, help="e-node limit (default: 2000)")
     p.add_argument(
         "--rollout-depth",
-        type=int,
+        type=non_negative_int,
         default=10,
         help="rollouts take up to this + 1 steps, as in the paper's artifact (default: 10)",
     )
@@ -83,14 +94,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--k-multi",
-        type=int,
+        type=non_negative_int,
         default=None,
         help="saturate: iterations with multi-pattern rules (default: the zoo model's, else 1)",
     )
     p.add_argument(
         "--rules",
         default="default",
-        help=f"rule set: default, {', '.join(rule_set_names())} (default: the paper's, per model)",
+        type=rule_set,
+        metavar="SET|FILE",
+        help=f"rule set (default, {', '.join(rule_set_names())}) or a rule file "
+        "(default: the paper's, per model)",
     )
     p.add_argument(
         "--cost-model",
@@ -98,13 +112,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="SPEC",
         help="roofline[:a100|p100|h100|cpu|FILE.json], measured[:cpu|cuda], or unit (default: %(default)s)",
     )
-    p.add_argument("--seed", type=int, default=0, help="seed of every random choice (default: 0)")
+    p.add_argument("--seed", type=seed, default=0, help="seed of every random choice (default: 0)")
     p.add_argument(
-        "--time-limit", type=float, default=None, metavar="S", help="seconds for construction (default: none)"
+        "--time-limit",
+        type=positive_float,
+        default=None,
+        metavar="S",
+        help="seconds for construction (default: none)",
     )
     p.add_argument(
         "--ilp-time-limit",
-        type=float,
+        type=positive_float,
         default=600.0,
         metavar="S",
         help="seconds per ILP solve (default: 600)",
@@ -132,9 +150,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default="ort",
         help="runtime for --measure: onnxruntime or PyTorch eager (default: ort)",
     )
-    p.add_argument("--threads", type=int, default=1, help="threads for --measure (default: 1)")
+    p.add_argument("--threads", type=positive_int, default=1, help="threads for --measure (default: 1)")
     p.add_argument(
-        "--measure-runs", type=int, default=50, help="timed runs per model for --measure (default: 50)"
+        "--measure-runs",
+        type=int_at_least(MEASURE_BLOCKS),
+        default=50,
+        help=f"timed runs per model for --measure, at least {MEASURE_BLOCKS} (default: 50)",
     )
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
 
@@ -160,10 +181,23 @@ class _ProgressLine:
         self.live.update(Text("  ".join(parts)))
 
 
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Refuse unwritable outputs (and ONNX output without the onnx extra) before the run starts."""
+    if args.output:
+        check_output(args.output, "-o")
+        if args.output.endswith(".onnx"):
+            from tensor_eqsat.io.onnx_common import require_onnx
+
+            require_onnx()
+    if args.run_dir:
+        check_output_dir(args.run_dir, "--run-dir")
+
+
 def run(args: argparse.Namespace) -> int:
+    _check_outputs(args)
     input_shapes = input_shapes_arg(args)
     graph = load_graph_arg(args.graph, input_shapes=input_shapes)
-    model = args.graph if args.graph in zoo.names() and not Path(args.graph).exists() else None
+    model = zoo_model_name(args.graph)
     idle = nothing_to_optimize(graph, args.rules, model)
     if idle is not None:
         return _unchanged(args, graph, idle)
@@ -188,13 +222,14 @@ def run(args: argparse.Namespace) -> int:
         result = optimize(graph, progress=_ProgressLine(live), **kwargs)
     # An ONNX input is checked against (and timed as) the original file itself, so an import or
     # export bug cannot hide behind a round trip through our IR.
-    source: Any = args.graph if args.graph.endswith(".onnx") else result.original
+    source: Any = args.graph if model is None and args.graph.endswith(".onnx") else result.original
     if input_shapes:  # the original file, with the static shapes the graph was imported with
         from tensor_eqsat.io.inputs import with_input_shapes
         from tensor_eqsat.io.onnx_common import load_model
 
         source = with_input_shapes(load_model(args.graph), input_shapes, args.graph)
-    verdict = None if args.no_check else _check_and_write(args, source, result)
+    verdict = _check_and_write(args, source, result)
+    ok = verdict is None or verdict.ok
     if args.run_dir:
         save_run(result, args.run_dir)
     measured = _measure(args, source, result) if args.measure else None
@@ -215,9 +250,9 @@ def run(args: argparse.Namespace) -> int:
                 f"{measured['original_ms']:.3f} ms -> {measured['optimized_ms']:.3f} ms, "
                 f"speedup {measured['speedup_pct']:.1f}% (cost model: {result.speedup_pct:.1f}%)"
             )
-    ok = verdict is None or verdict.ok
     if args.output and ok:
-        stderr.print(f"optimized graph written to {args.output}")
+        # Plain print: a console would wrap a long path.
+        print(f"optimized graph written to {args.output}", file=sys.stderr)
     elif args.output:
         # Plain print: an error line must not be wrapped or styled.
         print(
@@ -225,7 +260,7 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     if args.run_dir:
-        stderr.print(f"run directory: {args.run_dir}")
+        print(f"run directory: {args.run_dir}", file=sys.stderr)
     return 0 if ok else 1
 
 
@@ -237,11 +272,11 @@ def nothing_to_optimize(graph: Graph, rules: str, model: str | None) -> str | No
     """
     from tensor_eqsat.egraph.egraph import EGraph
     from tensor_eqsat.rules.rewrites import to_rewrites
-    from tensor_eqsat.rules.sets import load_rule_set
+    from tensor_eqsat.rules.sets import resolve_rule_set
 
     name = ("taso-nasrnn" if model == "nasrnn" else "taso") if rules == "default" else rules
     egraph = EGraph.from_graph(graph)
-    if any(rw.has_match(egraph) for rw in to_rewrites(load_rule_set(name))):
+    if any(rw.has_match(egraph) for rw in to_rewrites(resolve_rule_set(name))):
         return None
     counts = graph.op_counts()
     total = sum(counts.values())
@@ -278,16 +313,20 @@ def _unchanged(args: argparse.Namespace, graph: Graph, message: str) -> int:
 
 
 def _check_and_write(args: argparse.Namespace, source: Any, result: OptimizeResult) -> Any:
-    """Verify the result against the original; write ``-o`` only if it passes. Returns the report."""
+    """Verify the result against the original (unless ``--no-check``) and write ``-o`` if it passes.
+
+    For ONNX output the exported model itself is what gets checked and written. Returns the
+    report, or None with ``--no-check``.
+    """
     from tensor_eqsat.io.verify import VerificationError, export_verified, verify
 
     if args.output and args.output.endswith(".onnx"):
         try:
-            return export_verified(source, result.graph, args.output, seed=args.seed)
+            return export_verified(source, result.graph, args.output, check=not args.no_check, seed=args.seed)
         except VerificationError as exc:
             return exc.report
-    report = verify(source, result.graph, seed=args.seed)
-    if report.ok and args.output:
+    report = None if args.no_check else verify(source, result.graph, seed=args.seed)
+    if args.output and (report is None or report.ok):
         save(result.graph, args.output)
     return report
 
@@ -301,6 +340,7 @@ def _measure(args: argparse.Namespace, source: Any, result: OptimizeResult) -> d
         backend=args.measure_backend,
         threads=args.threads,
         runs=args.measure_runs,
+        blocks=MEASURE_BLOCKS,
         warmup=max(1, args.measure_runs // 10),
         seed=args.seed,
     )

@@ -235,6 +235,7 @@ class Importer:
         for i, node in enumerate(self.nodes):
             if i in self.skip:
                 continue
+            self._refuse_subgraphs(i, node)
             self._import_node(i, node)
         outs = []
         for o in graph.output:
@@ -253,6 +254,17 @@ class Importer:
             kinds = sorted(set(self.opaque_ops))
             log.info("%s: kept %d opaque nodes: %s", self.source, len(self.opaque_ops), kinds)
         return _prune(self.g)
+
+    def _refuse_subgraphs(self, i: int, node: onnx.NodeProto) -> None:
+        """Control flow (If, Loop, Scan: nodes with graph attributes) is one clear error."""
+        graph_kinds = (self.onnx.AttributeProto.GRAPH, self.onnx.AttributeProto.GRAPHS)
+        if any(a.type in graph_kinds for a in node.attribute):
+            name = f" {node.name!r}" if node.name else ""
+            raise FormatError(
+                f"{self.source}: node {i} ({node.op_type}{name}): control flow with subgraphs "
+                "(If, Loop, Scan) is not supported; export the model with the branch taken "
+                "(e.g. torch.onnx.export of a traced model)"
+            )
 
     def _add_input(self, inp: onnx.ValueInfoProto) -> None:
         tt = inp.type.tensor_type
