@@ -6,13 +6,14 @@ final extraction, and what else the caller has: other extractions, saturation's 
 timed in the target's runtime (:class:`~tensor_eqsat.target.targets.Target`), and the original is
 kept unless the fastest candidate beats it by more than the measurement noise.
 
-Method: every model is prepared once (session built, warm-up runs), then timed in ``blocks``
-alternating blocks of ``runs / blocks`` runs, the order rotating from block to block so that
-load drift on a shared machine affects every model alike. The original is timed as two separate
-arms (two sessions of the same model); their difference is the self-vs-self noise. Speedups are
+Method (:func:`time_alternating`): every model is prepared once (session built, warm-up runs),
+then timed in ``blocks`` alternating blocks of ``runs / blocks`` runs, the order rotating from
+block to block so that load drift on a shared machine affects every model alike; with one CPU
+thread the clock is the calling thread's CPU time (:func:`run_clock`). The original is timed as
+two separate arms (two sessions of the same model); their difference is the self-vs-self noise. Speedups are
 ratios of medians. A candidate wins only when its speedup exceeds ``noise_pct`` (the larger of the
-self-vs-self difference, half the interquartile range of the candidate's per-block speedups, and
-``min_gain_pct``).
+self-vs-self difference, the relative half interquartile range of the candidate's per-block time
+ratios to the original, and ``min_gain_pct``).
 
 Alternatives rejected: trusting the cost model (issue 14: a +5.5 % prediction ran 10.5x slower);
 a statistical test per candidate (the runs are not independent on a loaded machine; the
@@ -95,6 +96,9 @@ class GuardReport:
     def message(self) -> str:
         """One line for the user."""
         m = self.measured
+        if self.kept_original and all(c.duplicate_of is not None for c in self.candidates):
+            same = "the optimized graph is the original"
+            return f"{KEPT_ORIGINAL} ({same}; {m.original_ms:.3f} ms on {self.target})"
         if self.kept_original:
             best = max((c.speedup_pct for c in self.candidates if c.duplicate_of is None), default=0.0)
             return (
@@ -142,13 +146,81 @@ def _threads(backend: str, threads: int) -> Iterator[None]:
         yield
 
 
-def _time(fn: Callable[[], None], n: int) -> list[float]:
+def _time(fn: Callable[[], None], n: int, clock: Callable[[], int] = time.perf_counter_ns) -> list[float]:
     out = []
     for _ in range(n):
-        t0 = time.perf_counter_ns()
+        t0 = clock()
         fn()
-        out.append((time.perf_counter_ns() - t0) / 1e6)
+        out.append((clock() - t0) / 1e6)
     return out
+
+
+def run_clock(device: str, threads: int) -> Callable[[], int]:
+    """The clock that times one inference: the calling thread's CPU time for one CPU thread.
+
+    With one intra-op thread onnxruntime and PyTorch compute on the calling thread, and its CPU
+    time does not grow while other processes hold the core, so timings on a shared machine are
+    far steadier than wall time (which includes the waits). Otherwise wall time.
+    """
+    return time.thread_time_ns if device == "cpu" and threads == 1 else time.perf_counter_ns
+
+
+@dataclass(frozen=True)
+class AlternatingTimes:
+    """Per model: every timed run (ms) and the median of each block."""
+
+    times: list[list[float]]
+    block_medians: list[list[float]]
+
+    def median(self, i: int) -> float:
+        return statistics.median(self.times[i])
+
+
+def time_alternating(
+    models: Sequence[Any],
+    target: Target,
+    *,
+    threads: int = 1,
+    runs: int = 40,
+    blocks: int = 8,
+    warmup: int = 5,
+    seed: int = 0,
+) -> AlternatingTimes:
+    """Time ``models`` (Graphs, ONNX paths or ModelProtos) on ``target`` in alternating blocks.
+
+    Each model is prepared once and warmed up; then ``blocks`` blocks of ``runs / blocks`` runs
+    per model, the order rotating from block to block. Raises TargetError when the target cannot
+    be measured here.
+    """
+    from tensor_eqsat.io.latency import prepare_runner
+
+    why = target.unavailable()
+    if why is not None or target.backend is None or target.device is None:
+        raise TargetError(f"target {target.name} cannot be measured here: {why}")
+    if blocks < 1 or runs < blocks:
+        raise TensorEqsatError(f"need runs >= blocks >= 1, got runs={runs}, blocks={blocks}")
+    clock = run_clock(target.device, threads)
+    kw: dict[str, Any] = {
+        "backend": target.backend,
+        "threads": threads,
+        "device": target.device,
+        "seed": seed,
+    }
+    with _threads(target.backend, threads):
+        arms = [prepare_runner(m, **kw)[0] for m in models]
+        for fn in arms:
+            _time(fn, warmup, clock)
+        times: list[list[float]] = [[] for _ in arms]
+        medians: list[list[float]] = [[] for _ in arms]
+        per = [runs // blocks + (1 if k < runs % blocks else 0) for k in range(blocks)]
+        for k, n in enumerate(per):
+            order = list(range(len(arms)))
+            order = order[k % len(arms) :] + order[: k % len(arms)]
+            for a in order:
+                ts = _time(arms[a], n, clock)
+                times[a].extend(ts)
+                medians[a].append(statistics.median(ts))
+    return AlternatingTimes(times, medians)
 
 
 def _half_iqr(values: Sequence[float]) -> float:
@@ -194,8 +266,6 @@ def guard(
     >>> report.measured.runs, report.backend
     (8, 'ort')
     """
-    from tensor_eqsat.io.latency import prepare_runner
-
     why = target.unavailable()
     if why is not None or target.backend is None or target.device is None:
         raise TargetError(f"target {target.name} cannot be measured here: {why}")
@@ -216,32 +286,10 @@ def guard(
         else:
             seen[fp] = label
             distinct.append((i, label))
-    kw: dict[str, Any] = {"backend": backend, "threads": threads, "device": device, "seed": seed}
-    with _threads(backend, threads):
-        arms: list[Callable[[], None]] = []
-        if distinct:
-            arms.append(prepare_runner(original, **kw)[0])
-            arms.append(prepare_runner(original, **kw)[0])  # the self-vs-self arm
-            arms += [prepare_runner(candidates[i][1], **kw)[0] for i, _ in distinct]
-            for fn in arms:
-                _time(fn, warmup)
-        times: list[list[float]] = [[] for _ in arms]
-        per_block: list[list[float]] = [[] for _ in arms]
-        per = [runs // blocks + (1 if k < runs % blocks else 0) for k in range(blocks)]
-        for k, n in enumerate(per if arms else []):
-            order = list(range(len(arms)))
-            order = order[k % len(arms) :] + order[: k % len(arms)]
-            for a in order:
-                ts = _time(arms[a], n)
-                times[a].extend(ts)
-                per_block[a].append(statistics.median(ts))
+    tk: dict[str, Any] = {"threads": threads, "runs": runs, "warmup": warmup, "seed": seed}
     if not distinct:
         # Nothing differs from the original: time it alone so the report has a figure.
-        with _threads(backend, threads):
-            fn = prepare_runner(original, **kw)[0]
-            _time(fn, warmup)
-            ts = _time(fn, runs)
-        ms = statistics.median(ts)
+        ms = time_alternating([original], target, blocks=1, **tk).median(0)
         report = GuardReport(
             target=target.name,
             backend=backend,
@@ -256,6 +304,10 @@ def guard(
             seconds=time.perf_counter() - t0,
         )
         return None, report
+    # The original twice: the second arm is the self-vs-self noise.
+    models = [original, original, *(candidates[i][1] for i, _ in distinct)]
+    timed = time_alternating(models, target, blocks=blocks, **tk)
+    times, per_block = timed.times, timed.block_medians
     orig_ms = statistics.median(times[0] + times[1])
     self_noise = abs(statistics.median(times[0]) - statistics.median(times[1])) / orig_ms * 100.0
     orig_blocks = [(a + b) / 2 for a, b in zip(per_block[0], per_block[1], strict=True)]
@@ -264,8 +316,9 @@ def guard(
     for arm, (i, label) in enumerate(distinct, start=2):
         ms = statistics.median(times[arm])
         timings[i] = CandidateTiming(label, ms, (orig_ms - ms) / orig_ms * 100.0)
-        block_gain_pct = [(o - c) / o * 100.0 for o, c in zip(orig_blocks, per_block[arm], strict=True)]
-        noise[i] = max(self_noise, _half_iqr(block_gain_pct), min_gain_pct)
+        ratios = [c / o for o, c in zip(orig_blocks, per_block[arm], strict=True)]
+        spread = _half_iqr(ratios) / statistics.median(ratios) * 100.0
+        noise[i] = max(self_noise, spread, min_gain_pct)
     for i, ref in duplicates.items():
         src = next((t for t in timings.values() if t.label == ref), None)
         ms = src.median_ms if src is not None else orig_ms
