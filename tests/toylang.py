@@ -3,7 +3,7 @@
 Terms use the project's pattern syntax without the op registry: ``(mul ?x (num value=2))``,
 ``(sym name=a)``. The reader below accepts exactly that subset (ops with ``key=value``
 attributes and child terms, ``?variables``) and builds the same PNode/Var trees as
-``rewrite.syntax.parse_pattern``; attributes are ordered by name, as registry ops order theirs by
+``rewrite.pattern.parse_pattern``; attributes are ordered by name, as registry ops order theirs by
 spec. The e-graph runs with ``NoAnalysis``.
 """
 
@@ -15,8 +15,8 @@ from typing import Any
 
 from tensor_eqsat.egraph import EGraph, ENode, NoAnalysis
 from tensor_eqsat.rewrite import Rewrite
-from tensor_eqsat.rewrite.pattern import add_pattern
-from tensor_eqsat.rewrite.syntax import AttrVar, Pattern, PNode, Var
+from tensor_eqsat.rewrite.ematch import add_pattern
+from tensor_eqsat.rewrite.pattern import AttrVar, Pattern, PNode, Var
 
 _TOKEN = re.compile(r"\s*(\(|\)|[^\s()]+)")
 

@@ -11,8 +11,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tensor_eqsat.egraph import EGraph, ENode, NoAnalysis
-from tensor_eqsat.rewrite import find_cycle
+from tensor_eqsat.egraph import EGraph, ENode, NoAnalysis, find_cycle
 
 OPS = [("a", 0), ("b", 0), ("c", 0), ("f", 1), ("g", 1), ("h", 2), ("k", 2)]
 

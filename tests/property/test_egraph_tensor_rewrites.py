@@ -16,9 +16,9 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tensor_eqsat.egraph import EGraph, from_graph
+from tensor_eqsat.egraph import EGraph, find_cycle, from_graph
 from tensor_eqsat.ir import Graph, run
-from tensor_eqsat.rewrite import MultiRewrite, Rewrite, apply_rule, find_cycle
+from tensor_eqsat.rewrite import MultiRewrite, Rewrite, apply_rule
 
 _SPLIT = "(split axis={ax} sizes=[(dim ?w1 {d}) (dim ?w2 {d})] {body})"
 _MM = "(matmul (concat axis=0 ?w1 ?w2) ?x)"

@@ -35,9 +35,8 @@ from typing import Any, Protocol, runtime_checkable
 from tensor_eqsat.errors import GraphError, TensorEqsatError
 from tensor_eqsat.ir.graph import Graph, Node
 from tensor_eqsat.ir.ops import get_op
-from tensor_eqsat.ir.opspec import Attrs, OpSpec
+from tensor_eqsat.ir.opspec import PROJECTION, Attrs, OpSpec
 from tensor_eqsat.ir.types import OpKind, Shape
-from tensor_eqsat.rewrite.syntax import PROJECTION
 
 
 class CostModelError(TensorEqsatError):

@@ -1,6 +1,7 @@
 """The e-graph engine: EGraph, EClass, ENode, analyses, Graph conversion."""
 
 from tensor_eqsat.egraph.analysis import Analysis, MergeConflict, NoAnalysis, TensorAnalysis, TensorData
+from tensor_eqsat.egraph.cycles import creates_cycle, find_cycle
 from tensor_eqsat.egraph.egraph import EGraph
 from tensor_eqsat.egraph.enode import EClass, ENode
 from tensor_eqsat.egraph.graph import from_graph, to_graph
@@ -14,6 +15,8 @@ __all__ = [
     "NoAnalysis",
     "TensorAnalysis",
     "TensorData",
+    "creates_cycle",
+    "find_cycle",
     "from_graph",
     "to_graph",
 ]

@@ -10,7 +10,7 @@ adding anything (TENSAT's CheckApply).
 whether the tensor depends only on weights (TENSAT's ``all_weights``). Shapes come from the OpSpec
 registry, so patterns, graphs and the e-graph agree on every shape rule. Multi-output ops (split)
 make *tuple-valued* classes whose ``shapes`` has one entry per output; the structural op
-:data:`~tensor_eqsat.rewrite.syntax.PROJECTION` (``get``, attribute ``index``) selects one output.
+:data:`~tensor_eqsat.ir.opspec.PROJECTION` (``get``, attribute ``index``) selects one output.
 This mirrors TENSAT's split/split_0/split_1 with one ``get`` op instead of an op per index, keeps
 ``(get index=0 (split ...))`` patterns literal, and gives every tensor-valued class exactly one
 shape. ``get`` is not in the op registry; this module is the one place that gives it meaning
@@ -28,9 +28,8 @@ from typing import Any, NamedTuple, Protocol
 from tensor_eqsat.egraph.errors import MergeConflict
 from tensor_eqsat.errors import ShapeError, TensorEqsatError
 from tensor_eqsat.ir.ops import get_op
-from tensor_eqsat.ir.opspec import OpSpec
+from tensor_eqsat.ir.opspec import PROJECTION, OpSpec
 from tensor_eqsat.ir.types import OpKind, Shape
-from tensor_eqsat.rewrite.syntax import PROJECTION
 
 __all__ = ["Analysis", "MergeConflict", "NoAnalysis", "TensorAnalysis", "TensorData", "project"]
 

@@ -24,7 +24,7 @@ A union of ``a`` and ``b`` where ``a`` reaches ``b`` (the only way a union close
 an acyclic e-graph) blacklists the nodes of ``a`` that reach ``b``: the merged class keeps
 ``b``'s nodes, so every class stays extractable, and no cycle remains. Rewrites go further and
 skip, before adding anything, a match whose new nodes would reach the class they join (see
-``rewrite/cycles.py``). This replaces TENSAT's descendant-map pre-filter plus "blacklist the newest
+``egraph/cycles.py``). This replaces TENSAT's descendant-map pre-filter plus "blacklist the newest
 node on every cycle" post-pass, which re-traversed the whole e-graph after every pass, could pick
 a node whose removal left a class without any usable node, and was skipped for single rules in the
 paper's artifact. Heights are floats so that new classes fit between a child and a parent without

@@ -22,7 +22,7 @@ from tensor_eqsat.egraph.egraph import EGraph
 from tensor_eqsat.egraph.enode import ENode
 from tensor_eqsat.errors import GraphError
 from tensor_eqsat.ir.graph import Graph, TensorRef
-from tensor_eqsat.rewrite.syntax import PROJECTION
+from tensor_eqsat.ir.opspec import PROJECTION
 
 
 def from_graph(graph: Graph, *, cycle_filter: bool = True) -> EGraph:

@@ -28,7 +28,7 @@ from typing import Any, Protocol
 from tensor_eqsat.extract.problem import ExtractionError, ExtractionProblem
 from tensor_eqsat.extract.result import ExtractionResult
 from tensor_eqsat.ir.graph import Graph
-from tensor_eqsat.rewrite.syntax import PROJECTION
+from tensor_eqsat.ir.opspec import PROJECTION
 
 
 class OpCostModel(Protocol):

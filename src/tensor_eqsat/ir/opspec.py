@@ -32,6 +32,13 @@ CanonFn = Callable[[Sequence[Shape], dict[str, Any]], dict[str, Any]]
 
 _NO_DEFAULT = object()
 
+PROJECTION = "get"
+"""The projection that selects output ``index`` of a multi-output class (split), written
+``(get index=I P)`` in patterns. It is not an OpSpec: it exists only in e-graphs and patterns (a
+Graph refers to outputs by ``TensorRef``), so the e-graph conversion, the analysis, the cost
+model and extraction each give it its one meaning, and they read the name from here, the IR,
+rather than from the pattern language above them."""
+
 
 @dataclass(frozen=True)
 class AttrSpec:

@@ -1,6 +1,6 @@
 """Side conditions of rewrite rules.
 
-A condition is either a parsed :class:`~tensor_eqsat.rewrite.syntax.Condition` (``(== (dim ?x 1)
+A condition is either a parsed :class:`~tensor_eqsat.rewrite.pattern.Condition` (``(== (dim ?x 1)
 (dim ?w 0))``, text accepted and parsed) over attribute variables and shapes of tensor variables,
 or a Python callable ``(egraph, eclass, subst) -> bool`` (egg's ``Condition``), for languages
 whose facts are not attributes (the toy arithmetic language's "x is not zero").
@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Union
 
-from tensor_eqsat.rewrite.pattern import shape_getter
-from tensor_eqsat.rewrite.syntax import Condition, check_condition, parse_condition, value_vars
+from tensor_eqsat.rewrite.ematch import shape_getter
+from tensor_eqsat.rewrite.pattern import Condition, check_condition, parse_condition, value_vars
 
 if TYPE_CHECKING:
     from tensor_eqsat.egraph.egraph import EGraph

@@ -24,19 +24,10 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from tensor_eqsat.egraph.cycles import creates_cycle
 from tensor_eqsat.rewrite.conditions import RuleCondition, holds, normalize_conditions
-from tensor_eqsat.rewrite.cycles import creates_cycle
-from tensor_eqsat.rewrite.pattern import INVALID, Match, Plan, Searcher, Subst, Template, commit
-from tensor_eqsat.rewrite.rewrite import (
-    ApplyReport,
-    _Counts,
-    _with_seconds,
-    apply_each,
-    check_merge,
-    check_rule_vars,
-    revalidate,
-)
-from tensor_eqsat.rewrite.syntax import (
+from tensor_eqsat.rewrite.ematch import INVALID, Match, Plan, Searcher, Subst, Template, commit
+from tensor_eqsat.rewrite.pattern import (
     AttrValue,
     AttrVar,
     Expr,
@@ -46,6 +37,15 @@ from tensor_eqsat.rewrite.syntax import (
     PNode,
     Var,
     parse_pattern,
+)
+from tensor_eqsat.rewrite.rewrite import (
+    ApplyReport,
+    _Counts,
+    _with_seconds,
+    apply_each,
+    check_merge,
+    check_rule_vars,
+    revalidate,
 )
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ def canonical_form(p: Pattern) -> tuple[Pattern, dict[str, str]]:
     """``p`` with variables renamed ``v0, v1, ...`` in order of first appearance (attributes
     before children), and the map original name -> canonical name.
 
-    >>> from tensor_eqsat.rewrite.syntax import parse_pattern
+    >>> from tensor_eqsat.rewrite.pattern import parse_pattern
     >>> a, _ = canonical_form(parse_pattern("(matmul ?x ?w1)"))
     >>> b, m = canonical_form(parse_pattern("(matmul ?y ?w2)"))
     >>> a == b, m
@@ -288,7 +288,7 @@ class MultiRewrite:
             return
         check_merge(egraph, self.name, c1, plan.value(r1))
         check_merge(egraph, self.name, c2, plan.value(r2))
-        if plan.steps and creates_cycle(egraph, plan, (c1, c2)):
+        if plan.steps and creates_cycle(egraph, plan.inputs, (c1, c2)):
             stats.cycle += 1
             return
         ceiling: Any = None

@@ -1,471 +1,495 @@
-"""E-matching and instantiation of patterns written in the project's pattern language.
+"""The pattern language: s-expressions with ``?variables`` and typed attributes.
 
-Patterns are parsed by :mod:`tensor_eqsat.rewrite.syntax` (``parse_pattern``); this module
-compiles them once into nested closures:
+Grammar::
 
-* :class:`Searcher` (a left-hand side) matches top-down. Candidate root classes come from the
-  e-graph's op index; at each class every non-blacklisted node with the right op, child count and
-  literal attributes is tried, attribute variables are bound or compared, and children are
-  matched left to right, carrying a list of partial substitutions (backtracking by list). A
-  substitution maps tensor variables to canonical class ids and attribute variables to values.
-  Attribute expressions on a left-hand side (``sizes=[(dim ?a 1) (dim ?b 1)]``) are checked
-  once the variables they mention are bound.
-* :class:`Template` (a right-hand side) instantiates in two phases, as TENSAT's CheckApply does:
-  :meth:`Template.plan` evaluates attribute expressions and runs the analysis on every node that
-  is not already in the e-graph, adding nothing; a ShapeError (or a bad attribute value) rejects
-  the match. Only a complete plan is committed (:func:`commit`).
+    pattern   := VAR | "(" OP item* ")"
+    item      := NAME "=" value | pattern          attributes (any order) and tensor children
+    value     := INT | FLOAT | WORD | VAR | "[" value* "]" | "(" FN value* ")"
+    condition := "(" CMP value value ")"           CMP in == != < <= > >=
 
-egg compiles patterns to a small virtual machine; in Python, closures specialised per pattern
-node (literal attribute checks unrolled, variables resolved to names) do the same job with less
-interpretation overhead, so that route was not taken. Generic-join matching was rejected too:
-tensor rule patterns are shallow trees (depth 1-3), where top-down matching from the op index is
-already output-sensitive.
+* ``?x`` in a child position is a tensor variable; after ``NAME=`` it is an attribute variable
+  that binds the attribute's value on the left-hand side and reuses it on the right.
+* ``[1 1]`` is a list (stride, kernel, sizes, perm, shape).
+* ``(FN ...)`` is an attribute expression evaluated at instantiation time from the shapes of the
+  bound tensor variables: ``(dim ?x 1)`` (size of dim 1 of ?x), ``(rank ?x)``, ``(add a b)``,
+  ``(sub a b)``, ``(mul a b)``, ``(div a b)`` (exact integer division). They let a right-hand side
+  say ``(split axis=1 sizes=[(dim ?w1 1) (dim ?w2 1)] ...)`` where TENSAT relied on TASO's hidden
+  split bookkeeping.
+* Attributes that are omitted take their OpSpec default on both sides, so ``(conv2d ?x ?w)``
+  matches only stride [1 1], SAME padding and no activation; write ``activation=?a`` to match any.
+* ``(get index=I P)`` selects output I of a multi-output pattern (split).
+
+Examples::
+
+    (ewadd ?a ?b)
+    (conv2d activation=relu ?x (ewadd ?w1 ?w2))
+    (get index=0 (split axis=1 sizes=[(dim ?w1 1) (dim ?w2 1)] (matmul ?x (concat axis=1 ?w1 ?w2))))
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Union
 
-from tensor_eqsat.egraph.enode import ENode
-from tensor_eqsat.errors import AttributeValueError, ShapeError
-from tensor_eqsat.ir.opspec import AttrSpec, lookup
-from tensor_eqsat.rewrite.syntax import (
-    AttrValue,
-    AttrVar,
-    Expr,
-    ListValue,
-    Pattern,
-    PatternError,
-    PNode,
-    Var,
-    attr_vars,
-    eval_value,
-    tensor_vars,
-    value_vars,
-)
+from tensor_eqsat.errors import FormatError, TensorEqsatError
+from tensor_eqsat.ir.ops import get_op
+from tensor_eqsat.ir.opspec import PROJECTION, AttrSpec, OpSpec
+from tensor_eqsat.ir.types import Shape
 
-if TYPE_CHECKING:
-    from tensor_eqsat.egraph.egraph import EGraph
+EXPR_FNS: dict[str, int] = {"dim": 2, "rank": 1, "add": 2, "sub": 2, "mul": 2, "div": 2}
+"""Attribute-expression functions and their arity."""
 
-_new_enode = tuple.__new__
-
-Subst = dict[str, Any]
-"""Variable name -> canonical class id (tensor variables) or attribute value."""
-
-_DEFERRED = "\0deferred"  # subst key for left-hand attribute expressions not yet checkable
-
-MatchFn = Callable[[int, Subst, tuple[Any, ...]], list[Subst]]
-
-INVALID = (ShapeError, AttributeValueError, ValueError, IndexError, ZeroDivisionError)
-"""What a match can raise when its right-hand side does not type-check; such a match is skipped."""
+COMPARISONS: dict[str, Callable[[Any, Any], bool]] = {
+    "==": lambda a, b: bool(a == b),
+    "!=": lambda a, b: bool(a != b),
+    "<": lambda a, b: bool(a < b),
+    "<=": lambda a, b: bool(a <= b),
+    ">": lambda a, b: bool(a > b),
+    ">=": lambda a, b: bool(a >= b),
+}
 
 
-class Match(NamedTuple):
-    """One match of a left-hand side: the matched class and the substitution.
-
-    stamp: the e-graph's blacklist version at search time; a match applied after the blacklist
-    changed is re-verified first.
-    """
-
-    eclass: int
-    subst: Subst
-    stamp: int = 0
+class PatternError(FormatError):
+    """A pattern or condition does not parse or does not fit the op registry."""
 
 
-def shape_getter(egraph: EGraph, subst: Mapping[str, Any]) -> Callable[[str], tuple[int, ...]]:
-    """``shape_of(var)`` for attribute expressions: the single shape of the class bound to var."""
+@dataclass(frozen=True)
+class Var:
+    """A tensor variable ``?name``."""
 
-    def shape_of(name: str) -> tuple[int, ...]:
-        data = egraph.data(subst[name])
-        shapes = getattr(data, "shapes", None)
-        if shapes is None:
-            raise ValueError(f"?{name}: the e-graph's analysis has no shapes")
-        if len(shapes) != 1:
-            raise ValueError(f"?{name} is bound to a multi-output class")
-        return tuple(shapes[0])
+    name: str
 
-    return shape_of
+    def __str__(self) -> str:
+        return f"?{self.name}"
+
+
+@dataclass(frozen=True)
+class AttrVar:
+    """An attribute variable ``?name`` (after ``attr=``)."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return f"?{self.name}"
+
+
+@dataclass(frozen=True)
+class Expr:
+    """An attribute expression ``(fn args...)``; ``dim`` and ``rank`` take a tensor Var first."""
+
+    fn: str
+    args: tuple[AttrValue, ...]
+
+    def __str__(self) -> str:
+        return "(" + " ".join([self.fn, *(format_value(a) for a in self.args)]) + ")"
+
+
+@dataclass(frozen=True)
+class ListValue:
+    """A list whose items may be expressions or variables: ``[(dim ?a 1) (dim ?b 1)]``."""
+
+    items: tuple[AttrValue, ...]
+
+    def __str__(self) -> str:
+        return "[" + " ".join(format_value(i) for i in self.items) + "]"
+
+
+AttrValue = Union[int, float, str, tuple, AttrVar, Expr, ListValue, Var]  # noqa: UP007
+
+
+@dataclass(frozen=True)
+class PNode:
+    """An op applied to child patterns. ``attrs`` lists every attribute of the op in spec order
+    (defaults filled in); values may be literals (canonical form), AttrVars or Exprs."""
+
+    op: str
+    attrs: tuple[tuple[str, AttrValue], ...]
+    children: tuple[Pattern, ...]
+
+    def __str__(self) -> str:
+        return format_pattern(self)
+
+    @property
+    def is_ground_attrs(self) -> bool:
+        """True when every attribute is a literal (no variables or expressions)."""
+        return all(_is_literal(v) for _, v in self.attrs)
+
+
+Pattern = Union[Var, PNode]  # noqa: UP007
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A side condition ``(CMP a b)`` over attribute values and shape expressions."""
+
+    cmp: str
+    lhs: AttrValue
+    rhs: AttrValue
+
+    def __str__(self) -> str:
+        return f"({self.cmp} {format_value(self.lhs)} {format_value(self.rhs)})"
 
 
 def _is_literal(v: AttrValue) -> bool:
     return not isinstance(v, AttrVar | Expr | ListValue | Var)
 
 
-def _attr_specs(op: str) -> tuple[AttrSpec, ...] | None:
-    try:
-        return lookup(op).attrs
-    except Exception:  # ops outside the registry (toy languages, get) convert nothing
-        return None
-
-
 # ---------------------------------------------------------------------------------------------
-# Left-hand sides
+# Tokenizer and parser
 # ---------------------------------------------------------------------------------------------
 
-
-def _check_deferred(pairs: Iterable[tuple[AttrValue, Any]], s: Subst, egraph: EGraph) -> bool:
-    shape_of = shape_getter(egraph, s)
-    for value, actual in pairs:
-        try:
-            if eval_value(value, s, shape_of) != actual:
-                return False
-        except (ValueError, IndexError, KeyError):
-            return False
-    return True
+_TOKEN = re.compile(r"\s*(?:(\()|(\))|(\[)|(\])|(==|!=|<=|>=)|(=)|([^\s()\[\]=]+))")
 
 
-def _compile_match(p: Pattern) -> MatchFn:
-    if isinstance(p, Var):
-        name = p.name
-
-        def match_var(cid: int, s: Subst, ctx: tuple[Any, ...]) -> list[Subst]:
-            bound = s.get(name)
-            if bound is None:
-                s = s.copy()
-                s[name] = cid
-                return [s]
-            return [s] if bound == cid else []
-
-        return match_var
-
-    op = p.op
-    nch = len(p.children)
-    lits: list[tuple[int, Any]] = []
-    binds: list[tuple[int, str]] = []
-    lists: list[tuple[int, tuple[AttrValue, ...]]] = []
-    deferred: list[tuple[int, AttrValue, frozenset[str]]] = []
-    for i, (_, v) in enumerate(p.attrs):
-        if _is_literal(v):
-            lits.append((i, v))
-        elif isinstance(v, AttrVar):
-            binds.append((i, v.name))
-        elif isinstance(v, ListValue) and all(_is_literal(x) or isinstance(x, AttrVar) for x in v.items):
-            lists.append((i, v.items))
-        else:
-            deferred.append((i, v, frozenset(x.name for x in value_vars(v))))
-    lit_t = tuple(lits)
-    bind_t = tuple(binds)
-    list_t = tuple(lists)
-    def_t = tuple(deferred)
-    child_ms = tuple(_compile_match(c) for c in p.children)
-    simple_attrs = not (bind_t or list_t or def_t)
-
-    def bind_attrs(a: tuple[Any, ...], s: Subst) -> Subst | None:
-        copied = False
-        for i, name in bind_t:
-            bound = s.get(name, _DEFERRED)
-            if bound is _DEFERRED:
-                if not copied:
-                    s = s.copy()
-                    copied = True
-                s[name] = a[i]
-            elif bound != a[i]:
-                return None
-        for i, items in list_t:
-            actual = a[i]
-            if not isinstance(actual, tuple) or len(actual) != len(items):
-                return None
-            for item, x in zip(items, actual, strict=True):
-                if isinstance(item, AttrVar):
-                    bound = s.get(item.name, _DEFERRED)
-                    if bound is _DEFERRED:
-                        if not copied:
-                            s = s.copy()
-                            copied = True
-                        s[item.name] = x
-                    elif bound != x:
-                        return None
-                elif item != x:
-                    return None
-        if def_t:
-            if not copied:
-                s = s.copy()
-            s[_DEFERRED] = s.get(_DEFERRED, ()) + tuple((v, a[i]) for i, v, _ in def_t)
-        return s
-
-    def match_node(cid: int, s: Subst, ctx: tuple[Any, ...]) -> list[Subst]:
-        nodes, class_nodes, blacklist, _ = ctx
-        out: list[Subst] = []
-        for nid in class_nodes[cid]:
-            node = nodes[nid]
-            if node[0] != op or nid in blacklist:
-                continue
-            ch = node[2]
-            if len(ch) != nch:
-                continue
-            a = node[1]
-            ok = True
-            for i, v in lit_t:
-                if a[i] != v:
-                    ok = False
-                    break
-            if not ok:
-                continue
-            if simple_attrs:
-                substs = [s]
-            else:
-                s1 = bind_attrs(a, s)
-                if s1 is None:
-                    continue
-                substs = [s1]
-            for cm, c in zip(child_ms, ch, strict=True):
-                nxt: list[Subst] = []
-                for x in substs:
-                    nxt.extend(cm(c, x, ctx))
-                substs = nxt
-                if not substs:
-                    break
-            out.extend(substs)
-        return out
-
-    return match_node
+@dataclass
+class _Tok:
+    kind: str  # ( ) [ ] = atom
+    text: str
+    pos: int
 
 
-class Searcher:
-    """A compiled left-hand side.
-
-    >>> from tensor_eqsat.egraph import EGraph, from_graph
-    >>> from tensor_eqsat.ir import Graph
-    >>> from tensor_eqsat.rewrite.syntax import parse_pattern
-    >>> g = Graph(); a = g.input((2, 2), name="a"); b = g.input((2, 2), name="b")
-    >>> g.output(g.ewadd(a, g.ewadd(a, b)))
-    >>> eg = from_graph(g)
-    >>> [m.subst for m in Searcher(parse_pattern("(ewadd ?x (ewadd ?x ?y))")).search(eg)]
-    [{'x': 0, 'y': 1}]
-    """
-
-    def __init__(self, pattern: Pattern) -> None:
-        self.pattern = pattern
-        self.root_op: str | None = pattern.op if isinstance(pattern, PNode) else None
-        self.tensor_vars: list[str] = tensor_vars(pattern)
-        self.attr_vars: list[str] = attr_vars(pattern)
-        self._match = _compile_match(pattern)
-
-    def __str__(self) -> str:
-        return str(self.pattern)
-
-    def match_class(self, egraph: EGraph, cid: int, subst: Subst | None = None) -> list[Subst]:
-        """Every substitution under which the pattern matches class ``cid`` (e-graph rebuilt),
-        extending ``subst`` if given."""
-        ctx = egraph._match_context()
-        out = []
-        for s in self._match(cid, {} if subst is None else subst, ctx):
-            pairs = s.get(_DEFERRED)
-            if pairs is not None:
-                if not _check_deferred(pairs, s, egraph):
-                    continue
-                s = s.copy()
-                del s[_DEFERRED]
-            out.append(s)
-        return out
-
-    def search(self, egraph: EGraph, limit: int | None = None) -> list[Match]:
-        """All matches (at most ``limit``), in a deterministic order. Rebuilds first."""
-        egraph.rebuild()
-        ctx = egraph._match_context()
-        stamp = egraph._blacklist_version
-        if self.root_op is None:
-            candidates: Iterable[int] = list(egraph._class_nodes)
-        else:
-            candidates = egraph._op_index.get(self.root_op, ())
-        match = self._match
-        out: list[Match] = []
-        empty: Subst = {}
-        for cid in candidates:
-            for s in match(cid, empty, ctx):
-                pairs = s.get(_DEFERRED)
-                if pairs is not None:
-                    if not _check_deferred(pairs, s, egraph):
-                        continue
-                    s = s.copy()
-                    del s[_DEFERRED]
-                out.append(Match(cid, s, stamp))
-                if limit is not None and len(out) >= limit:
-                    return out
-        return out
-
-
-# ---------------------------------------------------------------------------------------------
-# Right-hand sides
-# ---------------------------------------------------------------------------------------------
-
-
-class Plan:
-    """Nodes a right-hand side would add, in dependency order, with their analysis values.
-
-    A reference is an existing canonical class id (>= 0) or ``-(k + 1)`` for planned node k.
-    ``inputs`` holds the existing classes that planned nodes use as children (what a cycle check
-    must look at).
-    """
-
-    __slots__ = ("data", "egraph", "find", "index", "inputs", "make", "memo", "node_class", "steps")
-
-    def __init__(self, egraph: EGraph) -> None:
-        self.egraph = egraph
-        self.find = egraph._uf.find
-        self.memo = egraph._memo
-        self.node_class = egraph._node_class
-        self.data = egraph._data
-        self.make = egraph.analysis.make
-        self.steps: list[tuple[str, tuple[Any, ...], tuple[int, ...], Any]] = []
-        self.index: dict[tuple[str, tuple[Any, ...], tuple[int, ...]], int] = {}
-        self.inputs: set[int] = set()
-
-    def value(self, ref: int) -> Any:
-        """The analysis value of a reference."""
-        return self.data[ref] if ref >= 0 else self.steps[-ref - 1][3]
-
-    def node(self, op: str, attrs: tuple[Any, ...], refs: tuple[int, ...]) -> int:
-        """Reference to the node ``(op, attrs, refs)``: an existing class, an already planned
-        node, or a newly planned one (raising if the analysis rejects it)."""
-        key = (op, attrs, refs)
-        fresh = False
-        for r in refs:
-            if r < 0:
-                fresh = True
+def _tokenize(text: str, source: str) -> list[_Tok]:
+    toks: list[_Tok] = []
+    pos = 0
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if m is None or m.end() == pos:
+            if text[pos:].strip() == "":
                 break
-        if not fresh:
-            nid = self.memo.get(_new_enode(ENode, key))
-            if nid is not None:
-                return self.find(self.node_class[nid])
-        ref = self.index.get(key)
-        if ref is not None:
-            return ref
-        data = self.data
-        steps = self.steps
-        value = self.make(op, attrs, [data[r] if r >= 0 else steps[-r - 1][3] for r in refs])
-        steps.append((op, attrs, refs, value))
-        inputs = self.inputs
-        for r in refs:
-            if r >= 0:
-                inputs.add(r)
-        ref = -len(steps)
-        self.index[key] = ref
-        return ref
+            raise PatternError(f"{source}: unexpected character {text[pos]!r} at column {pos + 1}")
+        start = m.start(m.lastindex or 0)
+        kind = ["(", ")", "[", "]", "atom", "=", "atom"][(m.lastindex or 1) - 1]
+        toks.append(_Tok(kind, m.group(m.lastindex or 0), start))
+        pos = m.end()
+    return toks
 
 
-BuildFn = Callable[[Subst, Plan], int]
+class _Parser:
+    def __init__(self, text: str, source: str) -> None:
+        self.text = text
+        self.source = source
+        self.toks = _tokenize(text, source)
+        self.i = 0
 
+    def error(self, msg: str, tok: _Tok | None = None) -> PatternError:
+        col = (tok.pos if tok else len(self.text)) + 1
+        return PatternError(f"{self.source}: column {col}: {msg}")
 
-def _compile_build(p: Pattern) -> BuildFn:
-    if isinstance(p, Var):
-        name = p.name
+    def peek(self, k: int = 0) -> _Tok | None:
+        j = self.i + k
+        return self.toks[j] if j < len(self.toks) else None
 
-        def build_var(s: Subst, plan: Plan) -> int:
-            return plan.find(s[name])
+    def take(self, kind: str | None = None) -> _Tok:
+        tok = self.peek()
+        if tok is None:
+            raise self.error("unexpected end of pattern")
+        if kind is not None and tok.kind != kind:
+            raise self.error(f"expected {kind!r}, found {tok.text!r}", tok)
+        self.i += 1
+        return tok
 
-        return build_var
-    op = p.op
-    specs = _attr_specs(op)
-    if all(_is_literal(v) for _, v in p.attrs):
-        fixed: tuple[Any, ...] | None = tuple(v for _, v in p.attrs)
-    else:
-        fixed = None
-    slots = tuple(v for _, v in p.attrs)
-    child_bs = tuple(_compile_build(c) for c in p.children)
+    def done(self) -> None:
+        tok = self.peek()
+        if tok is not None:
+            raise self.error(f"unexpected {tok.text!r} after the end of the pattern", tok)
 
-    def attrs_of(s: Subst, plan: Plan) -> tuple[Any, ...]:
-        out = []
-        shape_of = None
-        for i, v in enumerate(slots):
-            if _is_literal(v):
-                out.append(v)
-            elif isinstance(v, AttrVar):
-                out.append(s[v.name])
+    # -- patterns ------------------------------------------------------------------------------
+    def pattern(self) -> Pattern:
+        tok = self.take()
+        if tok.kind == "atom":
+            if tok.text.startswith("?") and len(tok.text) > 1:
+                return Var(tok.text[1:])
+            raise self.error(f"expected a ?variable or '(', found {tok.text!r}", tok)
+        if tok.kind != "(":
+            raise self.error(f"expected a pattern, found {tok.text!r}", tok)
+        op_tok = self.take("atom")
+        op = op_tok.text
+        attrs: dict[str, AttrValue] = {}
+        attr_toks: dict[str, _Tok] = {}
+        children: list[Pattern] = []
+        while True:
+            nxt = self.peek()
+            if nxt is None:
+                raise self.error(f"unclosed '(' of {op}", tok)
+            if nxt.kind == ")":
+                self.i += 1
+                break
+            after = self.peek(1)
+            if nxt.kind == "atom" and after is not None and after.kind == "=":
+                self.i += 2
+                if nxt.text in attrs:
+                    raise self.error(f"{op}: attribute {nxt.text!r} given twice", nxt)
+                attrs[nxt.text] = self.value()
+                attr_toks[nxt.text] = nxt
             else:
-                if shape_of is None:
-                    shape_of = shape_getter(plan.egraph, s)
-                value = eval_value(v, s, shape_of)
-                out.append(specs[i].convert(op, value) if specs is not None else value)
-        return tuple(out)
+                children.append(self.pattern())
+        return self.build(op, op_tok, attrs, attr_toks, children)
 
-    # Unrolled for the common arities: this closure runs once per right-hand node per match.
-    if len(child_bs) == 1:
-        (b0,) = child_bs
+    def build(
+        self,
+        op: str,
+        op_tok: _Tok,
+        attrs: dict[str, AttrValue],
+        attr_toks: dict[str, _Tok],
+        children: list[Pattern],
+    ) -> PNode:
+        if op == PROJECTION:
+            if set(attrs) != {"index"} or not isinstance(attrs["index"], int) or attrs["index"] < 0:
+                raise self.error("get: needs exactly index=I with an integer I >= 0", op_tok)
+            if len(children) != 1:
+                raise self.error(f"get: takes 1 input, got {len(children)}", op_tok)
+            return PNode(op, (("index", attrs["index"]),), tuple(children))
+        try:
+            spec = get_op(op)
+        except TensorEqsatError:
+            raise self.error(f"unknown op {op!r}", op_tok) from None
+        if spec.is_leaf:
+            raise self.error(f"{op} cannot appear in a pattern (use a ?variable)", op_tok)
+        try:
+            spec.check_arity(len(children))
+        except TensorEqsatError as exc:
+            raise self.error(str(exc), op_tok) from None
+        out: list[tuple[str, AttrValue]] = []
+        for a in spec.attrs:
+            if a.name in attrs:
+                out.append((a.name, self.check_attr(spec, a, attrs[a.name], attr_toks[a.name])))
+            elif a.required:
+                raise self.error(f"{op}: required attribute {a.name!r} missing", op_tok)
+            else:
+                out.append((a.name, a.default))
+        unknown = set(attrs) - set(spec.attr_names)
+        if unknown:
+            name = sorted(unknown)[0]
+            raise self.error(
+                f"{op}: unknown attribute {name!r} (known: {', '.join(spec.attr_names) or 'none'})",
+                attr_toks[name],
+            )
+        return PNode(op, tuple(out), tuple(children))
 
-        def build1(s: Subst, plan: Plan) -> int:
-            return plan.node(op, fixed if fixed is not None else attrs_of(s, plan), (b0(s, plan),))
+    def check_attr(self, spec: OpSpec, a: AttrSpec, value: AttrValue, tok: _Tok) -> AttrValue:
+        if isinstance(value, AttrVar | Expr):
+            return value
+        if isinstance(value, ListValue):
+            if a.kind != "ints":
+                raise self.error(f"{spec.name}.{a.name}: a list is not {a.kind}", tok)
+            if all(_is_literal(v) for v in value.items):
+                value = tuple(v for v in value.items)
+            else:
+                return value
+        try:
+            return a.convert(spec.name, value)
+        except TensorEqsatError as exc:
+            raise self.error(str(exc), tok) from None
 
-        return build1
-    if len(child_bs) == 2:
-        b0, b1 = child_bs
+    # -- attribute values --------------------------------------------------------------------
+    def value(self) -> AttrValue:
+        tok = self.take()
+        if tok.kind == "[":
+            items = []
+            while (nxt := self.peek()) is not None and nxt.kind != "]":
+                items.append(self.value())
+            self.take("]")
+            return ListValue(tuple(items))
+        if tok.kind == "(":
+            fn_tok = self.take("atom")
+            if fn_tok.text not in EXPR_FNS:
+                raise self.error(
+                    f"unknown attribute function {fn_tok.text!r} (known: {', '.join(EXPR_FNS)})", fn_tok
+                )
+            args = []
+            while (nxt := self.peek()) is not None and nxt.kind != ")":
+                args.append(self.value())
+            self.take(")")
+            if len(args) != EXPR_FNS[fn_tok.text]:
+                raise self.error(
+                    f"{fn_tok.text} takes {EXPR_FNS[fn_tok.text]} arguments, got {len(args)}", fn_tok
+                )
+            if fn_tok.text in ("dim", "rank"):
+                first = args[0]
+                if not isinstance(first, AttrVar):
+                    raise self.error(f"{fn_tok.text}: first argument must be a tensor ?variable", fn_tok)
+                args[0] = Var(first.name)
+            return Expr(fn_tok.text, tuple(args))
+        if tok.kind != "atom":
+            raise self.error(f"expected an attribute value, found {tok.text!r}", tok)
+        text = tok.text
+        if text.startswith("?") and len(text) > 1:
+            return AttrVar(text[1:])
+        if re.fullmatch(r"-?\d+", text):
+            return int(text)
+        if re.fullmatch(r"-?(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?", text):
+            return float(text)
+        return text
 
-        def build2(s: Subst, plan: Plan) -> int:
-            refs = (b0(s, plan), b1(s, plan))
-            return plan.node(op, fixed if fixed is not None else attrs_of(s, plan), refs)
+    def condition(self) -> Condition:
+        tok = self.take("(")
+        cmp_tok = self.take("atom")
+        if cmp_tok.text not in COMPARISONS:
+            raise self.error(f"unknown comparison {cmp_tok.text!r} (known: {' '.join(COMPARISONS)})", cmp_tok)
+        lhs = self._cond_value()
+        rhs = self._cond_value()
+        nxt = self.peek()
+        if nxt is None or nxt.kind != ")":
+            raise self.error("a condition compares exactly two values", tok)
+        self.take(")")
+        return Condition(cmp_tok.text, lhs, rhs)
 
-        return build2
-
-    def build_node(s: Subst, plan: Plan) -> int:
-        refs = tuple([b(s, plan) for b in child_bs])
-        return plan.node(op, fixed if fixed is not None else attrs_of(s, plan), refs)
-
-    return build_node
+    def _cond_value(self) -> AttrValue:
+        v = self.value()
+        return v
 
 
-class Template:
-    """A compiled right-hand side.
+def parse_pattern(text: str, source: str = "<pattern>") -> Pattern:
+    """Parse one pattern; raises PatternError naming the source and column.
 
-    ``plan(egraph, subst, plan)`` adds the pattern's nodes to ``plan`` (raising one of
-    :data:`INVALID` if a node does not type-check) and returns the root reference.
+    >>> str(parse_pattern("(matmul ?x (concat axis=1 ?w1 ?w2))"))
+    '(matmul ?x (concat axis=1 ?w1 ?w2))'
+    >>> parse_pattern("(conv2d ?x)")
+    Traceback (most recent call last):
+    ...
+    tensor_eqsat.rewrite.pattern.PatternError: <pattern>: column 2: conv2d: takes 2 inputs, got 1
     """
-
-    def __init__(self, pattern: Pattern) -> None:
-        self.pattern = pattern
-        self.tensor_vars: list[str] = tensor_vars(pattern)
-        self.attr_vars: list[str] = attr_vars(pattern)
-        self._build = _compile_build(pattern)
-
-    def __str__(self) -> str:
-        return str(self.pattern)
-
-    def plan(self, subst: Subst, plan: Plan) -> int:
-        return self._build(subst, plan)
+    p = _Parser(text, source)
+    pat = p.pattern()
+    p.done()
+    return pat
 
 
-def commit(plan: Plan, ref: int, ids: list[int], *, ceiling: float | None = None) -> int:
-    """Add the planned nodes not added yet (``ids`` holds the classes of those already added,
-    extended in place) and return the canonical class of ``ref``.
+def parse_condition(text: str, source: str = "<condition>") -> Condition:
+    """Parse one side condition such as ``(== (dim ?x 1) (dim ?y 1))``."""
+    p = _Parser(text, source)
+    cond = p.condition()
+    p.done()
+    return cond
 
-    The e-graph must not have changed since planning: planned nodes are known to be new, so
-    they are added without another hash-cons lookup.
 
-    ceiling: height of the class the result is about to join (keeps new classes below it).
+# ---------------------------------------------------------------------------------------------
+# Queries and evaluation
+# ---------------------------------------------------------------------------------------------
+
+
+def walk(p: Pattern) -> Iterator[Pattern]:
+    """Every sub-pattern, parents before children."""
+    yield p
+    if isinstance(p, PNode):
+        for c in p.children:
+            yield from walk(c)
+
+
+def _value_vars(v: AttrValue) -> Iterator[Var | AttrVar]:
+    if isinstance(v, Var | AttrVar):
+        yield v
+    elif isinstance(v, Expr):
+        for a in v.args:
+            yield from _value_vars(a)
+    elif isinstance(v, ListValue):
+        for a in v.items:
+            yield from _value_vars(a)
+
+
+def tensor_vars(p: Pattern) -> list[str]:
+    """Tensor variable names in order of first appearance (children only)."""
+    seen: dict[str, None] = {}
+    for q in walk(p):
+        if isinstance(q, Var):
+            seen.setdefault(q.name)
+    return list(seen)
+
+
+def attr_vars(p: Pattern) -> list[str]:
+    """Attribute variable names bound or used by the pattern, in order of first appearance."""
+    seen: dict[str, None] = {}
+    for q in walk(p):
+        if isinstance(q, PNode):
+            for _, v in q.attrs:
+                for var in _value_vars(v):
+                    if isinstance(var, AttrVar):
+                        seen.setdefault(var.name)
+    return list(seen)
+
+
+def value_vars(v: AttrValue) -> list[Var | AttrVar]:
+    """Variables an attribute value or condition side refers to."""
+    return list(_value_vars(v))
+
+
+def eval_value(v: AttrValue, attrs: Mapping[str, Any], shape_of: Callable[[str], Shape]) -> Any:
+    """Evaluate an attribute value given bound attribute variables and tensor shapes.
+
+    Raises KeyError for an unbound variable, ValueError for an inexact division, IndexError for a
+    dim out of range.
+
+    >>> e = parse_condition("(== (div (dim ?x 1) 2) ?g)")
+    >>> eval_value(e.lhs, {}, lambda name: (1, 64, 8, 8))
+    32
     """
-    add_new = plan.egraph._add_new_node
-    steps = plan.steps
-    for k in range(len(ids), len(steps)):
-        op, attrs, refs, value = steps[k]
-        children = tuple([r if r >= 0 else ids[-r - 1] for r in refs])
-        ids.append(add_new(op, attrs, children, value, ceiling))
-    return plan.find(ref) if ref >= 0 else ids[-ref - 1]
+    if isinstance(v, AttrVar):
+        return attrs[v.name]
+    if isinstance(v, Var):
+        raise ValueError(f"tensor variable ?{v.name} used as a value")
+    if isinstance(v, ListValue):
+        return tuple(eval_value(i, attrs, shape_of) for i in v.items)
+    if isinstance(v, Expr):
+        if v.fn == "dim":
+            var, axis = v.args
+            assert isinstance(var, Var)
+            return shape_of(var.name)[int(eval_value(axis, attrs, shape_of))]
+        if v.fn == "rank":
+            var = v.args[0]
+            assert isinstance(var, Var)
+            return len(shape_of(var.name))
+        a, b = (eval_value(x, attrs, shape_of) for x in v.args)
+        if v.fn == "add":
+            return a + b
+        if v.fn == "sub":
+            return a - b
+        if v.fn == "mul":
+            return a * b
+        if v.fn == "div":
+            if b == 0 or a % b != 0:
+                raise ValueError(f"{a} is not divisible by {b}")
+            return a // b
+        raise AssertionError(v.fn)
+    return v
 
 
-def add_pattern(egraph: EGraph, pattern: Pattern, subst: Mapping[str, Any] | None = None) -> int:
-    """Add an instance of ``pattern`` (a term if it has no variables) and return its class.
-
-    Raises PatternError for an unbound variable and ShapeError (or another error of
-    :data:`INVALID`) if it does not type-check; nothing is added then.
-    """
-    s = dict(subst or {})
-    missing = [v for v in tensor_vars(pattern) + attr_vars(pattern) if v not in s]
-    if missing:
-        raise PatternError(f"{pattern}: unbound variables {', '.join('?' + m for m in missing)}")
-    plan = Plan(egraph)
-    ref = Template(pattern).plan(s, plan)
-    return commit(plan, ref, [])
+def check_condition(c: Condition, attrs: Mapping[str, Any], shape_of: Callable[[str], Shape]) -> bool:
+    """Whether a condition holds; a condition that cannot be evaluated (inexact division,
+    dim out of range) does not hold."""
+    try:
+        return COMPARISONS[c.cmp](eval_value(c.lhs, attrs, shape_of), eval_value(c.rhs, attrs, shape_of))
+    except (ValueError, IndexError):
+        return False
 
 
-def lookup_pattern(egraph: EGraph, pattern: Pattern) -> int | None:
-    """The class of a ground pattern if every node of it is in the e-graph, else None."""
-    if isinstance(pattern, Var):
-        raise PatternError(f"{pattern}: lookup needs a term without variables")
-    children = []
-    for c in pattern.children:
-        cid = lookup_pattern(egraph, c)
-        if cid is None:
-            return None
-        children.append(cid)
-    attrs = tuple(v for _, v in pattern.attrs)
-    return egraph.lookup_canonical(pattern.op, attrs, tuple(children))
+# ---------------------------------------------------------------------------------------------
+# Printing
+# ---------------------------------------------------------------------------------------------
+
+
+def format_value(v: AttrValue) -> str:
+    """The source text of an attribute value."""
+    if isinstance(v, tuple):
+        return "[" + " ".join(format_value(i) for i in v) + "]"
+    if isinstance(v, AttrVar | Expr | ListValue | Var):
+        return str(v)
+    return repr(v) if isinstance(v, float) else str(v)
+
+
+def format_pattern(p: Pattern) -> str:
+    """The source text of a pattern; attributes equal to their default are omitted, so parsing
+    the text gives the same pattern back."""
+    if isinstance(p, Var):
+        return str(p)
+    parts = [p.op]
+    if p.op == PROJECTION:
+        parts.append(f"index={p.attrs[0][1]}")
+    else:
+        spec = get_op(p.op)
+        for a, (name, v) in zip(spec.attrs, p.attrs, strict=True):
+            if a.required or v != a.default:
+                parts.append(f"{name}={format_value(v)}")
+    parts.extend(format_pattern(c) for c in p.children)
+    return "(" + " ".join(parts) + ")"

@@ -23,11 +23,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from tensor_eqsat.egraph.cycles import creates_cycle
 from tensor_eqsat.egraph.errors import MergeConflict
 from tensor_eqsat.rewrite.conditions import RuleCondition, condition_vars, holds, normalize_conditions
-from tensor_eqsat.rewrite.cycles import creates_cycle
-from tensor_eqsat.rewrite.pattern import INVALID, Match, Plan, Searcher, Subst, Template, commit
-from tensor_eqsat.rewrite.syntax import Pattern, PatternError, PNode, parse_pattern
+from tensor_eqsat.rewrite.ematch import INVALID, Match, Plan, Searcher, Subst, Template, commit
+from tensor_eqsat.rewrite.pattern import Pattern, PatternError, PNode, parse_pattern
 
 if TYPE_CHECKING:
     from tensor_eqsat.egraph.egraph import EGraph
@@ -141,7 +141,7 @@ class Rewrite:
     """A single-pattern rewrite rule.
 
     name: unique name (reports and the runner key statistics by it).
-    lhs, rhs: parsed patterns (:func:`~tensor_eqsat.rewrite.syntax.parse_pattern`); the
+    lhs, rhs: parsed patterns (:func:`~tensor_eqsat.rewrite.pattern.parse_pattern`); the
         left-hand side must be an op pattern, every right-hand variable must be bound by it.
     conditions: parsed conditions, condition text, or callables ``(egraph, eclass, subst)``.
 
@@ -153,7 +153,7 @@ class Rewrite:
     >>> Rewrite.parse("bad", "(relu ?x)", "(ewadd ?x ?y)")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    tensor_eqsat.rewrite.syntax.PatternError: rule bad: right-hand side uses ?y, which the left-hand ...
+    tensor_eqsat.rewrite.pattern.PatternError: rule bad: right-hand side uses ?y, which the left-hand ...
     """
 
     def __init__(
@@ -260,7 +260,7 @@ class Rewrite:
             if egraph.union(cid, ref):
                 stats.applied += 1
             return
-        if creates_cycle(egraph, plan, (cid,)):
+        if creates_cycle(egraph, plan.inputs, (cid,)):
             stats.cycle += 1
             return
         ceiling = egraph._height[cid] if egraph.cycle_filter else None

@@ -35,7 +35,7 @@ from typing import Any
 from tensor_eqsat.errors import TensorEqsatError
 from tensor_eqsat.ir.ops import get_op
 from tensor_eqsat.ir.types import Shape
-from tensor_eqsat.rewrite.syntax import (
+from tensor_eqsat.rewrite.pattern import (
     PROJECTION,
     AttrVar,
     Condition,

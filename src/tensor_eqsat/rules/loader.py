@@ -18,7 +18,7 @@ name (letters, digits, ``_ - .``), the kind ``single`` (one ``LHS => RHS`` line)
 and for multi rules the optional ``symmetric`` flag (see :class:`RuleSpec`). The lines after the
 header, up to the next header, hold the rule's ``LHS => RHS`` pairs and its ``if CONDITION``
 lines, one statement per line. Patterns and conditions use the pattern language of
-:mod:`tensor_eqsat.rewrite.syntax`.
+:mod:`tensor_eqsat.rewrite.pattern`.
 
 The loader checks everything that can be checked without shapes and reports the file, line and
 column: unknown ops, arity, attribute names and types (all from the op registry), a left side
@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tensor_eqsat.errors import FormatError
-from tensor_eqsat.rewrite.syntax import (
+from tensor_eqsat.rewrite.pattern import (
     AttrVar,
     Condition,
     Expr,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from tensor_eqsat.rewrite.syntax import Condition, Pattern, attr_vars, format_pattern, tensor_vars
+from tensor_eqsat.rewrite.pattern import Condition, Pattern, attr_vars, format_pattern, tensor_vars
 
 
 class RuleKind(StrEnum):

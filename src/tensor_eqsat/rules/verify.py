@@ -40,7 +40,7 @@ from tensor_eqsat.ir.graph import Graph, Tensor
 from tensor_eqsat.ir.interpreter import run
 from tensor_eqsat.ir.ops import get_op
 from tensor_eqsat.ir.types import Shape
-from tensor_eqsat.rewrite.syntax import PROJECTION, Pattern, PNode, Var, walk
+from tensor_eqsat.rewrite.pattern import PROJECTION, Pattern, PNode, Var, walk
 from tensor_eqsat.rules.instantiate import Instance, InstanceSearch, InvalidInstance, ShapeSpace, node_attrs
 from tensor_eqsat.rules.spec import RuleSpec
 

@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+from tensor_eqsat.rewrite.ematch import Searcher
 from tensor_eqsat.rewrite.multi import MultiRewrite
-from tensor_eqsat.rewrite.pattern import Searcher
 from tensor_eqsat.rewrite.rewrite import Rewrite, apply_rule
 from tensor_eqsat.search.mcts import StepResult
 

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING
 
+from tensor_eqsat.rewrite.ematch import Match
 from tensor_eqsat.rewrite.multi import MultiRewrite
-from tensor_eqsat.rewrite.pattern import Match
 from tensor_eqsat.rewrite.rewrite import Rewrite
 
 if TYPE_CHECKING:

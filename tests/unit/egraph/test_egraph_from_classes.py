@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tensor_eqsat.egraph import EGraph, TensorAnalysis, TensorData
-from tensor_eqsat.rewrite import find_cycle
+from tensor_eqsat.egraph import EGraph, TensorAnalysis, TensorData, find_cycle
 
 
 def test_cyclic_egraph_with_arbitrary_ops():

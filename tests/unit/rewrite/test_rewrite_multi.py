@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tensor_eqsat.egraph import EGraph, from_graph
+from tensor_eqsat.egraph import EGraph, find_cycle, from_graph
 from tensor_eqsat.ir import Graph, run
-from tensor_eqsat.rewrite import MultiRewrite, apply_rule, canonical_form, find_cycle, parse_pattern
-from tensor_eqsat.rewrite.syntax import PatternError
+from tensor_eqsat.rewrite import MultiRewrite, apply_rule, canonical_form, parse_pattern
+from tensor_eqsat.rewrite.pattern import PatternError
 
 _BODY = "(split axis=1 sizes=[(dim ?w1 1) (dim ?w2 1)] (matmul ?x (concat axis=1 ?w1 ?w2)))"
 TARGETS = (f"(get index=0 {_BODY})", f"(get index=1 {_BODY})")

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tensor_eqsat.egraph import EGraph, ENode, from_graph
+from tensor_eqsat.egraph import EGraph, ENode, find_cycle, from_graph
 from tensor_eqsat.ir import Graph, run
-from tensor_eqsat.rewrite import Rewrite, apply_rule, find_cycle, parse_pattern
-from tensor_eqsat.rewrite.syntax import PatternError
+from tensor_eqsat.rewrite import Rewrite, apply_rule, parse_pattern
+from tensor_eqsat.rewrite.pattern import PatternError
 
 
 def conv_relu_graph() -> Graph:

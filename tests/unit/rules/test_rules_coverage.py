@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tensor_eqsat.rewrite.syntax import Pattern, PNode, Var
+from tensor_eqsat.rewrite.pattern import Pattern, PNode, Var
 from tensor_eqsat.rules.sets import load_rule_set
 from tensor_eqsat.rules.spec import RuleKind, RuleSpec
 

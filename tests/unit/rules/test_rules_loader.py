@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tensor_eqsat.errors import FormatError
-from tensor_eqsat.rewrite.syntax import PNode, Var, parse_condition, parse_pattern
+from tensor_eqsat.rewrite.pattern import PNode, Var, parse_condition, parse_pattern
 from tensor_eqsat.rules.loader import RuleFileError, load_rule_file, load_rule_files, parse_rules
 from tensor_eqsat.rules.spec import RuleKind
 

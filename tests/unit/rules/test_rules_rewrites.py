@@ -10,7 +10,7 @@ from tensor_eqsat.egraph import from_graph
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.ir.ops import get_op
 from tensor_eqsat.rewrite import MultiRewrite, Rewrite, apply_rule, lookup_pattern
-from tensor_eqsat.rewrite.syntax import PROJECTION, Pattern, PNode, Var
+from tensor_eqsat.rewrite.pattern import PROJECTION, Pattern, PNode, Var
 from tensor_eqsat.rules.instantiate import Instance, explore, node_attrs, pattern_shapes
 from tensor_eqsat.rules.rewrites import runner_rules, to_rewrite, to_rewrites
 from tensor_eqsat.rules.sets import load_rule_set, rule_set_names

@@ -8,28 +8,33 @@ would reach the class they are unioned into is skipped *before* anything is adde
 waste the node budget. This is TENSAT's pre-filter made exact and current (TENSAT consulted a
 descendant map computed once per pass, which goes stale within the pass).
 
-:func:`find_cycle` is the independent check used by tests and by :meth:`check_acyclic`: a
-depth-first search from the roots over non-blacklisted nodes.
+:func:`find_cycle` is the independent check used by tests: a depth-first search from the roots
+over non-blacklisted nodes.
+
+Both live in the e-graph layer because they read only the e-graph (its heights, blacklist and
+class nodes); rewrites call :func:`creates_cycle` with the classes a planned right-hand side
+uses.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from tensor_eqsat.egraph.egraph import EGraph
-    from tensor_eqsat.rewrite.pattern import Plan
 
 
-def creates_cycle(egraph: EGraph, plan: Plan, targets: Iterable[int]) -> bool:
-    """Whether committing ``plan`` and unioning its roots into ``targets`` would close a cycle:
-    some existing class that a new node uses is, or reaches, a target class."""
-    if not egraph.cycle_filter or not plan.inputs:
+def creates_cycle(egraph: EGraph, inputs: Collection[int], targets: Iterable[int]) -> bool:
+    """Whether adding nodes that use the classes ``inputs`` and unioning them into ``targets``
+    would close a cycle: some class in ``inputs`` is, or reaches, a target class.
+
+    ``inputs`` must be canonical (a plan's inputs are: it is made right after the e-graph was
+    read). Always False when the e-graph's ``cycle_filter`` is off."""
+    if not egraph.cycle_filter or not inputs:
         return False
-    find = plan.find
+    find = egraph._uf.find
     height = egraph._height
-    inputs = plan.inputs  # canonical: planned right after the e-graph was read
     for t in targets:
         t = find(t)
         ht = height[t]

@@ -8,7 +8,7 @@ from tensor_eqsat.egraph import EGraph, ENode, from_graph
 from tensor_eqsat.errors import ShapeError
 from tensor_eqsat.ir import Graph
 from tensor_eqsat.rewrite import Searcher, add_pattern, lookup_pattern, parse_pattern
-from tensor_eqsat.rewrite.syntax import PatternError, PNode
+from tensor_eqsat.rewrite.pattern import PatternError, PNode
 
 
 def search(eg: EGraph, text: str, limit=None):
