@@ -529,20 +529,22 @@ def ort_models(names: Sequence[str] | None, blocks: bool) -> dict[str, tuple[Gra
 def report_ort(models: dict[str, tuple[Graph, Any]], out: Path, runs: int, threads: int) -> dict[str, Any]:
     import tempfile
 
-    from tensor_eqsat.cost.ort import OrtCostModel
+    from tensor_eqsat.cost.ort import OrtCostModel, weights_for
     from tensor_eqsat.target import get_target
     from tensor_eqsat.target.guard import time_alternating
 
     rows: dict[str, Any] = {}
     lines = [
-        "| model | nodes | graph sum (ms) | measured (ms) | self-vs-self noise | error | "
+        "| model | nodes | weights from | graph sum (ms) | measured (ms) | self-vs-self noise | error | "
         "configurations | cold pricing (s) |",
-        "|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     with tempfile.TemporaryDirectory(prefix="ort-calibration-") as tmp:
         for name, (graph, runnable) in models.items():
             # A fresh cache per model: the pricing time is what a first run on this machine pays.
-            model = OrtCostModel(threads=threads, cache_path=Path(tmp) / f"{len(rows)}.sqlite3")
+            model = OrtCostModel(
+                threads=threads, cache_path=Path(tmp) / f"{len(rows)}.sqlite3", weights=weights_for(graph)
+            )
             t0 = time.perf_counter()
             pred = model.graph_cost(graph)
             price_s = time.perf_counter() - t0
@@ -559,6 +561,7 @@ def report_ort(models: dict[str, tuple[Graph, Any]], out: Path, runs: int, threa
             noise = abs(a - b) / measured
             err = pred / measured - 1
             rows[name] = {
+                "weights": model.weights,
                 "nodes": len(graph.nodes),
                 "predicted_ms": pred,
                 "measured_ms": measured,
@@ -568,8 +571,8 @@ def report_ort(models: dict[str, tuple[Graph, Any]], out: Path, runs: int, threa
                 "pricing_s": price_s,
             }
             lines.append(
-                f"| {name} | {len(graph.nodes)} | {pred:.3f} | {measured:.3f} | {noise:.1%} | {err:+.0%} | "
-                f"{model.measured} | {price_s:.1f} |"
+                f"| {name} | {len(graph.nodes)} | {model.weights} | {pred:.3f} | {measured:.3f} | "
+                f"{noise:.1%} | {err:+.0%} | {model.measured} | {price_s:.1f} |"
             )
             print(lines[-1], file=sys.stderr, flush=True)
     names = list(rows)

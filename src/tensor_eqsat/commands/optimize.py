@@ -185,7 +185,13 @@ def run(args: argparse.Namespace) -> int:
     graph = load_graph_arg(args.graph)
     model = args.graph if args.graph in zoo.names() and not Path(args.graph).exists() else None
     target = get_target(args.target) if args.target else default_target(args.graph)
-    cost_model = args.cost_model or target.cost_model
+    cost_model: Any = args.cost_model or target.cost_model
+    if cost_model.startswith("measured:ort"):
+        # Large weights are timed where this model finds them: the last-level cache or memory.
+        from tensor_eqsat.cost.ort import weights_for
+        from tensor_eqsat.cost.spec import parse_cost_model
+
+        cost_model = parse_cost_model(cost_model, weights=weights_for(graph))
     mcts = MctsConfig(rollout=RolloutPolicy(args.rollout), subtree_reuse=args.subtree_reuse)
     kwargs: dict[str, Any] = dict(
         search=args.search,

@@ -17,12 +17,15 @@ What is timed is the op's *marginal* cost inside a graph, not one session call:
   charged the reorders a dense one amortises;
 * any other op is timed alone, less the time of a trivial one-op session (the call overhead).
 
-Weights are timed cold. In a real model every weight is read once per inference, and a model's
-weights rarely fit in the last-level cache (ResNet-50's take 100 MB), while a micro-benchmark
-repeating one op keeps its weights cached: a 1x512 by 512x512 matmul takes 10 us warm and about
-60 us with its 1 MB weight coming from DRAM. So when an op's weights are at least
-:data:`COLD_WEIGHT_BYTES`, the caches are flushed (a buffer twice the last-level cache is
-rewritten, outside the timed region) before every timed run.
+Weights are timed where a whole model finds them. In a real model every weight is read once per
+inference, while a micro-benchmark repeating one op keeps its weights in the core's own caches: a
+1x512 by 512x512 matmul takes 10 us so and about 60 us with its 1 MB weight coming from DRAM.
+So when an op's weights are at least :data:`COLD_WEIGHT_BYTES`, a buffer is read before
+every timed run (outside the timed region): with ``weights="dram"`` twice the last-level cache
+(the weights come from memory, as in a model whose weights do not fit in that cache, e.g.
+ResNet-50's 100 MB), with ``weights="llc"`` twice the core's private caches (the weights come
+from the last-level cache, as in a model whose weights fit there). :func:`weights_for` picks
+one from a graph's weight bytes.
 
 What onnxruntime fuses is priced as the fused unit: a conv or matmul with a fused activation is
 exported as Conv/MatMul + Relu, which onnxruntime fuses, and timed together. A per-channel bias
@@ -65,7 +68,7 @@ from tensor_eqsat.ir.types import OpKind, Shape, volume
 
 log = logging.getLogger(__name__)
 
-METHOD = "marginal-v2"
+METHOD = "marginal-v3"
 """Version of the timing method; part of the cache key, so a changed method never reads old times."""
 
 FUSED_EPILOGUE = 0.0
@@ -80,8 +83,11 @@ PRICED_VIEWS = frozenset({"transpose", "split"})
 DEVICES = ("cpu", "cuda")
 
 
-def _last_level_cache_bytes() -> int:
-    """The largest CPU cache in bytes (Linux sysfs), or 32 MiB when it cannot be read."""
+WEIGHTS = ("dram", "llc")
+
+
+def cache_sizes() -> tuple[int, int]:
+    """(largest private cache, last-level cache) in bytes from Linux sysfs; (1, 32) MiB otherwise."""
     sizes = []
     for path in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
         try:
@@ -92,21 +98,38 @@ def _last_level_cache_bytes() -> int:
         digits = text.rstrip("KMG")
         if digits.isdigit():
             sizes.append(int(digits) * mult)
-    return max(sizes, default=32 * 1024**2)
+    sizes = sorted(set(sizes))
+    if len(sizes) < 2:
+        return 1024**2, 32 * 1024**2
+    return sizes[-2], sizes[-1]
+
+
+def weights_for(graph: Graph) -> str:
+    """``"llc"`` when the graph's weights fit in the last-level cache, else ``"dram"``.
+
+    >>> g = Graph(); x = g.input((1, 64)); g.output(g.matmul(x, g.weight((64, 64))))
+    >>> weights_for(g)
+    'llc'
+    """
+    nbytes = sum(4 * volume(n.shapes[0]) for n in graph.nodes if n.op == "weight")
+    return "llc" if nbytes <= cache_sizes()[1] else "dram"
 
 
 class _CacheFlusher:
-    """Evicts the CPU caches by rewriting a buffer twice the last-level cache."""
+    """Evicts caches by reading a buffer of twice ``nbytes``.
 
-    def __init__(self) -> None:
+    Reading, not writing: written lines are dirty, and writing them back would add memory traffic
+    to the timed op that no real model has.
+    """
+
+    def __init__(self, nbytes: int) -> None:
         import numpy as np
 
-        self.buf = np.zeros(2 * _last_level_cache_bytes() // 8, dtype=np.float64)
-        self.k = 0.0
+        self.buf = np.ones(2 * nbytes // 8, dtype=np.float64)
+        self.total = 0.0
 
     def __call__(self) -> None:
-        self.k += 1.0
-        self.buf.fill(self.k)
+        self.total += float(self.buf.sum())
 
 
 def _import_ort() -> Any:
@@ -203,6 +226,8 @@ class OrtCostModel(KernelCostModel):
         :mod:`tensor_eqsat.cost.timing_cache`).
     persistent: use the on-disk cache at all. Default True.
     seed: seed of the random inputs and weights. Default 0.
+    weights: where large weights come from while timing: ``"dram"`` (the default; models bigger
+        than the last-level cache) or ``"llc"`` (models that fit); see :func:`weights_for`.
     weight_ops, taso_compat: see :class:`~tensor_eqsat.cost.model.KernelCostModel`.
 
     Raises CostModelError when onnxruntime is missing or the device is unavailable.
@@ -219,10 +244,13 @@ class OrtCostModel(KernelCostModel):
         cache_path: str | os.PathLike[str] | None = None,
         persistent: bool = True,
         seed: int = 0,
+        weights: str = "dram",
         weight_ops: WeightOps | str = WeightOps.FOLD,
         taso_compat: bool = False,
     ) -> None:
         super().__init__(weight_ops=weight_ops, taso_compat=taso_compat)
+        if weights not in WEIGHTS:
+            raise CostModelError(f"ort: weights must be one of {', '.join(WEIGHTS)}, got {weights!r}")
         if threads < 1 or warmup < 0 or repeats < 1 or max_seconds <= 0:
             raise CostModelError(
                 f"ort: need threads >= 1, warmup >= 0, repeats >= 1, max_seconds > 0 "
@@ -244,7 +272,8 @@ class OrtCostModel(KernelCostModel):
             time.thread_time if device == "cpu" and self.threads == 1 else time.perf_counter
         )
         self.device_key = f"ort-{device}:{_cpu_name() if device == 'cpu' else 'gpu'}:threads={self.threads}"
-        self.library = f"onnxruntime {self.ort.__version__} {METHOD}"
+        self.weights = weights
+        self.library = f"onnxruntime {self.ort.__version__} {METHOD} weights={weights}"
         self.spec = f"measured:ort-{device}"
         self.cache: TimingCache | None = TimingCache(cache_path) if persistent else None
         self._stored: dict[tuple[str, str, str], float] | None = None
@@ -298,7 +327,7 @@ class OrtCostModel(KernelCostModel):
     def _time(self, runners: Sequence[Callable[[], Any]], cold: bool = False) -> tuple[list[float], int]:
         """Median ms of each runner, timed in alternation; and the timed runs per runner.
 
-        cold: flush the CPU caches before every timed run (CPU only).
+        cold: read the flush buffer before every timed run (CPU only; see ``weights``).
         """
         for fn in runners:
             for _ in range(self.warmup):
@@ -306,7 +335,8 @@ class OrtCostModel(KernelCostModel):
         flush: Callable[[], None] | None = None
         if cold and self.device == "cpu":
             if self._flusher is None:
-                self._flusher = _CacheFlusher()
+                private, last = cache_sizes()
+                self._flusher = _CacheFlusher(last if self.weights == "dram" else private)
             flush = self._flusher
         clock = self.clock
         times: list[list[float]] = [[] for _ in runners]

@@ -51,6 +51,8 @@ def _measured(arg: str | None, kw: Mapping[str, Any]) -> KernelCostModel:
                 "measured:ort-*: unknown option 'clock' (one thread is timed on its CPU clock)"
             )
         return OrtCostModel(device=device, **kw)
+    if "weights" in kw:
+        raise CostModelError("measured: unknown option 'weights' (only measured:ort-* takes it)")
     from tensor_eqsat.cost.measured import MeasuredCostModel
 
     return MeasuredCostModel(device=arg or "auto", **kw)
@@ -66,7 +68,17 @@ COST_MODELS: dict[str, Factory] = {"roofline": _roofline, "measured": _measured,
 """Registered cost-model names and their factories."""
 
 _EXTRA_OPTIONS = {
-    "measured": {"threads", "clock", "warmup", "repeats", "max_seconds", "cache_path", "persistent", "seed"}
+    "measured": {
+        "threads",
+        "clock",
+        "warmup",
+        "repeats",
+        "max_seconds",
+        "cache_path",
+        "persistent",
+        "seed",
+        "weights",
+    }
 }
 
 
@@ -81,7 +93,7 @@ def parse_cost_model(
 
     weight_ops, taso_compat: passed to the model (see :class:`~tensor_eqsat.cost.model.KernelCostModel`).
     options: model-specific keywords (``measured``: threads, clock, warmup, repeats, max_seconds,
-        cache_path, persistent, seed).
+        cache_path, persistent, seed; ``measured:ort-*``: the same but clock, and weights).
 
     Raises CostModelError for an unknown name, profile, device or option.
 
