@@ -1,0 +1,50 @@
+"""Leaf operators: ``input`` and ``weight``, each with a name and a fixed shape.
+
+Their values are supplied by the interpreter (or the user), never computed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from tensor_eqsat.ir.ops_common import A, shape_ok, zero_flops
+from tensor_eqsat.ir.opspec import AttrSpec, OpSpec
+from tensor_eqsat.ir.types import OpKind, Shape
+
+SPECS: list[OpSpec] = []
+"""This family's ops, in registration order (:mod:`tensor_eqsat.ir.ops` registers them)."""
+
+
+def _leaf_infer(op: str) -> Any:
+    def infer(shapes: Sequence[Shape], a: A) -> tuple[Shape, ...]:
+        return (tuple(a["shape"]),)
+
+    return infer
+
+
+def _leaf_compute(op: str) -> Any:
+    def compute(arrays: Sequence[np.ndarray], a: A) -> tuple[np.ndarray, ...]:
+        raise AssertionError(f"{op} values are supplied by the interpreter, not computed")
+
+    return compute
+
+
+for _leaf in ("input", "weight"):
+    SPECS.append(
+        OpSpec(
+            name=_leaf,
+            inputs=(),
+            attrs=(
+                AttrSpec("shape", "ints", check=shape_ok, check_msg="every dim must be >= 1"),
+                AttrSpec("name", "str", check=bool, check_msg="must be non-empty"),
+            ),
+            infer=_leaf_infer(_leaf),
+            compute=_leaf_compute(_leaf),
+            flops=zero_flops,
+            kind=OpKind.LEAF,
+            doc=f"a graph {_leaf} with a name and a fixed shape",
+        )
+    )

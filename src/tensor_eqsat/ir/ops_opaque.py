@@ -1,0 +1,121 @@
+"""``opaque``: an ONNX operator the IR does not model, kept verbatim and run by onnxruntime.
+
+Its shapes are stored flat and rank-prefixed (:func:`encode_shapes`), since attributes are flat
+typed values.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from tensor_eqsat.errors import GraphError, ShapeError
+from tensor_eqsat.ir.ops_common import A, out_volume_flops
+from tensor_eqsat.ir.opspec import AttrSpec, OpSpec
+from tensor_eqsat.ir.types import OpKind, Shape
+
+SPECS: list[OpSpec] = []
+"""This family's ops, in registration order (:mod:`tensor_eqsat.ir.ops` registers them)."""
+
+
+def encode_shapes(shapes: Sequence[Shape]) -> tuple[int, ...]:
+    """Flatten a list of shapes into one int tuple, each shape prefixed by its rank.
+
+    Attributes are flat typed values, so ``opaque`` stores its shapes this way.
+
+    >>> encode_shapes([(2, 3), (), (4,)])
+    (2, 2, 3, 0, 1, 4)
+    >>> decode_shapes((2, 2, 3, 0, 1, 4))
+    ((2, 3), (), (4,))
+    """
+    out: list[int] = []
+    for s in shapes:
+        out.append(len(s))
+        out.extend(int(d) for d in s)
+    return tuple(out)
+
+
+def decode_shapes(flat: Sequence[int]) -> tuple[Shape, ...]:
+    """Inverse of :func:`encode_shapes`; raises ValueError on a malformed encoding."""
+    shapes = []
+    i = 0
+    while i < len(flat):
+        rank = flat[i]
+        if rank < 0 or i + 1 + rank > len(flat):
+            raise ValueError(f"malformed shape encoding {tuple(flat)}")
+        shapes.append(tuple(int(d) for d in flat[i + 1 : i + 1 + rank]))
+        i += 1 + rank
+    return tuple(shapes)
+
+
+def _shapes_ok(flat: tuple[int, ...]) -> bool:
+    try:
+        return all(d >= 0 for s in decode_shapes(flat) for d in s)
+    except ValueError:
+        return False
+
+
+def _opaque_infer(shapes: Sequence[Shape], a: A) -> tuple[Shape, ...]:
+    expected = decode_shapes(a["input_shapes"])
+    got = tuple(tuple(s) for s in shapes)
+    if got != expected:
+        raise ShapeError(
+            "opaque",
+            f"{a['op_type']} was imported for input shapes {list(expected)}",
+            shapes,
+            attr="input_shapes",
+        )
+    return decode_shapes(a["output_shapes"])
+
+
+@functools.lru_cache(maxsize=256)
+def _opaque_session(payload: str) -> Any:
+    # Imported lazily: only graphs that hold opaque nodes need onnxruntime.
+    try:
+        import onnxruntime as ort
+    except ImportError:  # pragma: no cover - onnxruntime is part of the onnx extra
+        raise GraphError(
+            "opaque nodes run through onnxruntime, which is not installed (pip install 'tensor-eqsat[onnx]')"
+        ) from None
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 1
+    opts.inter_op_num_threads = 1
+    opts.log_severity_level = 3
+    return ort.InferenceSession(
+        base64.b64decode(payload), sess_options=opts, providers=["CPUExecutionProvider"]
+    )
+
+
+def _opaque_compute(x: Sequence[np.ndarray], a: A) -> tuple[np.ndarray, ...]:
+    sess = _opaque_session(a["payload"])
+    names = [i.name for i in sess.get_inputs()]
+    outs = sess.run(None, dict(zip(names, x, strict=True)))
+    return tuple(np.asarray(o) for o in outs)
+
+
+SPECS.append(
+    OpSpec(
+        name="opaque",
+        inputs=("xs",),
+        attrs=(
+            AttrSpec("op_type", "str", check=bool, check_msg="must be non-empty"),
+            AttrSpec("domain", "str", default=""),
+            AttrSpec("payload", "str", check=bool, check_msg="must be non-empty"),
+            AttrSpec("input_shapes", "ints", default=(), check=_shapes_ok, check_msg="malformed shapes"),
+            AttrSpec("output_shapes", "ints", check=_shapes_ok, check_msg="malformed shapes"),
+        ),
+        infer=_opaque_infer,
+        compute=_opaque_compute,
+        flops=out_volume_flops(1),
+        # Costed as a generic memory-bound op (read inputs, write outputs): the cost models need
+        # no special case, and the op's true cost is the same in the original and optimized graph.
+        kind=OpKind.ELEMENTWISE,
+        variadic=True,
+        min_inputs=0,
+        doc="an ONNX op the IR does not model, kept verbatim and run by onnxruntime; never rewritten",
+    )
+)
