@@ -98,7 +98,8 @@ class GuardReport:
         m = self.measured
         if self.kept_original and all(c.duplicate_of is not None for c in self.candidates):
             same = "the optimized graph is the original"
-            return f"{KEPT_ORIGINAL} ({same}; {m.original_ms:.3f} ms on {self.target})"
+            figures = f"{m.original_ms:.3f} ms on {self.target}, noise ±{m.noise_pct:.1f} %"
+            return f"{KEPT_ORIGINAL} ({same}; {figures})"
         if self.kept_original:
             best = max((c.speedup_pct for c in self.candidates if c.duplicate_of is None), default=0.0)
             return (
@@ -288,8 +289,11 @@ def guard(
             distinct.append((i, label))
     tk: dict[str, Any] = {"threads": threads, "runs": runs, "warmup": warmup, "seed": seed}
     if not distinct:
-        # Nothing differs from the original: time it alone so the report has a figure.
-        ms = time_alternating([original], target, blocks=1, **tk).median(0)
+        # Nothing differs from the original: time it (as two arms, for the noise figure) anyway,
+        # so the report has figures.
+        same = time_alternating([original, original], target, blocks=blocks, **tk)
+        ms = statistics.median(same.times[0] + same.times[1])
+        self_noise = abs(same.median(0) - same.median(1)) / ms * 100.0
         report = GuardReport(
             target=target.name,
             backend=backend,
@@ -297,10 +301,11 @@ def guard(
             threads=threads,
             kept_original=True,
             chosen="original",
-            measured=Measured(ms, ms, 0.0, 0.0, runs),
+            measured=Measured(ms, ms, 0.0, self_noise, runs),
             candidates=tuple(
                 CandidateTiming(label, ms, 0.0, duplicates[i]) for i, (label, _) in enumerate(candidates)
             ),
+            self_noise_pct=self_noise,
             seconds=time.perf_counter() - t0,
         )
         return None, report
