@@ -6,7 +6,13 @@ import argparse
 
 from rich.table import Table
 
-from tensor_eqsat.commands._common import load_graph_arg, print_json, stdout
+from tensor_eqsat.commands._common import (
+    add_input_shape_argument,
+    input_shapes_arg,
+    load_graph_arg,
+    print_json,
+    stdout,
+)
 from tensor_eqsat.cost.model import WeightOps, cost_breakdown
 from tensor_eqsat.cost.spec import DEFAULT_SPEC, parse_cost_model
 
@@ -15,7 +21,8 @@ HELP = "predicted runtime (ms) of a graph file or zoo model, with a per-op-type 
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("graph", metavar="MODEL|FILE", help="zoo model name or graph JSON file")
+    p.add_argument("graph", metavar="MODEL|FILE", help="zoo model name, graph JSON or ONNX file")
+    add_input_shape_argument(p)
     p.add_argument(
         "--cost-model",
         default=DEFAULT_SPEC,
@@ -33,7 +40,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    graph = load_graph_arg(args.graph)
+    graph = load_graph_arg(args.graph, input_shapes=input_shapes_arg(args))
     model = parse_cost_model(args.cost_model, weight_ops=args.weight_ops, taso_compat=args.taso_compat)
     report = cost_breakdown(model, graph)
     if args.json:

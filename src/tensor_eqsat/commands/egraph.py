@@ -9,6 +9,8 @@ from collections import Counter
 from pathlib import Path
 
 from tensor_eqsat.commands._common import (
+    add_input_shape_argument,
+    input_shapes_arg,
     load_graph_arg,
     non_negative_int,
     positive_int,
@@ -30,7 +32,8 @@ HELP = (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("graph", metavar="GRAPH", help="graph JSON file or zoo model name")
+    p.add_argument("graph", metavar="GRAPH", help="graph JSON file, ONNX file or zoo model name")
+    add_input_shape_argument(p)
     p.add_argument("--dot", metavar="FILE", type=Path, help="write Graphviz DOT (one cluster per e-class)")
     p.add_argument(
         "--max-classes", type=positive_int, default=500, help="refuse to draw bigger e-graphs (default 500)"
@@ -74,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         check_output(args.dot, "--dot")
     if args.serialize is not None:
         check_output(args.serialize, "--serialize")
-    eg = EGraph.from_graph(load_graph_arg(args.graph))
+    eg = EGraph.from_graph(load_graph_arg(args.graph, input_shapes=input_shapes_arg(args)))
     if args.saturate:
         _saturate(eg, args)
     ops = dict(sorted(Counter(node.op for _, node in eg.enodes()).items()))

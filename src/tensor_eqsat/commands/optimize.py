@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections import Counter
 from typing import Any
 
 from rich.live import Live
@@ -25,6 +26,8 @@ from rich.table import Table
 from rich.text import Text
 
 from tensor_eqsat.commands._common import (
+    add_input_shape_argument,
+    input_shapes_arg,
     int_at_least,
     load_graph_arg,
     non_negative_int,
@@ -39,6 +42,7 @@ from tensor_eqsat.commands._common import (
 )
 from tensor_eqsat.cost.spec import DEFAULT_SPEC
 from tensor_eqsat.extract.registry import ExtractorKind
+from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.ir.serialize import save
 from tensor_eqsat.optimize import OptimizeResult, Progress, Search, optimize, save_run
 from tensor_eqsat.outputs import check_output, check_output_dir
@@ -56,6 +60,7 @@ MEASURE_BLOCKS = 5
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("graph", metavar="MODEL|FILE", help="zoo model name, graph JSON or ONNX file")
+    add_input_shape_argument(p)
     p.add_argument(
         "--search", choices=[s.value for s in Search], default="mcts", help="construction (default: mcts)"
     )
@@ -190,8 +195,12 @@ def _check_outputs(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     _check_outputs(args)
-    graph = load_graph_arg(args.graph)
+    input_shapes = input_shapes_arg(args)
+    graph = load_graph_arg(args.graph, input_shapes=input_shapes)
     model = zoo_model_name(args.graph)
+    idle = nothing_to_optimize(graph, args.rules, model)
+    if idle is not None:
+        return _unchanged(args, graph, idle)
     mcts = MctsConfig(rollout=RolloutPolicy(args.rollout), subtree_reuse=args.subtree_reuse)
     kwargs: dict[str, Any] = dict(
         search=args.search,
@@ -214,6 +223,11 @@ def run(args: argparse.Namespace) -> int:
     # An ONNX input is checked against (and timed as) the original file itself, so an import or
     # export bug cannot hide behind a round trip through our IR.
     source: Any = args.graph if model is None and args.graph.endswith(".onnx") else result.original
+    if input_shapes:  # the original file, with the static shapes the graph was imported with
+        from tensor_eqsat.io.inputs import with_input_shapes
+        from tensor_eqsat.io.onnx_common import load_model
+
+        source = with_input_shapes(load_model(args.graph), input_shapes, args.graph)
     verdict = _check_and_write(args, source, result)
     ok = verdict is None or verdict.ok
     if args.run_dir:
@@ -248,6 +262,54 @@ def run(args: argparse.Namespace) -> int:
     if args.run_dir:
         print(f"run directory: {args.run_dir}", file=sys.stderr)
     return 0 if ok else 1
+
+
+def nothing_to_optimize(graph: Graph, rules: str, model: str | None) -> str | None:
+    """Why no rule can change ``graph`` (a message for people), or None when some rule matches.
+
+    A model whose every path runs through operators the IR does not model (opaque nodes) leaves
+    the rules nothing to match: saying so beats a search that reports 0 %.
+    """
+    from tensor_eqsat.egraph.egraph import EGraph
+    from tensor_eqsat.rules.rewrites import to_rewrites
+    from tensor_eqsat.rules.sets import resolve_rule_set
+
+    name = ("taso-nasrnn" if model == "nasrnn" else "taso") if rules == "default" else rules
+    egraph = EGraph.from_graph(graph)
+    if any(rw.has_match(egraph) for rw in to_rewrites(resolve_rule_set(name))):
+        return None
+    counts = graph.op_counts()
+    total = sum(counts.values())
+    opaque = [n.attr_dict()["op_type"] for n in graph.nodes if n.op == "opaque"]
+    kinds = ", ".join(
+        f"{op} {k}" for op, k in sorted(Counter(opaque).items(), key=lambda kv: (-kv[1], kv[0]))
+    )
+    if opaque:
+        return f"nothing to optimize: {len(opaque)} of {total} nodes are opaque (ops: {kinds})"
+    return f"nothing to optimize: no rule of {name} matches any of the {total} nodes"
+
+
+def _unchanged(args: argparse.Namespace, graph: Graph, message: str) -> int:
+    """Report that nothing can be optimized; ``-o`` gets the model unchanged. Exit 0."""
+    if args.output:
+        if args.output.endswith(".onnx") and args.graph.endswith(".onnx"):
+            from tensor_eqsat.io.onnx_common import load_model
+            from tensor_eqsat.io.onnx_export import save_model
+
+            save_model(load_model(args.graph), args.output)
+        elif args.output.endswith(".onnx"):
+            from tensor_eqsat.io.onnx_export import export_onnx, save_model
+
+            save_model(export_onnx(graph, seed=args.seed), args.output)
+        else:
+            save(graph, args.output)
+    if args.json:
+        print_json({"nothing_to_optimize": True, "message": message, "speedup_pct": 0.0})
+    else:
+        stdout.print(message, markup=False, highlight=False)
+        if args.output:
+            stderr.print(f"model written unchanged to {args.output}")
+    return 0
 
 
 def _check_and_write(args: argparse.Namespace, source: Any, result: OptimizeResult) -> Any:

@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from rich.table import Table
 
-from tensor_eqsat.commands._common import non_negative_float, positive_int, print_json, seed, stdout
+from tensor_eqsat.commands._common import (
+    add_input_shape_argument,
+    input_shapes_arg,
+    non_negative_float,
+    positive_int,
+    print_json,
+    seed,
+    stdout,
+)
+from tensor_eqsat.errors import FormatError
 from tensor_eqsat.io.verify import BACKENDS, verify
 
 NAME = "verify"
@@ -26,13 +36,27 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default="auto",
         help="what runs the models: auto = interpreter for .json, onnxruntime for .onnx (default auto)",
     )
+    add_input_shape_argument(p)
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
 
 
+def _with_shapes(path: str, shapes: dict[str, tuple[int, ...]]) -> Any:
+    """An ONNX file with ``--input-shape`` applied (as a model), other files as they are."""
+    if not shapes or not path.endswith(".onnx"):
+        return path
+    from tensor_eqsat.io.inputs import with_input_shapes
+    from tensor_eqsat.io.onnx_common import load_model
+
+    return with_input_shapes(load_model(path), shapes, path)
+
+
 def run(args: argparse.Namespace) -> int:
+    shapes = input_shapes_arg(args)
+    if shapes and not (args.original.endswith(".onnx") or args.optimized.endswith(".onnx")):
+        raise FormatError("--input-shape applies to ONNX files only")
     report = verify(
-        args.original,
-        args.optimized,
+        _with_shapes(args.original, shapes),
+        _with_shapes(args.optimized, shapes),
         rtol=args.rtol,
         atol=args.atol,
         trials=args.trials,

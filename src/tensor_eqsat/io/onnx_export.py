@@ -230,11 +230,15 @@ class _Exporter:
                 direct[ref] = name
         values = fold_weights(g, const, seed=self.seed)
         graph_inputs = []
+        from tensor_eqsat.io.inputs import graph_inputs as input_infos
+
+        infos = input_infos(g)
         for n in g.nodes:
             if n.op == "input":
                 name = g.name_of(n.id)
                 self.names[(n.id, 0)] = name
-                graph_inputs.append(helper.make_tensor_value_info(name, FLOAT, list(n.shapes[0])))
+                elem = infos[name].elem_type if name in infos else FLOAT
+                graph_inputs.append(helper.make_tensor_value_info(name, elem, list(n.shapes[0])))
         consumers = _live_consumers(g, live)
         for n in g.nodes:
             if n.id not in live or n.op == "input":
