@@ -16,8 +16,8 @@ import json
 import time
 
 from tensor_eqsat import zoo
+from tensor_eqsat.io.equivalence import verify
 from tensor_eqsat.io.latency import compare_latency
-from tensor_eqsat.io.verify import verify
 from tensor_eqsat.optimize import optimize
 
 DEFAULT_MODELS = [

@@ -212,7 +212,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _check_and_write(args: argparse.Namespace, source: Any, result: OptimizeResult) -> Any:
     """Verify the result against the original; write ``-o`` only if it passes. Returns the report."""
-    from tensor_eqsat.io.verify import VerificationError, export_verified, verify
+    from tensor_eqsat.io.equivalence import VerificationError, export_verified, verify
 
     if args.output and args.output.endswith(".onnx"):
         try:

@@ -7,7 +7,7 @@ import argparse
 from rich.table import Table
 
 from tensor_eqsat.commands._common import print_json, stderr
-from tensor_eqsat.io.verify import BACKENDS, verify
+from tensor_eqsat.io.equivalence import BACKENDS, verify
 
 NAME = "verify"
 HELP = "check numerically that two models (.onnx or .json) compute the same outputs; exit 1 if not"
