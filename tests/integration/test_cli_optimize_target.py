@@ -13,7 +13,7 @@ pytest.importorskip("onnxruntime")
 from tensor_eqsat import Graph
 from tensor_eqsat.cli import main
 from tensor_eqsat.io import export_onnx
-from tensor_eqsat.io.verify import verify
+from tensor_eqsat.io.equivalence import verify
 
 FAST = ["--budget", "4", "--rollout-depth", "2", "--node-limit", "300", "--guard-runs", "10"]
 

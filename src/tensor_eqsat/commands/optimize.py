@@ -368,7 +368,7 @@ def _unchanged(args: argparse.Namespace, graph: Graph, message: str) -> int:
 
 def _check(args: argparse.Namespace, source: Any, graph: Graph) -> Any:
     """Verify ``graph`` against the original (the input file itself for ONNX). Returns the report."""
-    from tensor_eqsat.io.verify import verify
+    from tensor_eqsat.io.equivalence import verify
 
     return verify(source, graph, seed=args.seed)
 
@@ -402,7 +402,7 @@ def _guard(
 
 def _write(args: argparse.Namespace, source: Any, original: Graph, chosen: Graph, verdict: Any) -> Any:
     """Write ``-o``: the chosen graph (an ONNX output is verified as written). Returns the report."""
-    from tensor_eqsat.io.verify import VerificationError, export_verified
+    from tensor_eqsat.io.equivalence import VerificationError, export_verified
 
     if chosen is original and isinstance(source, str) and args.output.lower().endswith(".onnx"):
         # The original is kept: hand back the user's own file, byte for byte.
