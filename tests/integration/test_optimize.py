@@ -8,7 +8,7 @@ import pytest
 
 from tensor_eqsat import zoo
 from tensor_eqsat.errors import TensorEqsatError
-from tensor_eqsat.io.verify import verify
+from tensor_eqsat.io.equivalence import verify
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.optimize import optimize, save_run
 
@@ -135,6 +135,7 @@ def test_save_run_writes_settings_stats_steps_and_graphs(tmp_path):
     out = save_run(r, tmp_path / "run")
     names = sorted(p.name for p in out.iterdir())
     assert names == [
+        "complete.json",
         "optimized.dot",
         "optimized.json",
         "original.dot",

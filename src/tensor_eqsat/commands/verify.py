@@ -7,9 +7,17 @@ from typing import Any
 
 from rich.table import Table
 
-from tensor_eqsat.commands._common import add_input_shape_argument, input_shapes_arg, print_json, stderr
+from tensor_eqsat.commands._common import (
+    add_input_shape_argument,
+    input_shapes_arg,
+    non_negative_float,
+    positive_int,
+    print_json,
+    seed,
+    stdout,
+)
 from tensor_eqsat.errors import FormatError
-from tensor_eqsat.io.verify import BACKENDS, verify
+from tensor_eqsat.io.equivalence import BACKENDS, verify
 
 NAME = "verify"
 HELP = "check numerically that two models (.onnx or .json) compute the same outputs; exit 1 if not"
@@ -18,10 +26,10 @@ HELP = "check numerically that two models (.onnx or .json) compute the same outp
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("original", metavar="A", help="the reference model: .onnx or .json graph file")
     p.add_argument("optimized", metavar="B", help="the model to check: .onnx or .json graph file")
-    p.add_argument("--rtol", type=float, default=1e-3, help="relative tolerance (default 1e-3)")
-    p.add_argument("--atol", type=float, default=1e-4, help="absolute tolerance (default 1e-4)")
-    p.add_argument("--trials", type=int, default=3, help="random input draws (default 3)")
-    p.add_argument("--seed", type=int, default=0, help="seed of inputs and data-less weights (default 0)")
+    p.add_argument("--rtol", type=non_negative_float, default=1e-3, help="relative tolerance (default 1e-3)")
+    p.add_argument("--atol", type=non_negative_float, default=1e-4, help="absolute tolerance (default 1e-4)")
+    p.add_argument("--trials", type=positive_int, default=3, help="random input draws (default 3)")
+    p.add_argument("--seed", type=seed, default=0, help="seed of inputs and data-less weights (default 0)")
     p.add_argument(
         "--backend",
         choices=BACKENDS,
@@ -70,6 +78,6 @@ def run(args: argparse.Namespace) -> int:
                     f"{o.max_rel_error:.3g}",
                     f"{o.mismatched}/{o.size * report.trials}",
                 )
-            stderr.print(table)
-        stderr.print(report.summary())
+            stdout.print(table)
+        stdout.print(report.summary(), markup=False, highlight=False)
     return 0 if report.ok else 1

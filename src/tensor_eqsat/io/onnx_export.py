@@ -46,6 +46,7 @@ from tensor_eqsat.io.opaque import convert_payload, decode_payload, payload_opse
 from tensor_eqsat.io.plan import fold_weights, live_nodes, observable_outputs, weight_only_nodes
 from tensor_eqsat.ir.graph import Graph, Node, TensorRef
 from tensor_eqsat.ir.ops import same_padding
+from tensor_eqsat.outputs import OutputError, atomic_target
 
 if TYPE_CHECKING:
     import onnx
@@ -101,7 +102,10 @@ def export_onnx(
         names = list(output_names)
     if len(set(names)) != len(names):
         raise GraphError(f"export: output names are not unique: {names}")
-    clash = sorted(set(names) & leaf_names)
+    # An output may keep a leaf's name only when it is that leaf (an input passed through, a
+    # constant output): ONNX lists the value itself as the output.
+    same = {name for ref, name in zip(outputs, names, strict=True) if _leaf_named(graph, ref, name)}
+    clash = sorted((set(names) & leaf_names) - same)
     if clash:
         raise GraphError(f"export: output names {clash} are already input or weight names")
     ctx = _Exporter(onnx, graph, outputs, names, opset, seed)
@@ -116,10 +120,17 @@ def export_onnx(
             else:
                 onnx.checker.check_model(model, full_check=True)
         except Exception as exc:
-            raise TensorEqsatError(f"export produced an invalid ONNX model: {exc}") from exc
+            text = " ".join(str(exc).split())  # the checker's message spans lines
+            raise TensorEqsatError(f"export produced an invalid ONNX model: {text}") from exc
     if path is not None:
         save_model(model, path)
     return model
+
+
+def _leaf_named(graph: Graph, ref: TensorRef, name: str) -> bool:
+    """True when output ``ref`` is an input or weight called ``name``."""
+    node = graph.nodes[ref[0]]
+    return node.spec.is_leaf and graph.name_of(node.id) == name
 
 
 LARGE_MODEL_BYTES = 1_800_000_000
@@ -130,21 +141,24 @@ def save_model(model: onnx.ModelProto, path: str | os.PathLike[str]) -> None:
     """Save atomically; a model over :data:`LARGE_MODEL_BYTES` keeps its tensors in ``<name>.data``."""
     onnx = require_onnx()
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    if model.ByteSize() > LARGE_MODEL_BYTES:
-        # Saving with external data rewrites the tensors in place: save a copy.
-        copy = onnx.ModelProto()
-        copy.CopyFrom(model)
-        onnx.save_model(
-            copy,
-            str(tmp),
-            save_as_external_data=True,
-            all_tensors_to_one_file=True,
-            location=f"{path.name}.data",
-        )
-    else:
-        onnx.save_model(model, str(tmp))
-    os.replace(tmp, path)
+    with atomic_target(path) as tmp:
+        try:
+            if model.ByteSize() > LARGE_MODEL_BYTES:
+                # Saving with external data rewrites the tensors in place: save a copy. The data
+                # file sits beside the (symlink-resolved) target, under the target's name.
+                copy = onnx.ModelProto()
+                copy.CopyFrom(model)
+                onnx.save_model(
+                    copy,
+                    str(tmp),
+                    save_as_external_data=True,
+                    all_tensors_to_one_file=True,
+                    location=f"{Path(os.path.realpath(path)).name}.data",
+                )
+            else:
+                onnx.save_model(model, str(tmp))
+        except OSError as exc:
+            raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 @dataclass
@@ -258,7 +272,7 @@ class _Exporter:
         done: set[TensorRef] = set()
         for ref, name in zip(self.outputs, self.output_names, strict=True):
             src = self.names[ref]
-            if direct.get(ref) != name or ref in done:
+            if src != name and (direct.get(ref) != name or ref in done):
                 self.node("Identity", [src], [name])
             done.add(ref)
             elem = self.elem_types.get(ref, FLOAT)

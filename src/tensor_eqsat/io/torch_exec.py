@@ -34,6 +34,9 @@ from tensor_eqsat.ir.graph import Graph, Node, TensorRef
 from tensor_eqsat.ir.interpreter import random_inputs
 from tensor_eqsat.ir.ops import same_padding
 
+__doctest_requires__ = ("torch",)
+"""The doctests below run PyTorch; without the torch extra they are skipped (see conftest.py)."""
+
 
 def require_torch() -> Any:
     """Import and return torch, or raise TensorEqsatError naming the extra."""

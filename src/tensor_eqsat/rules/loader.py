@@ -55,7 +55,7 @@ from tensor_eqsat.rewrite.pattern import (
     value_vars,
     walk,
 )
-from tensor_eqsat.rules.spec import RuleKind, RuleSpec
+from tensor_eqsat.rules.rule_spec import RuleKind, RuleSpec
 
 _NAME = re.compile(r"[A-Za-z0-9_.\-]+")
 _PAIRS_PER_KIND = {RuleKind.SINGLE: 1, RuleKind.MULTI: 2}
@@ -136,6 +136,8 @@ def load_rule_file(path: str | Path) -> list[RuleSpec]:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise RuleFileError(f"{p}: cannot read rule file ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise RuleFileError(f"{p}: not a UTF-8 text file (byte {exc.start}: {exc.reason})") from None
     return parse_rules(text, str(p))
 
 

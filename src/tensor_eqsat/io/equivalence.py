@@ -148,14 +148,17 @@ def _prepare(source: Any, backend: str, seed: int) -> _Side:
         from tensor_eqsat.io.runtime import input_specs, ort_session
 
         proto = export_onnx(model, seed=seed) if isinstance(model, Graph) else model
-        sess = ort_session(proto)
+        # A file is opened by its path, so onnxruntime's errors name the file.
+        from_file = isinstance(source, str | os.PathLike) and not isinstance(model, Graph)
+        sess = ort_session(source if from_file else proto)
         specs = {s.name: s.shape for s in input_specs(proto)}
 
         def run_ort(feed: Mapping[str, np.ndarray]) -> list[np.ndarray]:
             try:
                 return [np.asarray(o) for o in sess.run(None, dict(feed))]
             except Exception as exc:
-                raise TensorEqsatError(f"onnxruntime failed to run the model: {exc}") from exc
+                text = " ".join(str(exc).split())  # onnxruntime's message spans lines
+                raise TensorEqsatError(f"onnxruntime failed to run the model: {text}") from exc
 
         return _Side(specs, run_ort, "onnxruntime", model_inputs(proto))
     graph = model if isinstance(model, Graph) else _import(model)
@@ -329,7 +332,9 @@ def export_verified(
     model = export_onnx(optimized, output_names=output_names, seed=seed)
     report = None
     if check:
-        report = verify(source, model, rtol=rtol, atol=atol, trials=trials, seed=seed)
+        # The original by path when it is a file, so errors name it.
+        reference = original if isinstance(original, str | os.PathLike) else source
+        report = verify(reference, model, rtol=rtol, atol=atol, trials=trials, seed=seed)
         if not report.ok:
             raise VerificationError(f"{path}: not written, the optimized model {report.summary()}", report)
     save_model(model, path)
