@@ -54,3 +54,9 @@ class GraphError(TensorEqsatError):
 
 class FormatError(TensorEqsatError):
     """A file could not be read: it names the file and, where known, the line or field."""
+
+
+class ConfigError(TensorEqsatError, ValueError):
+    """A setting has a bad value or names an unknown strategy (search, extractor, rule set).
+
+    It is also a ValueError, the type such errors had before they joined this hierarchy."""

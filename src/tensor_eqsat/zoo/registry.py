@@ -52,6 +52,9 @@ class ModelInfo:
     tensat: True for the nine models rebuilt exactly as TENSAT builds them.
     reference: where the definition comes from.
     presets: builder parameters fixed by this entry (e.g. the ViT size).
+    rule_set: the rule set ``optimize()`` uses for this model by default. Default ``taso`` (the
+        paper's 139 rules); NASRNN uses ``taso-nasrnn``, in which the paper replaced one
+        multi-pattern rule (TASO could not run its result).
     """
 
     name: str
@@ -62,6 +65,7 @@ class ModelInfo:
     tensat: bool = True
     k_multi_provisional: bool = False
     presets: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    rule_set: str = "taso"
 
     def defaults(self) -> dict[str, Any]:
         """The parameters the default model is built with (builder defaults, then presets)."""
@@ -94,7 +98,7 @@ _MODELS: tuple[ModelInfo, ...] = (
     ModelInfo("inceptionv3", "Inception-v3", inceptionv3, 2, _TENSAT + " (model/inceptionv3.model)"),
     ModelInfo("mobilenetv2", "MobileNet-v2", mobilenetv2, 1, _TENSAT + " (model/mobilenetv2.model)"),
     ModelInfo("nasneta", "NASNet-A", nasneta, 1, _TENSAT + " (src/nasneta.rs)"),
-    ModelInfo("nasrnn", "NASRNN", nasrnn, 3, _TENSAT + " (src/nasrnn.rs)"),
+    ModelInfo("nasrnn", "NASRNN", nasrnn, 3, _TENSAT + " (src/nasrnn.rs)", rule_set="taso-nasrnn"),
     ModelInfo("resnet50", "ResNet-50 (no stem)", resnet50, 4, _TENSAT + " (src/resnet50.rs)"),
     ModelInfo("resnext50", "ResNeXt-50 32x4d", resnext50, 4, _TENSAT + " (src/resnext50.rs)"),
     ModelInfo("squeezenet", "SqueezeNet 1.1", squeezenet, 3, _TENSAT + " (model/squeezenet.model)"),
