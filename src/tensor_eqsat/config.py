@@ -85,7 +85,8 @@ class OptimizeConfig:
         rules). Default None: none for MCTS, ``runner.time_limit`` (TENSAT's 3600 s) for
         saturation. The final extraction is bounded by ``ilp.time_limit`` on top.
     rules: ``"default"`` (the model's rule set, see ``ModelInfo.rule_set``: the paper's 139
-        rules, the NASRNN variant for ``nasrnn``), a rule set name, a RuleSet or RuleSpecs.
+        rules, the NASRNN variant for ``nasrnn``), a rule set name, the path of a rule file, a
+        RuleSet or RuleSpecs.
         Default ``"default"``.
     model: the zoo name of the graph when it is a Graph built from the zoo (for k_multi and the
         rule set). Default None.
@@ -194,6 +195,17 @@ _NESTED = {
     "runner": {f.name for f in dataclasses.fields(RunnerConfig)},
     "ilp": {"ilp_" + f.name for f in dataclasses.fields(IlpConfig)},
 }
+
+
+def setting_names() -> list[str]:
+    """Every name :meth:`OptimizeConfig.with_overrides` accepts: the fields, then the nested
+    settings reachable by name (``budget``, ``iter_limit``, ``ilp_time_limit``, ...)."""
+    top = [f.name for f in dataclasses.fields(OptimizeConfig)]
+    counts: dict[str, int] = {}
+    for keys in _NESTED.values():
+        for k in keys:
+            counts[k] = counts.get(k, 0) + 1
+    return top + sorted(k for k, n in counts.items() if n == 1 and k not in top)
 
 
 def _nested_owner(key: str) -> str:

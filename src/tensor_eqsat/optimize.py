@@ -30,9 +30,10 @@ from tensor_eqsat.egraph.egraph import EGraph
 from tensor_eqsat.errors import ConfigError
 from tensor_eqsat.extract.egraph_problem import problem_from_egraph
 from tensor_eqsat.ir.graph import Graph
-from tensor_eqsat.ir.serialize import save
+from tensor_eqsat.ir.serialize import dumps
 from tensor_eqsat.ir.summary import to_dot
-from tensor_eqsat.rules.sets import RuleSet, load_rule_set
+from tensor_eqsat.outputs import write_dir
+from tensor_eqsat.rules.sets import RuleSet, load_rule_set, resolve_rule_set
 from tensor_eqsat.search.actions import Actions
 from tensor_eqsat.search.construction import ConstructionReport, Progress, ProgressFn, StepLog
 from tensor_eqsat.search.stop import StopReason
@@ -305,21 +306,25 @@ def _resolve_rules(rules: Any, info: Any) -> RuleSet:
     if isinstance(rules, RuleSet):
         return rules
     if isinstance(rules, str):
-        return load_rule_set((info.rule_set if info is not None else "taso") if rules == "default" else rules)
+        if rules == "default":
+            return load_rule_set(info.rule_set if info is not None else "taso")
+        return resolve_rule_set(rules)  # a rule set name or the path of a rule file
     return RuleSet("custom", tuple(sorted(rules, key=lambda r: r.id)))
 
 
 def save_run(result: OptimizeResult, directory: str | Path) -> Path:
     """Write a run directory: settings.json, stats.json (headline numbers and stats),
-    steps.json (the step log), original/optimized graphs as JSON and DOT. Returns the directory."""
-    out = Path(directory)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "settings.json").write_text(json.dumps(result.settings.to_dict(), indent=2) + "\n")
+    steps.json (the step log), original/optimized graphs as JSON and DOT, and last the
+    completion marker ``complete.json`` (see :func:`tensor_eqsat.outputs.write_dir`). Returns the
+    directory; raises OutputError naming it when it cannot be written."""
     stats = {**result.summary(), "stats": result.stats.to_dict()}
-    (out / "stats.json").write_text(json.dumps(stats, indent=2, default=str) + "\n")
-    (out / "steps.json").write_text(json.dumps([s.to_dict() for s in result.steps], indent=2) + "\n")
-    save(result.original, out / "original.json")
-    save(result.graph, out / "optimized.json")
-    (out / "original.dot").write_text(to_dot(result.original, "original"))
-    (out / "optimized.dot").write_text(to_dot(result.graph, "optimized"))
-    return out
+    files: dict[str, str | bytes] = {
+        "settings.json": json.dumps(result.settings.to_dict(), indent=2) + "\n",
+        "stats.json": json.dumps(stats, indent=2, default=str) + "\n",
+        "steps.json": json.dumps([s.to_dict() for s in result.steps], indent=2) + "\n",
+        "original.json": dumps(result.original),
+        "optimized.json": dumps(result.graph),
+        "original.dot": to_dot(result.original, "original"),
+        "optimized.dot": to_dot(result.graph, "optimized"),
+    }
+    return write_dir(directory, files)

@@ -31,7 +31,20 @@ def _two_branch_model(path):
 def test_onnx_in_verified_onnx_out_with_measured_latency(tmp_path, capsys):
     src, out = tmp_path / "model.onnx", tmp_path / "opt.onnx"
     _two_branch_model(src)
-    rc = main(["optimize", str(src), *FAST, "-o", str(out), "--measure", "--measure-runs", "10", "--json"])
+    # An analytic target: no guard, so --measure times the optimized graph itself.
+    args = [
+        "optimize",
+        str(src),
+        *FAST,
+        "--target",
+        "a100",
+        "-o",
+        str(out),
+        "--measure",
+        "--measure-runs",
+        "10",
+    ]
+    rc = main([*args, "--json"])
     assert rc == 0
     data = json.loads(capsys.readouterr().out)
     assert data["verify"]["ok"] is True
@@ -57,7 +70,7 @@ def test_a_result_that_fails_the_check_is_not_written(tmp_path, capsys, monkeypa
         return VerifyReport(**{**report.__dict__, "ok": False})
 
     monkeypatch.setattr(verify_mod, "verify", failing)
-    rc = main(["optimize", str(src), *FAST, "-o", str(out)])
+    rc = main(["optimize", str(src), *FAST, "--target", "a100", "-o", str(out)])
     assert rc == 1
     assert not out.exists()
     assert "not written" in capsys.readouterr().err

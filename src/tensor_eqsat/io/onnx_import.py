@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tensor_eqsat.errors import FormatError, TensorEqsatError
+from tensor_eqsat.io.inputs import with_input_shapes
 from tensor_eqsat.io.onnx_common import (
     FLOAT,
     MIN_OPSET,
@@ -75,8 +76,10 @@ def import_onnx(
     input_shapes: static shapes for inputs whose ONNX shape has symbolic dims (e.g. the batch).
 
     Initializers become weights carrying their data, so the Graph computes the model's function.
-    Raises FormatError (unreadable or invalid model, inconsistent shapes, non-float inputs,
-    dynamic shapes), UnsupportedOpError under strict.
+    Inputs of any element type are accepted; the nodes reading a non-float input become opaque
+    (see :mod:`tensor_eqsat.io.inputs`).
+    Raises FormatError (unreadable or invalid model, inconsistent shapes, dynamic shapes),
+    UnsupportedOpError under strict.
 
     >>> import onnx
     >>> from onnx import helper, TensorProto as T
@@ -158,30 +161,7 @@ class Importer:
 
     def _prepare(self, model: onnx.ModelProto, input_shapes: dict[str, Sequence[int]]) -> onnx.ModelProto:
         onnx = self.onnx
-        m = onnx.ModelProto()
-        m.CopyFrom(model)
-        inits = {t.name for t in m.graph.initializer} | set(self.detached)
-        declared = {i.name for i in m.graph.input if i.name not in inits}
-        unknown = sorted(set(input_shapes) - declared)
-        if unknown:
-            raise FormatError(f"{self.source}: input_shapes names unknown inputs {unknown}")
-        for inp in m.graph.input:
-            if inp.name in input_shapes:
-                dims = [int(d) for d in input_shapes[inp.name]]
-                shape = inp.type.tensor_type.shape
-                if len(shape.dim) != len(dims):
-                    raise FormatError(
-                        f"{self.source}: input {inp.name!r} has rank {len(shape.dim)}, "
-                        f"input_shapes gives {len(dims)} dims"
-                    )
-                for dim, v in zip(shape.dim, dims, strict=True):
-                    dim.Clear()
-                    dim.dim_value = v
-        if input_shapes:
-            # Shapes recorded for the old input shapes would contradict the new ones: re-infer.
-            del m.graph.value_info[:]
-            for out in m.graph.output:
-                out.type.tensor_type.ClearField("shape")
+        m = with_input_shapes(model, input_shapes, self.source, extra_constants=set(self.detached))
         m = self._check(m)
         opset = default_opset(m)
         if opset < MIN_OPSET:
@@ -255,6 +235,7 @@ class Importer:
         for i, node in enumerate(self.nodes):
             if i in self.skip:
                 continue
+            self._refuse_subgraphs(i, node)
             self._import_node(i, node)
         outs = []
         for o in graph.output:
@@ -274,26 +255,34 @@ class Importer:
             log.info("%s: kept %d opaque nodes: %s", self.source, len(self.opaque_ops), kinds)
         return _prune(self.g)
 
+    def _refuse_subgraphs(self, i: int, node: onnx.NodeProto) -> None:
+        """Control flow (If, Loop, Scan: nodes with graph attributes) is one clear error."""
+        graph_kinds = (self.onnx.AttributeProto.GRAPH, self.onnx.AttributeProto.GRAPHS)
+        if any(a.type in graph_kinds for a in node.attribute):
+            name = f" {node.name!r}" if node.name else ""
+            raise FormatError(
+                f"{self.source}: node {i} ({node.op_type}{name}): control flow with subgraphs "
+                "(If, Loop, Scan) is not supported; export the model with the branch taken "
+                "(e.g. torch.onnx.export of a traced model)"
+            )
+
     def _add_input(self, inp: onnx.ValueInfoProto) -> None:
         tt = inp.type.tensor_type
         if not inp.type.HasField("tensor_type"):
             raise FormatError(f"{self.source}: input {inp.name!r} is not a tensor")
-        if tt.elem_type != FLOAT:
-            raise FormatError(
-                f"{self.source}: input {inp.name!r} has element type {elem_type_name(tt.elem_type)}; "
-                "graphs take float32 inputs only"
-            )
         dims = []
         for d in tt.shape.dim:
             if not d.HasField("dim_value"):
                 raise FormatError(
                     f"{self.source}: input {inp.name!r} has a symbolic dim {d.dim_param!r}; "
-                    "give static shapes with input_shapes={...}"
+                    "give static shapes with --input-shape NAME=D0,D1,... (input_shapes={...} in Python)"
                 )
             dims.append(int(d.dim_value))
         t = self.g.input(tuple(dims), name=inp.name)
         self.used.add(inp.name)
-        self.values[inp.name] = Value(FLOAT, tuple(dims), tensor=t)
+        # An input of another type (token ids, a mask) can only feed opaque nodes, whose payloads
+        # then declare its type (io/inputs.py); the float32 tensors they produce are rewritable.
+        self.values[inp.name] = Value(tt.elem_type, tuple(dims), tensor=t)
 
     def _scalar(self, name: str) -> float | None:
         v = self.values.get(name)
