@@ -211,7 +211,7 @@ class ChildStats:
 
 
 @dataclass(frozen=True)
-class Plan:
+class StepPlan:
     """The outcome of one planning step.
 
     action: the chosen action, or None if every root action is pruned or saturated.
@@ -251,7 +251,7 @@ class MctsStep:
     changed: bool
     done: bool
     reason: StopReason | None
-    plan: Plan
+    plan: StepPlan
     step_seconds: float
     elapsed: float
     info: Mapping[str, Any]
@@ -459,7 +459,7 @@ class Mcts:
 
     # ------------------------------------------------------------------ planning
 
-    def plan(self, env: Environment) -> Plan:
+    def plan(self, env: Environment) -> StepPlan:
         """One planning step on a fresh tree rooted at a copy of ``env`` (``env`` is untouched)."""
         plan, _ = self._plan(env, None, None, None)
         return plan
@@ -474,7 +474,7 @@ class Mcts:
         reuse: _Node | None,
         deadline: float | None,
         progress: Callable[[int, int], None] | None,
-    ) -> tuple[Plan, _Node]:
+    ) -> tuple[StepPlan, _Node]:
         cfg = self.config
         t0 = time.perf_counter()
         root = reuse if reuse is not None else self._new_node(env.copy(), env.cost())
@@ -517,7 +517,7 @@ class Mcts:
             for a, c in enumerate(root.children)
             if c is not None
         )
-        plan = Plan(
+        plan = StepPlan(
             action=action,
             simulations=simulations,
             inherited_visits=inherited,

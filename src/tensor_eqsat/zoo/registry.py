@@ -7,10 +7,14 @@ models in the paper's table order and ``info(name)`` returns a :class:`ModelInfo
 ``k_multi`` is the number of runner iterations in which TENSAT's multi-pattern rules run in the
 TENSAT baseline. For the nine TENSAT models it is the value of the paper's artifact
 (``run_exp_main.sh``). For ViT-Base/Large/Huge and TT the paper chose k_multi by raising it
-until the e-graph saturated or hit the 2,000-node limit; that needs the saturation runner,
-which does not exist yet. Their values here (2, 2, 1 and 2) are **provisional**: they are the
-ones printed in the paper's Table 2 for the paper's own, unpublished definitions of these
-models, and ``k_multi_provisional`` is True until they are re-derived on these definitions.
+until the e-graph saturated or hit the 2,000-node limit, a procedure that can be run with the
+saturation runner (:mod:`tensor_eqsat.search.runner`) but has not been run on these
+definitions yet. Their values here (2, 2, 1 and 2) are **provisional**: they are the ones
+printed in the paper's Table 2 for the paper's own, unpublished definitions of these models, and
+``k_multi_provisional`` is True until they are re-derived on these definitions.
+
+``rule_set`` is the other per-model fact ``optimize()`` reads: the paper's rules, or for NASRNN
+the variant in which one multi-pattern rule is replaced.
 
 Alternatives rejected: a registration decorator in every builder module (the table would be
 spread over 10 files) and one builder per name for the ViT sizes (three copies of one
