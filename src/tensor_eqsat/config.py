@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from tensor_eqsat.cost.model import CostModel
 from tensor_eqsat.cost.spec import DEFAULT_SPEC, parse_cost_model
-from tensor_eqsat.errors import ConfigError
+from tensor_eqsat.errors import ConfigError, parse_enum
 from tensor_eqsat.extract.egraph_problem import problem_from_egraph
 from tensor_eqsat.extract.ilp import IlpConfig
 from tensor_eqsat.extract.registry import Extractor, ExtractorKind, make_extractor, parse_kind
@@ -217,10 +217,4 @@ def _nested_owner(key: str) -> str:
 
 
 def _parse_search(search: Search | str) -> Search:
-    if isinstance(search, Search):
-        return search
-    try:
-        return Search(search)
-    except ValueError:
-        known = ", ".join(s.value for s in Search)
-        raise ConfigError(f"unknown search {search!r} (known: {known})") from None
+    return parse_enum(Search, search, "search")

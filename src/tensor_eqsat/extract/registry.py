@@ -21,7 +21,7 @@ import enum
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
-from tensor_eqsat.errors import ConfigError
+from tensor_eqsat.errors import parse_enum
 from tensor_eqsat.extract.greedy_dag import GreedyDagExtractor
 from tensor_eqsat.extract.greedy_ocf import GreedyOcfExtractor
 from tensor_eqsat.extract.greedy_tree import GreedyTreeExtractor
@@ -94,13 +94,7 @@ def make_extractor(kind: ExtractorKind | str, *, ilp_config: IlpConfig | None = 
 
 def parse_kind(kind: ExtractorKind | str) -> ExtractorKind:
     """The ExtractorKind for a name; ConfigError (a ValueError) listing the known names otherwise."""
-    if isinstance(kind, ExtractorKind):
-        return kind
-    try:
-        return ExtractorKind(kind)
-    except ValueError:
-        known = ", ".join(k.value for k in ExtractorKind)
-        raise ConfigError(f"unknown extractor {kind!r} (known: {known})") from None
+    return parse_enum(ExtractorKind, kind, "extractor")
 
 
 def extract(
