@@ -38,7 +38,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tensor_eqsat.errors import FormatError
+from tensor_eqsat.errors import FormatError, parse_enum
 from tensor_eqsat.rewrite.pattern import (
     AttrVar,
     Condition,
@@ -178,10 +178,7 @@ def _parse_header(body: str, where: str, lineno: int) -> _Draft:
         raise RuleFileError(f"{where}: rule id must be a non-negative integer, got {id_text!r}")
     if not _NAME.fullmatch(name):
         raise RuleFileError(f"{where}: rule name {name!r} may only hold letters, digits, '_', '-' and '.'")
-    try:
-        kind = RuleKind(kind_text)
-    except ValueError:
-        raise RuleFileError(f"{where}: unknown rule kind {kind_text!r} (expected single or multi)") from None
+    kind = parse_enum(RuleKind, kind_text, "rule kind", RuleFileError, where=f"{where}: ")
     if flags and flags != ["symmetric"]:
         raise RuleFileError(f"{where}: unknown flag {flags[0]!r} ({usage})")
     symmetric = bool(flags)
