@@ -218,6 +218,8 @@ def load_graph_arg(
     (``--input-shape``); an error for other files. Raises FormatError naming the argument when
     it is none of these.
     """
+    if not spec:
+        raise FormatError("empty graph argument: give a graph file (.json or .onnx) or a zoo model name")
     path = Path(spec)
     if input_shapes and path.suffix != ".onnx":
         raise FormatError(f"{spec}: --input-shape applies to ONNX files only")
