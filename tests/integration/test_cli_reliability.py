@@ -540,6 +540,7 @@ HOSTILE = [
     (["bench", "--models", "vgg", "--dry-run", "--db", "dir.sqlite"], "dir.sqlite: is a directory"),
     (["report", "latin1.json"], "latin1.json: not a results database"),
     (["egraph", "squeezenet", "--dot", "/dev/full"], "cannot write /dev/full: No space left on device"),
+    (["show", "m.onnx", "--input-shape", "x=1,99999999999999999999"], "more than 2**60 elements"),
 ]
 
 
