@@ -139,21 +139,6 @@ def print_json(data: Any) -> None:
     sys.stdout.write("\n")
 
 
-def finite_json(data: Any) -> Any:
-    """``data`` with every non-finite float replaced by None (JSON ``null``).
-
-    >>> finite_json({"a": [1.0, float("inf")], "b": float("nan")})
-    {'a': [1.0, None], 'b': None}
-    """
-    if isinstance(data, float):
-        return data if math.isfinite(data) else None
-    if isinstance(data, dict):
-        return {k: finite_json(v) for k, v in data.items()}
-    if isinstance(data, (list, tuple)):
-        return [finite_json(v) for v in data]
-    return data
-
-
 def parse_input_shape(text: str) -> tuple[str, tuple[int, ...]]:
     """``NAME=D0,D1,...`` as (name, dims); argparse reports the ArgumentTypeError it raises.
 
@@ -194,6 +179,21 @@ def input_shapes_arg(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
             raise FormatError(f"--input-shape gives {name!r} twice ({out[name]} and {dims})")
         out[name] = dims
     return out
+
+
+def finite_json(data: Any) -> Any:
+    """``data`` with every non-finite float replaced by None (JSON ``null``).
+
+    >>> finite_json({"a": [1.0, float("inf")], "b": float("nan")})
+    {'a': [1.0, None], 'b': None}
+    """
+    if isinstance(data, float):
+        return data if math.isfinite(data) else None
+    if isinstance(data, dict):
+        return {k: finite_json(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [finite_json(v) for v in data]
+    return data
 
 
 def zoo_model_name(spec: str) -> str | None:

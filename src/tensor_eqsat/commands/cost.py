@@ -14,7 +14,8 @@ from tensor_eqsat.commands._common import (
     stdout,
 )
 from tensor_eqsat.cost.model import WeightOps, cost_breakdown
-from tensor_eqsat.cost.spec import DEFAULT_SPEC, parse_cost_model
+from tensor_eqsat.cost.spec import parse_cost_model
+from tensor_eqsat.target import default_target, get_target, target_names
 
 NAME = "cost"
 HELP = "predicted runtime (ms) of a graph file or zoo model, with a per-op-type breakdown"
@@ -24,10 +25,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("graph", metavar="MODEL|FILE", help="zoo model name, graph JSON or ONNX file")
     add_input_shape_argument(p)
     p.add_argument(
+        "--target",
+        choices=target_names(),
+        default=None,
+        help="where the model will run; picks the cost model (default: ort-cpu for an ONNX file, else a100)",
+    )
+    p.add_argument(
         "--cost-model",
-        default=DEFAULT_SPEC,
+        default=None,
         metavar="SPEC",
-        help="roofline[:a100|p100|h100|cpu|FILE.json], measured[:cpu|cuda], or unit (default: %(default)s)",
+        help="roofline[:a100|p100|h100|cpu|FILE.json], measured[:cpu|cuda|ort-cpu], or unit "
+        "(default: the target's)",
     )
     p.add_argument(
         "--weight-ops",
@@ -41,12 +49,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     graph = load_graph_arg(args.graph, input_shapes=input_shapes_arg(args))
-    model = parse_cost_model(args.cost_model, weight_ops=args.weight_ops, taso_compat=args.taso_compat)
+    target = get_target(args.target) if args.target else default_target(args.graph)
+    spec = args.cost_model or target.cost_model
+    options = {}
+    if spec.startswith("measured:ort"):
+        from tensor_eqsat.cost.ort import weights_for
+
+        options["weights"] = weights_for(graph)
+    model = parse_cost_model(spec, weight_ops=args.weight_ops, taso_compat=args.taso_compat, **options)
     report = cost_breakdown(model, graph)
     if args.json:
         print_json(
             {
                 "graph": args.graph,
+                "target": target.name,
                 "cost_model": model.spec,
                 "weight_ops": model.weight_ops.value,
                 "taso_compat": model.taso_compat,

@@ -9,9 +9,16 @@ Every result is checked numerically against the original before anything is writ
 onnx-simplifier does): the optimized graph (for ONNX output, the exported file itself) runs on
 seeded random inputs next to the original (the input ONNX model in onnxruntime when the input is
 ONNX, else the reference interpreter). A result that differs is not written and the exit code is 1;
-``--no-check`` skips the check. ``--measure`` times the original and the optimized model on this
-machine (onnxruntime or PyTorch, alternating blocks, medians) and reports the measured speedup next
-to the cost model's.
+``--no-check`` skips the check.
+
+``--target`` names where the model will run (:mod:`tensor_eqsat.target.targets`): it picks the
+cost model (``--cost-model`` overrides it) and, when the target can be run here, the never-slower
+guard (:mod:`tensor_eqsat.target.guard`) times the original and the optimized model there and
+hands back the original unless the optimized one is faster beyond the noise ("no measured gain:
+original kept", exit 0; ``--no-guard`` turns this off). An ONNX file defaults to ``ort-cpu``;
+zoo models and graph JSON to ``a100`` (the paper's device, not measurable here).
+``--measure`` times the original and the model handed back on this machine (onnxruntime or
+PyTorch, alternating blocks, medians) when the guard did not.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from rich.live import Live
@@ -40,14 +48,14 @@ from tensor_eqsat.commands._common import (
     stdout,
     zoo_model_name,
 )
-from tensor_eqsat.cost.spec import DEFAULT_SPEC
 from tensor_eqsat.extract.registry import ExtractorKind
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.ir.serialize import save
 from tensor_eqsat.optimize import OptimizeResult, Progress, Search, optimize, save_run
-from tensor_eqsat.outputs import check_output, check_output_dir
+from tensor_eqsat.outputs import atomic_write, check_output, check_output_dir
 from tensor_eqsat.rules.sets import rule_set_names
 from tensor_eqsat.search.mcts import MctsConfig, RolloutPolicy
+from tensor_eqsat.target import GuardReport, Target, default_target, get_target, target_names
 
 NAME = "optimize"
 HELP = "optimize a graph file or zoo model with MCTS-guided (or TENSAT-style) equality saturation"
@@ -107,10 +115,29 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "(default: the paper's, per model)",
     )
     p.add_argument(
+        "--target",
+        choices=target_names(),
+        default=None,
+        help="where the model will run: picks the cost model and the runtime of the never-slower guard "
+        "(default: ort-cpu for an ONNX file, else a100)",
+    )
+    p.add_argument(
         "--cost-model",
-        default=DEFAULT_SPEC,
+        default=None,
         metavar="SPEC",
-        help="roofline[:a100|p100|h100|cpu|FILE.json], measured[:cpu|cuda], or unit (default: %(default)s)",
+        help="expert override of the target's cost model: roofline[:a100|p100|h100|cpu|FILE.json], "
+        "measured[:cpu|cuda|ort-cpu], or unit (default: the target's)",
+    )
+    p.add_argument(
+        "--no-guard",
+        action="store_true",
+        help="hand back the optimized model even if it is not measurably faster on the target",
+    )
+    p.add_argument(
+        "--guard-runs",
+        type=int_at_least(MEASURE_BLOCKS),
+        default=40,
+        help="timed runs per model for the never-slower guard (default: 40)",
     )
     p.add_argument("--seed", type=seed, default=0, help="seed of every random choice (default: 0)")
     p.add_argument(
@@ -150,7 +177,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default="ort",
         help="runtime for --measure: onnxruntime or PyTorch eager (default: ort)",
     )
-    p.add_argument("--threads", type=positive_int, default=1, help="threads for --measure (default: 1)")
+    p.add_argument(
+        "--threads",
+        type=positive_int,
+        default=1,
+        help="runtime threads for the guard and --measure (default: 1)",
+    )
     p.add_argument(
         "--measure-runs",
         type=int_at_least(MEASURE_BLOCKS),
@@ -201,12 +233,20 @@ def run(args: argparse.Namespace) -> int:
     idle = nothing_to_optimize(graph, args.rules, model)
     if idle is not None:
         return _unchanged(args, graph, idle)
+    target = get_target(args.target) if args.target else default_target(args.graph)
+    cost_model: Any = args.cost_model or target.cost_model
+    if cost_model.startswith("measured:ort"):
+        # Large weights are timed where this model finds them: the last-level cache or memory.
+        from tensor_eqsat.cost.ort import weights_for
+        from tensor_eqsat.cost.spec import parse_cost_model
+
+        cost_model = parse_cost_model(cost_model, weights=weights_for(graph))
     mcts = MctsConfig(rollout=RolloutPolicy(args.rollout), subtree_reuse=args.subtree_reuse)
     kwargs: dict[str, Any] = dict(
         search=args.search,
         main_extractor=args.extractor,
         final_extractor=args.final_extractor,
-        cost_model=args.cost_model,
+        cost_model=cost_model,
         node_limit=args.node_limit,
         budget=args.budget,
         max_rollout_depth=args.rollout_depth,
@@ -222,37 +262,51 @@ def run(args: argparse.Namespace) -> int:
         result = optimize(graph, progress=_ProgressLine(live), **kwargs)
     # An ONNX input is checked against (and timed as) the original file itself, so an import or
     # export bug cannot hide behind a round trip through our IR.
-    source: Any = args.graph if model is None and args.graph.endswith(".onnx") else result.original
+    source: Any = args.graph if model is None and args.graph.lower().endswith(".onnx") else result.original
     if input_shapes:  # the original file, with the static shapes the graph was imported with
         from tensor_eqsat.io.inputs import with_input_shapes
         from tensor_eqsat.io.onnx_common import load_model
 
         source = with_input_shapes(load_model(args.graph), input_shapes, args.graph)
-    verdict = _check_and_write(args, source, result)
+    verdict = None if args.no_check else _check(args, source, result.graph)
     ok = verdict is None or verdict.ok
+    guard_report = _guard(args, target, source, result) if ok else None
+    chosen = result.original if guard_report is not None and guard_report.kept_original else result.graph
+    if args.output and ok:
+        verdict = _write(args, source, result.original, chosen, verdict)
+        ok = verdict is None or verdict.ok
     if args.run_dir:
         save_run(result, args.run_dir)
-    measured = _measure(args, source, result) if args.measure else None
+    measured = _measure(args, source, chosen) if args.measure and guard_report is None else None
     if args.json:
         data = result.to_dict()
+        data["target"] = target.name
+        data["cost_model"] = result.settings["cost_model"]
+        data["kept_original"] = guard_report.kept_original if guard_report is not None else False
         if verdict is not None:
             data["verify"] = verdict.to_dict()
-        if measured is not None:
+        if guard_report is not None:
+            data["measured"] = guard_report.measured.to_dict()
+            data["guard"] = guard_report.to_dict()
+        elif measured is not None:
             data["measured"] = measured
         print_json(data)
     else:
-        stdout.print(_summary_table(args.graph, result))
+        stdout.print(_summary_table(args.graph, result, target, guard_report))
         if verdict is not None:
             stdout.print(verdict.summary())
-        if measured is not None:
+        if guard_report is not None:
+            stdout.print(guard_report.message)
+        elif measured is not None:
             stdout.print(
                 f"measured ({measured['backend']}, {measured['threads']} thread(s)): "
                 f"{measured['original_ms']:.3f} ms -> {measured['optimized_ms']:.3f} ms, "
                 f"speedup {measured['speedup_pct']:.1f}% (cost model: {result.speedup_pct:.1f}%)"
             )
     if args.output and ok:
+        what = "original model (no measured gain)" if chosen is result.original else "optimized graph"
         # Plain print: a console would wrap a long path.
-        print(f"optimized graph written to {args.output}", file=sys.stderr)
+        print(f"{what} written to {args.output}", file=sys.stderr)
     elif args.output:
         # Plain print: an error line must not be wrapped or styled.
         print(
@@ -312,31 +366,68 @@ def _unchanged(args: argparse.Namespace, graph: Graph, message: str) -> int:
     return 0
 
 
-def _check_and_write(args: argparse.Namespace, source: Any, result: OptimizeResult) -> Any:
-    """Verify the result against the original (unless ``--no-check``) and write ``-o`` if it passes.
+def _check(args: argparse.Namespace, source: Any, graph: Graph) -> Any:
+    """Verify ``graph`` against the original (the input file itself for ONNX). Returns the report."""
+    from tensor_eqsat.io.equivalence import verify
 
-    For ONNX output the exported model itself is what gets checked and written. Returns the
-    report, or None with ``--no-check``.
-    """
-    from tensor_eqsat.io.verify import VerificationError, export_verified, verify
+    return verify(source, graph, seed=args.seed)
 
-    if args.output and args.output.endswith(".onnx"):
-        try:
-            return export_verified(source, result.graph, args.output, check=not args.no_check, seed=args.seed)
-        except VerificationError as exc:
-            return exc.report
-    report = None if args.no_check else verify(source, result.graph, seed=args.seed)
-    if args.output and (report is None or report.ok):
-        save(result.graph, args.output)
+
+def _guard(
+    args: argparse.Namespace, target: Target, source: Any, result: OptimizeResult
+) -> GuardReport | None:
+    """Run the never-slower guard when it applies; None when off or the target is not measurable."""
+    from tensor_eqsat.target.guard import guard
+
+    if args.no_guard:
+        return None
+    why = target.unavailable()
+    if why is not None:
+        if args.target:  # asked for explicitly: say why nothing was measured
+            stderr.print(f"no measurement on target {target.name}: {why}")
+        return None
+    stderr.print(f"measuring on {target.name} (never-slower guard)...")
+    _, report = guard(
+        source,
+        [("final extraction", result.graph)],
+        target,
+        original_graph=result.original,
+        threads=args.threads,
+        runs=args.guard_runs,
+        blocks=min(8, max(2, args.guard_runs // 5)),
+        seed=args.seed,
+    )
     return report
 
 
-def _measure(args: argparse.Namespace, source: Any, result: OptimizeResult) -> dict[str, Any]:
+def _write(args: argparse.Namespace, source: Any, original: Graph, chosen: Graph, verdict: Any) -> Any:
+    """Write ``-o``: the chosen graph (an ONNX output is verified as written). Returns the report."""
+    from tensor_eqsat.io.equivalence import VerificationError, export_verified
+
+    if chosen is original and isinstance(source, str) and args.output.lower().endswith(".onnx"):
+        # The original is kept: hand back the user's own file, byte for byte.
+        atomic_write(args.output, Path(source).read_bytes())
+        return verdict
+    if args.output.lower().endswith(".onnx"):
+        if args.no_check:
+            from tensor_eqsat.io.onnx_export import export_onnx
+
+            export_onnx(chosen, args.output, seed=args.seed)
+            return verdict
+        try:
+            return export_verified(source, chosen, args.output, seed=args.seed)
+        except VerificationError as exc:
+            return exc.report
+    save(chosen, args.output)
+    return verdict
+
+
+def _measure(args: argparse.Namespace, source: Any, chosen: Graph) -> dict[str, Any]:
     from tensor_eqsat.io.latency import compare_latency
 
     cmp = compare_latency(
         source,
-        result.graph,
+        chosen,
         backend=args.measure_backend,
         threads=args.threads,
         runs=args.measure_runs,
@@ -356,7 +447,7 @@ def _measure(args: argparse.Namespace, source: Any, result: OptimizeResult) -> d
     }
 
 
-def _summary_table(name: str, r: OptimizeResult) -> Table:
+def _summary_table(name: str, r: OptimizeResult, target: Target, guard: GuardReport | None) -> Table:
     s = r.settings
     st = r.stats
     table = Table(title=f"optimize {name}", show_header=False)
@@ -368,12 +459,13 @@ def _summary_table(name: str, r: OptimizeResult) -> Table:
     else:
         search += f" (k_multi {s['k_multi']})"
     rows = [
+        ("target", target.name + ("" if guard is not None else " (not measured here)")),
         ("search", search),
         ("final extractor", f"{s['final_extractor']} ({st['final_extraction']['status']})"),
         ("cost model", str(s["cost_model"])),
         ("original cost", f"{r.original_cost_ms:.4f} ms"),
         ("optimized cost", f"{r.optimized_cost_ms:.4f} ms"),
-        ("speedup", f"{r.speedup_pct:.2f} %"),
+        ("predicted speedup", f"{r.speedup_pct:.2f} %"),
         ("steps", f"{len(r.steps)} (stopped: {r.stop_reason})"),
         ("e-graph", f"{st['initial_enodes']} -> {st['enodes']} e-nodes, {st['classes']} classes"),
         ("rules applied", _counts(r.rule_counts)),
@@ -383,6 +475,16 @@ def _summary_table(name: str, r: OptimizeResult) -> Table:
             f"final extraction {st['final_extraction_s']:.2f} s)",
         ),
     ]
+    if guard is not None:
+        m = guard.measured
+        rows += [
+            (
+                "measured",
+                f"{m.original_ms:.3f} ms -> {m.optimized_ms:.3f} ms on {guard.target} ({m.runs} runs)",
+            ),
+            ("measured speedup", f"{m.speedup_pct:.2f} % (noise ±{m.noise_pct:.1f} %)"),
+            ("result", "no measured gain: original kept" if guard.kept_original else guard.chosen),
+        ]
     for k, v in rows:
         table.add_row(k, v)
     return table
