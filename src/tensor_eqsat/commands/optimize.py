@@ -217,13 +217,13 @@ class _ProgressLine:
 
 def _check_outputs(args: argparse.Namespace) -> None:
     """Refuse unwritable outputs (and ONNX output without the onnx extra) before the run starts."""
-    if args.output:
+    if args.output is not None:
         check_output(args.output, "-o")
         if args.output.endswith(".onnx"):
             from tensor_eqsat.io.onnx_common import require_onnx
 
             require_onnx()
-    if args.run_dir:
+    if args.run_dir is not None:
         check_output_dir(args.run_dir, "--run-dir")
 
 
