@@ -39,9 +39,10 @@ from tensor_eqsat.extract.egraph_problem import problem_from_egraph
 from tensor_eqsat.extract.ilp import IlpConfig
 from tensor_eqsat.extract.registry import ExtractorKind, make_extractor, parse_kind
 from tensor_eqsat.ir.graph import Graph
-from tensor_eqsat.ir.serialize import save
+from tensor_eqsat.ir.serialize import dumps
 from tensor_eqsat.ir.summary import to_dot
-from tensor_eqsat.rules.sets import RuleSet, load_rule_set
+from tensor_eqsat.outputs import write_dir
+from tensor_eqsat.rules.sets import RuleSet, load_rule_set, resolve_rule_set
 from tensor_eqsat.rules.spec import RuleSpec
 from tensor_eqsat.search.actions import Actions
 from tensor_eqsat.search.env import EGraphEnv
@@ -205,7 +206,7 @@ def optimize(
         rules). Default None (MCTS) / TENSAT's 3600 s (saturate). Final extraction is bounded by
         ``ilp_time_limit`` on top.
     rules: ``"default"`` (the paper's 139 rules; the NASRNN variant for ``nasrnn``), a rule set
-        name, a RuleSet or RuleSpecs.
+        name, the path of a rule file, a RuleSet or RuleSpecs.
     ilp_time_limit: seconds per ILP solve (main or final). Default 600 (the artifact's).
     mcts: further MCTS settings (gamma, exploration, rollout policy, subtree reuse, ...); its
         budget, depth and time limit are replaced by the arguments above.
@@ -474,21 +475,23 @@ def _resolve_rules(rules: str | RuleSet | Sequence[RuleSpec], model: str | None)
         if rules == "default":
             # the paper replaced one multi-pattern rule for NASRNN (TASO could not run its result)
             return load_rule_set("taso-nasrnn" if model == "nasrnn" else "taso")
-        return load_rule_set(rules)
+        return resolve_rule_set(rules)
     return RuleSet("custom", tuple(sorted(rules, key=lambda r: r.id)))
 
 
 def save_run(result: OptimizeResult, directory: str | Path) -> Path:
     """Write a run directory: settings.json, stats.json (headline numbers and stats),
-    steps.json (the step log), original/optimized graphs as JSON and DOT. Returns the directory."""
-    out = Path(directory)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "settings.json").write_text(json.dumps(result.settings, indent=2) + "\n")
+    steps.json (the step log), original/optimized graphs as JSON and DOT, and last the
+    completion marker ``complete.json`` (see :func:`tensor_eqsat.outputs.write_dir`). Returns the
+    directory; raises OutputError naming it when it cannot be written."""
     stats = {**result.summary(), "stats": result.stats}
-    (out / "stats.json").write_text(json.dumps(stats, indent=2, default=str) + "\n")
-    (out / "steps.json").write_text(json.dumps([s.to_dict() for s in result.steps], indent=2) + "\n")
-    save(result.original, out / "original.json")
-    save(result.graph, out / "optimized.json")
-    (out / "original.dot").write_text(to_dot(result.original, "original"))
-    (out / "optimized.dot").write_text(to_dot(result.graph, "optimized"))
-    return out
+    files = {
+        "settings.json": json.dumps(result.settings, indent=2) + "\n",
+        "stats.json": json.dumps(stats, indent=2, default=str) + "\n",
+        "steps.json": json.dumps([s.to_dict() for s in result.steps], indent=2) + "\n",
+        "original.json": dumps(result.original),
+        "optimized.json": dumps(result.graph),
+        "original.dot": to_dot(result.original, "original"),
+        "optimized.dot": to_dot(result.graph, "optimized"),
+    }
+    return write_dir(directory, files)

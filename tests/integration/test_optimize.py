@@ -135,6 +135,7 @@ def test_save_run_writes_settings_stats_steps_and_graphs(tmp_path):
     out = save_run(r, tmp_path / "run")
     names = sorted(p.name for p in out.iterdir())
     assert names == [
+        "complete.json",
         "optimized.dot",
         "optimized.json",
         "original.dot",

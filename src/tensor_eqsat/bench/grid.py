@@ -334,10 +334,23 @@ def parse_seeds(text: Sequence[str]) -> list[int]:
                 continue
             lo, sep, hi = part.partition("-")
             try:
-                if sep:
-                    out.extend(range(int(lo), int(hi) + 1))
-                else:
-                    out.append(int(part))
+                first, last = (int(lo), int(hi)) if sep else (int(part), int(part))
             except ValueError:
                 raise BenchError(f"seed {part!r}: expected an integer or a range like 0-4") from None
+            if last < first:
+                raise BenchError(f"seed range {part!r} is empty: it ends before it starts")
+            if last > MAX_SEED:
+                raise BenchError(f"seed {last} is too large (seeds are 0..{MAX_SEED})")
+            # Checked before expanding, so a typo like 0-100000000 fails at once.
+            if len(out) + (last - first + 1) > MAX_SEEDS:
+                raise BenchError(f"seeds {' '.join(text)}: more than {MAX_SEEDS:,} seeds")
+            out.extend(range(first, last + 1))
     return out
+
+
+MAX_SEEDS = 10_000
+"""The most seeds a grid may have: far beyond any sweep (the paper uses 5), small enough that a
+mistyped range is refused before it is expanded."""
+
+MAX_SEED = 2**32 - 1
+"""The largest seed (numpy's and PyTorch's generators accept 0..2**32-1)."""

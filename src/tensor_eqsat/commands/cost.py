@@ -6,7 +6,13 @@ import argparse
 
 from rich.table import Table
 
-from tensor_eqsat.commands._common import load_graph_arg, print_json, stderr
+from tensor_eqsat.commands._common import (
+    add_input_shape_argument,
+    input_shapes_arg,
+    load_graph_arg,
+    print_json,
+    stdout,
+)
 from tensor_eqsat.cost.model import WeightOps, cost_breakdown
 from tensor_eqsat.cost.spec import parse_cost_model
 from tensor_eqsat.target import default_target, get_target, target_names
@@ -17,6 +23,7 @@ HELP = "predicted runtime (ms) of a graph file or zoo model, with a per-op-type 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("graph", metavar="MODEL|FILE", help="zoo model name, graph JSON or ONNX file")
+    add_input_shape_argument(p)
     p.add_argument(
         "--target",
         choices=target_names(),
@@ -41,7 +48,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    graph = load_graph_arg(args.graph)
+    graph = load_graph_arg(args.graph, input_shapes=input_shapes_arg(args))
     target = get_target(args.target) if args.target else default_target(args.graph)
     spec = args.cost_model or target.cost_model
     options = {}
@@ -71,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
     for op, ms in report.by_op.items():
         share = ms / report.total_ms if report.total_ms else 0.0
         table.add_row(op, str(report.count_by_op[op]), f"{ms:.4f}", f"{share:.1%}")
-    stderr.print(table)
-    stderr.print(f"total {report.total_ms:.4f} ms over {report.kernels} kernels")
+    # The breakdown is the command's result: stdout, like every other command's.
+    stdout.print(table)
+    stdout.print(f"total {report.total_ms:.4f} ms over {report.kernels} kernels", highlight=False)
     return 0

@@ -27,19 +27,33 @@ import argparse
 import os
 import shutil
 import sys
-from pathlib import Path
+from collections import Counter
 from typing import Any
 
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from tensor_eqsat import zoo
-from tensor_eqsat.commands._common import load_graph_arg, print_json, stderr, stdout
+from tensor_eqsat.commands._common import (
+    add_input_shape_argument,
+    input_shapes_arg,
+    int_at_least,
+    load_graph_arg,
+    non_negative_int,
+    positive_float,
+    positive_int,
+    print_json,
+    rule_set,
+    seed,
+    stderr,
+    stdout,
+    zoo_model_name,
+)
 from tensor_eqsat.extract.registry import ExtractorKind
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.ir.serialize import save
 from tensor_eqsat.optimize import OptimizeResult, Progress, Search, optimize, save_run
+from tensor_eqsat.outputs import check_output, check_output_dir
 from tensor_eqsat.rules.sets import rule_set_names
 from tensor_eqsat.search.mcts import MctsConfig, RolloutPolicy
 from tensor_eqsat.target import GuardReport, Target, default_target, get_target, target_names
@@ -49,9 +63,16 @@ HELP = "optimize a graph file or zoo model with MCTS-guided (or TENSAT-style) eq
 
 _EXTRACTORS = [k.value for k in ExtractorKind]
 
+MEASURE_BLOCKS = 5
+"""--measure times the two models in this many alternating blocks, so it needs as many runs."""
+
+GUARD_BLOCKS = 2
+"""The fewest alternating blocks the guard uses (it uses up to 8, one per 5 runs)."""
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("graph", metavar="MODEL|FILE", help="zoo model name, graph JSON or ONNX file")
+    add_input_shape_argument(p)
     p.add_argument(
         "--search", choices=[s.value for s in Search], default="mcts", help="construction (default: mcts)"
     )
@@ -64,11 +85,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--final-extractor", choices=_EXTRACTORS, default="ilp", help="final extractor (default: ilp)"
     )
-    p.add_argument("--budget", type=int, default=128, help="MCTS simulations per step (default: 128)")
-    p.add_argument("--node-limit", type=int, default=2000, help="e-node limit (default: 2000)")
+    p.add_argument(
+        "--budget", type=positive_int, default=128, help="MCTS simulations per step (default: 128)"
+    )
+    p.add_argument("--node-limit", type=positive_int, default=2000, help="e-node limit (default: 2000)")
     p.add_argument(
         "--rollout-depth",
-        type=int,
+        type=non_negative_int,
         default=10,
         help="rollouts take up to this + 1 steps, as in the paper's artifact (default: 10)",
     )
@@ -83,14 +106,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--k-multi",
-        type=int,
+        type=non_negative_int,
         default=None,
         help="saturate: iterations with multi-pattern rules (default: the zoo model's, else 1)",
     )
     p.add_argument(
         "--rules",
         default="default",
-        help=f"rule set: default, {', '.join(rule_set_names())} (default: the paper's, per model)",
+        type=rule_set,
+        metavar="SET|FILE",
+        help=f"rule set (default, {', '.join(rule_set_names())}) or a rule file "
+        "(default: the paper's, per model)",
     )
     p.add_argument(
         "--target",
@@ -113,17 +139,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--guard-runs",
-        type=int,
+        type=int_at_least(2 * GUARD_BLOCKS),
         default=40,
-        help="timed runs per model for the never-slower guard (default: 40)",
+        help=f"timed runs per model for the never-slower guard, at least {2 * GUARD_BLOCKS} (default: 40)",
     )
-    p.add_argument("--seed", type=int, default=0, help="seed of every random choice (default: 0)")
+    p.add_argument("--seed", type=seed, default=0, help="seed of every random choice (default: 0)")
     p.add_argument(
-        "--time-limit", type=float, default=None, metavar="S", help="seconds for construction (default: none)"
+        "--time-limit",
+        type=positive_float,
+        default=None,
+        metavar="S",
+        help="seconds for construction (default: none)",
     )
     p.add_argument(
         "--ilp-time-limit",
-        type=float,
+        type=positive_float,
         default=600.0,
         metavar="S",
         help="seconds per ILP solve (default: 600)",
@@ -152,10 +182,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="runtime for --measure: onnxruntime or PyTorch eager (default: ort)",
     )
     p.add_argument(
-        "--threads", type=int, default=1, help="runtime threads for the guard and --measure (default: 1)"
+        "--threads",
+        type=positive_int,
+        default=1,
+        help="runtime threads for the guard and --measure (default: 1)",
     )
     p.add_argument(
-        "--measure-runs", type=int, default=50, help="timed runs per model for --measure (default: 50)"
+        "--measure-runs",
+        type=int_at_least(MEASURE_BLOCKS),
+        default=50,
+        help=f"timed runs per model for --measure, at least {MEASURE_BLOCKS} (default: 50)",
     )
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
 
@@ -181,9 +217,26 @@ class _ProgressLine:
         self.live.update(Text("  ".join(parts)))
 
 
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Refuse unwritable outputs (and ONNX output without the onnx extra) before the run starts."""
+    if args.output:
+        check_output(args.output, "-o")
+        if args.output.endswith(".onnx"):
+            from tensor_eqsat.io.onnx_common import require_onnx
+
+            require_onnx()
+    if args.run_dir:
+        check_output_dir(args.run_dir, "--run-dir")
+
+
 def run(args: argparse.Namespace) -> int:
-    graph = load_graph_arg(args.graph)
-    model = args.graph if args.graph in zoo.names() and not Path(args.graph).exists() else None
+    _check_outputs(args)
+    input_shapes = input_shapes_arg(args)
+    graph = load_graph_arg(args.graph, input_shapes=input_shapes)
+    model = zoo_model_name(args.graph)
+    idle = nothing_to_optimize(graph, args.rules, model)
+    if idle is not None:
+        return _unchanged(args, graph, idle)
     target = get_target(args.target) if args.target else default_target(args.graph)
     cost_model: Any = args.cost_model or target.cost_model
     if cost_model.startswith("measured:ort"):
@@ -213,13 +266,19 @@ def run(args: argparse.Namespace) -> int:
         result = optimize(graph, progress=_ProgressLine(live), **kwargs)
     # An ONNX input is checked against (and timed as) the original file itself, so an import or
     # export bug cannot hide behind a round trip through our IR.
-    source: Any = args.graph if args.graph.lower().endswith(".onnx") else result.original
+    source: Any = args.graph if model is None and args.graph.endswith(".onnx") else result.original
+    if input_shapes:  # the original file, with the static shapes the graph was imported with
+        from tensor_eqsat.io.inputs import with_input_shapes
+        from tensor_eqsat.io.onnx_common import load_model
+
+        source = with_input_shapes(load_model(args.graph), input_shapes, args.graph)
     verdict = None if args.no_check else _check(args, source, result.graph)
     ok = verdict is None or verdict.ok
     guard_report = _guard(args, target, source, result) if ok else None
     chosen = result.original if guard_report is not None and guard_report.kept_original else result.graph
     if args.output and ok:
-        verdict = _write(args, source, result.original, chosen, verdict)
+        user_file = args.graph if model is None and args.graph.endswith(".onnx") else None
+        verdict = _write(args, source, user_file, result.original, chosen, verdict)
         ok = verdict is None or verdict.ok
     if args.run_dir:
         save_run(result, args.run_dir)
@@ -242,7 +301,7 @@ def run(args: argparse.Namespace) -> int:
         if verdict is not None:
             stdout.print(verdict.summary())
         if guard_report is not None:
-            stdout.print(guard_report.message)
+            stdout.print(guard_report.message, markup=False, highlight=False)
         elif measured is not None:
             stdout.print(
                 f"measured ({measured['backend']}, {measured['threads']} thread(s)): "
@@ -251,7 +310,8 @@ def run(args: argparse.Namespace) -> int:
             )
     if args.output and ok:
         what = "original model (no measured gain)" if chosen is result.original else "optimized graph"
-        stderr.print(f"{what} written to {args.output}")
+        # Plain print: a console would wrap a long path.
+        print(f"{what} written to {args.output}", file=sys.stderr)
     elif args.output:
         # Plain print: an error line must not be wrapped or styled.
         print(
@@ -259,8 +319,56 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     if args.run_dir:
-        stderr.print(f"run directory: {args.run_dir}")
+        print(f"run directory: {args.run_dir}", file=sys.stderr)
     return 0 if ok else 1
+
+
+def nothing_to_optimize(graph: Graph, rules: str, model: str | None) -> str | None:
+    """Why no rule can change ``graph`` (a message for people), or None when some rule matches.
+
+    A model whose every path runs through operators the IR does not model (opaque nodes) leaves
+    the rules nothing to match: saying so beats a search that reports 0 %.
+    """
+    from tensor_eqsat.egraph.egraph import EGraph
+    from tensor_eqsat.rules.rewrites import to_rewrites
+    from tensor_eqsat.rules.sets import resolve_rule_set
+
+    name = ("taso-nasrnn" if model == "nasrnn" else "taso") if rules == "default" else rules
+    egraph = EGraph.from_graph(graph)
+    if any(rw.has_match(egraph) for rw in to_rewrites(resolve_rule_set(name))):
+        return None
+    counts = graph.op_counts()
+    total = sum(counts.values())
+    opaque = [n.attr_dict()["op_type"] for n in graph.nodes if n.op == "opaque"]
+    kinds = ", ".join(
+        f"{op} {k}" for op, k in sorted(Counter(opaque).items(), key=lambda kv: (-kv[1], kv[0]))
+    )
+    if opaque:
+        return f"nothing to optimize: {len(opaque)} of {total} nodes are opaque (ops: {kinds})"
+    return f"nothing to optimize: no rule of {name} matches any of the {total} nodes"
+
+
+def _unchanged(args: argparse.Namespace, graph: Graph, message: str) -> int:
+    """Report that nothing can be optimized; ``-o`` gets the model unchanged. Exit 0."""
+    if args.output:
+        if args.output.endswith(".onnx") and args.graph.endswith(".onnx"):
+            from tensor_eqsat.io.onnx_common import load_model
+            from tensor_eqsat.io.onnx_export import save_model
+
+            save_model(load_model(args.graph), args.output)
+        elif args.output.endswith(".onnx"):
+            from tensor_eqsat.io.onnx_export import export_onnx, save_model
+
+            save_model(export_onnx(graph, seed=args.seed), args.output)
+        else:
+            save(graph, args.output)
+    if args.json:
+        print_json({"nothing_to_optimize": True, "message": message, "speedup_pct": 0.0})
+    else:
+        stdout.print(message, markup=False, highlight=False)
+        if args.output:
+            stderr.print(f"model written unchanged to {args.output}")
+    return 0
 
 
 def _check(args: argparse.Namespace, source: Any, graph: Graph) -> Any:
@@ -281,9 +389,9 @@ def _guard(
     why = target.unavailable()
     if why is not None:
         if args.target:  # asked for explicitly: say why nothing was measured
-            stderr.print(f"no measurement on target {target.name}: {why}")
+            print(f"no measurement on target {target.name}: {why}", file=sys.stderr)
         return None
-    stderr.print(f"measuring on {target.name} (never-slower guard)...")
+    print(f"measuring on {target.name} (never-slower guard)...", file=sys.stderr)
     _, report = guard(
         source,
         [("final extraction", result.graph)],
@@ -291,31 +399,36 @@ def _guard(
         original_graph=result.original,
         threads=args.threads,
         runs=args.guard_runs,
-        blocks=min(8, max(2, args.guard_runs // 5)),
+        blocks=min(8, max(GUARD_BLOCKS, args.guard_runs // 5)),
         seed=args.seed,
     )
     return report
 
 
-def _write(args: argparse.Namespace, source: Any, original: Graph, chosen: Graph, verdict: Any) -> Any:
-    """Write ``-o``: the chosen graph (an ONNX output is verified as written). Returns the report."""
+def _write(
+    args: argparse.Namespace,
+    source: Any,
+    user_file: str | None,
+    original: Graph,
+    chosen: Graph,
+    verdict: Any,
+) -> Any:
+    """Write ``-o``: the chosen graph (an ONNX output is verified as written). Returns the report.
+
+    When the original is kept and the user brought an ONNX file, ONNX output is that file, byte
+    for byte.
+    """
     from tensor_eqsat.io.verify import VerificationError, export_verified
 
-    if chosen is original and isinstance(source, str) and args.output.lower().endswith(".onnx"):
-        # The original is kept: hand back the user's own file, byte for byte.
-        out = Path(args.output)
-        tmp = out.with_name(f".{out.name}.tmp")
-        shutil.copyfile(source, tmp)
-        os.replace(tmp, out)
-        return verdict
-    if args.output.lower().endswith(".onnx"):
-        if args.no_check:
-            from tensor_eqsat.io.onnx_export import export_onnx
-
-            export_onnx(chosen, args.output, seed=args.seed)
+    if args.output.endswith(".onnx"):
+        if chosen is original and user_file is not None:
+            out = args.output
+            tmp = os.path.join(os.path.dirname(os.path.abspath(out)), f".{os.path.basename(out)}.tmp")
+            shutil.copyfile(user_file, tmp)
+            os.replace(tmp, out)
             return verdict
         try:
-            return export_verified(source, chosen, args.output, seed=args.seed)
+            return export_verified(source, chosen, args.output, check=not args.no_check, seed=args.seed)
         except VerificationError as exc:
             return exc.report
     save(chosen, args.output)
@@ -331,6 +444,7 @@ def _measure(args: argparse.Namespace, source: Any, chosen: Graph) -> dict[str, 
         backend=args.measure_backend,
         threads=args.threads,
         runs=args.measure_runs,
+        blocks=MEASURE_BLOCKS,
         warmup=max(1, args.measure_runs // 10),
         seed=args.seed,
     )

@@ -12,7 +12,7 @@ import argparse
 from rich.table import Table
 from rich.text import Text
 
-from tensor_eqsat.commands._common import print_json, stderr, stdout
+from tensor_eqsat.commands._common import print_json, seed, stderr, stdout
 from tensor_eqsat.errors import TensorEqsatError
 from tensor_eqsat.rules.sets import DEFAULT_SET, describe_rule_set, load_rules, rule_set_names
 from tensor_eqsat.rules.spec import RuleSpec
@@ -45,7 +45,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="only rule N (repeatable)",
     )
     p.add_argument("--verify", action="store_true", help="verify every rule on numbers; exit 1 if any fails")
-    p.add_argument("--seed", type=int, default=0, help="seed of the shape search and the data (default 0)")
+    p.add_argument("--seed", type=seed, default=0, help="seed of the shape search and the data (default 0)")
     p.add_argument("--json", action="store_true", help="print the rules (and verdicts) as JSON on stdout")
 
 

@@ -51,6 +51,7 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from tensor_eqsat.extract.greedy_dag import GreedyDagExtractor
 from tensor_eqsat.extract.ilp_solvers import SolverOutcome, solve_highs, solve_scip
@@ -397,13 +398,30 @@ class IlpExtractor:
     def __init__(self, config: IlpConfig | None = None) -> None:
         self.config = config or IlpConfig()
 
-    def extract(self, problem: ExtractionProblem) -> ExtractionResult:
-        """Extract; raises ExtractionError if no acyclic extraction of the roots exists."""
+    def extract(self, problem: ExtractionProblem, hint: Sequence[int] | None = None) -> ExtractionResult:
+        """Extract; raises ExtractionError if no acyclic extraction of the roots exists.
+
+        hint: a choice per class (node index, or -1 for none), e.g. the previous search state's
+            answer mapped onto this problem. Classes without a hint take greedy-dag's choice; if
+            the result is a valid extraction cheaper than greedy-dag's, it becomes the upper
+            bound (pruning more) and the warm start. Default None (greedy-dag only).
+        """
         cfg = self.config
         start = time.perf_counter()
-        greedy = GreedyDagExtractor().extract(problem)
+        try:
+            greedy = GreedyDagExtractor().extract(problem)
+        except ExtractionError as exc:
+            # The greedy-dag bound found no answer, so none exists: say so as the ILP's error.
+            raise ExtractionError(str(exc).replace("greedy-dag:", "ilp:", 1)) from None
         ub = greedy.dag_cost()
         stats: dict[str, object] = {"backend": cfg.backend.value, "greedy_dag_cost": ub}
+        if hint is not None:
+            mixed = tuple(h if h >= 0 else g for h, g in zip(hint, greedy.choices, strict=True))
+            trial = ExtractionResult(problem, mixed, "hint", 0.0, 0.0)
+            hint_cost = trial.dag_cost() if trial.is_valid() else math.inf
+            stats["hint_cost"] = hint_cost
+            if hint_cost < ub:
+                greedy, ub = trial, hint_cost
         if ub <= 0.0:
             # Costs are >= 0, so a zero-cost answer is optimal; nothing to solve.
             return self._result(problem, greedy.choices, 0.0, start, SolveStatus.OPTIMAL, 0.0, stats)
@@ -423,7 +441,7 @@ class IlpExtractor:
         stats.update(solver_status=outcome.raw_status, solve_s=outcome.time_s)
         best_choices: Sequence[int] = greedy.choices
         best = ub
-        source = "greedy"
+        source = "hint" if greedy.extractor == "hint" else "greedy"
         if outcome.values is not None:
             cand = self._choices(problem, model, outcome.values)
             trial = ExtractionResult(problem, tuple(cand), self.name, 0.0, 0.0)
@@ -491,3 +509,52 @@ __all__ = [
     "build_model",
     "prune",
 ]
+
+
+class IlpReward:
+    """The ILP cost of successive e-graphs of one search, each solve warm-started from the
+    previous solve's answer (issue 15: ILP in the loop).
+
+    A search state's e-graph mostly grows from the states solved just before it, so the previous
+    answer, mapped onto the new e-graph by its e-nodes, is usually still a valid extraction and
+    far tighter than greedy-dag: it prunes more nodes before the model is built and gives the
+    solver a better incumbent. A state where it does not fit (another branch, a blacklisted
+    node) falls back to greedy-dag. The answer is exact either way (or the solver's best at its
+    time limit), so rewards do not depend on the order of the solves beyond the time limit.
+
+    cost_model: prices nodes (:func:`~tensor_eqsat.extract.egraph_problem.problem_from_egraph`).
+    config: :class:`IlpConfig`; its ``time_limit`` bounds each reward solve. Default IlpConfig().
+    """
+
+    def __init__(self, cost_model: Any, config: IlpConfig | None = None) -> None:
+        self.cost_model = cost_model
+        self.extractor = IlpExtractor(config)
+        self._previous: list[Any] = []
+        self.solves = 0
+        self.hinted = 0
+        """Solves whose hint (the previous answer) was a valid extraction of the new e-graph."""
+        self.last: ExtractionResult | None = None
+
+    def __call__(self, egraph: Any) -> float:
+        from tensor_eqsat.extract.egraph_problem import problem_from_egraph
+
+        ep = problem_from_egraph(egraph, self.cost_model)
+        problem = ep.problem
+        hint: list[int] | None = None
+        if self._previous:
+            index = {node: i for i, node in enumerate(ep.enodes)}
+            hint = [-1] * len(problem.class_keys)
+            for node in self._previous:
+                try:
+                    i = index.get(egraph.canonicalize(node))
+                except (IndexError, KeyError):  # a class of another branch's e-graph
+                    continue
+                if i is not None:
+                    hint[problem.node_class[i]] = i
+        result = self.extractor.extract(problem, hint)
+        self.solves += 1
+        if math.isfinite(result.stats.get("hint_cost", math.inf)):  # type: ignore[arg-type]
+            self.hinted += 1
+        self.last = result
+        self._previous = [ep.enodes[result.choices[c]] for c in result.topo_classes()]
+        return result.reported_cost

@@ -115,7 +115,7 @@ def prepare_runner(
             loaded = export_onnx(loaded, seed=seed)
         dev = "cuda" if device.startswith("cuda") else "cpu"
         sess = ort_session(loaded, threads=threads, optimization=ort_optimization, device=dev)
-        feed = random_feed(input_specs(loaded), seed)
+        feed = random_feed(input_specs(loaded), seed, loaded)
 
         def run_ort() -> None:
             sess.run(None, feed)

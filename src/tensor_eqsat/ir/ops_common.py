@@ -6,6 +6,7 @@ and FLOP-count factories. Nothing here registers an op.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -75,9 +76,14 @@ def out_volume_flops(factor: int) -> Any:
     return flops
 
 
+MAX_ELEMENTS = 2**60
+"""The most elements a tensor may have: its size in bytes (8 per element at most) must fit the
+64-bit sizes of numpy, ONNX and PyTorch, so no shape reaches them that they cannot express."""
+
+
 def shape_ok(v: tuple[int, ...]) -> bool:
-    """Attribute check: every dim >= 1."""
-    return all(d >= 1 for d in v)
+    """Attribute check: every dim >= 1, and at most :data:`MAX_ELEMENTS` elements in all."""
+    return all(d >= 1 for d in v) and math.prod(v) <= MAX_ELEMENTS
 
 
 def same_shape(shapes: Sequence[Shape], a: A) -> tuple[Shape, ...]:

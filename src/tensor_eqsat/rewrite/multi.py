@@ -12,9 +12,21 @@ first appearance) so that equal sources are searched once; a *symmetric* rule wh
 are the same canonical pattern iterates unordered pairs ``i < j`` of that one match list (the
 swapped pair would give the mirrored result); otherwise the full product. A pair whose two matches
 are in the same class is skipped. Pairs are generated lazily, so a node budget that runs out early
-does not pay for the whole product. Unlike TENSAT's pass, the cycle check runs against the current
-e-graph for every pair (no stale descendant map), and newly added nodes are counted against the
-budget in every mode.
+does not pay for the whole product.
+
+The pairs are found by a hash join, never by testing the product: each match is keyed by the
+values of the shared variables and by a *shape key* for every ``(concat axis=K ?u ?v)`` of the
+targets whose two operands come one from each source (the rank and the dims outside axis K,
+which concat needs equal). Only pairs with equal keys are built and type-checked, so the
+relu-concat rules, which share no variable, no longer plan and reject the whole quadratic
+product (issue 15: 793k right-hand sides planned in one SqueezeNet MCTS run, most of them for
+nothing).
+A match whose class cannot be a concat operand at all (a tuple-valued class, a rank <= K) joins
+nothing. The key is a necessary condition of the type check, so the surviving pairs, in the same
+order, are exactly the ones the product would have applied.
+
+Unlike TENSAT's pass, the cycle check runs against the current e-graph for every pair (no stale
+descendant map), and newly added nodes are counted against the budget in every mode.
 """
 
 from __future__ import annotations
@@ -24,6 +36,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from tensor_eqsat.egraph.analysis import TensorAnalysis
 from tensor_eqsat.egraph.cycles import creates_cycle
 from tensor_eqsat.rewrite.conditions import RuleCondition, holds, normalize_conditions
 from tensor_eqsat.rewrite.ematch import INVALID, Match, Plan, Searcher, Subst, Template, commit
@@ -154,6 +167,7 @@ class MultiRewrite:
         self.same_source = canon0 == canon1
         self._canon = (Searcher(canon0), Searcher(canon1))
         self._back = ({c: o for o, c in map0.items()}, {c: o for o, c in map1.items()})
+        self._concat_keys = _concat_keys(self.targets, own0 - own1, own1 - own0)
 
     @classmethod
     def parse(
@@ -208,13 +222,31 @@ class MultiRewrite:
             seconds = firsts
         else:
             seconds = [({back1[k]: v for k, v in m.subst.items()}, m) for m in second]
+        concat = self._concat_keys if isinstance(egraph.analysis, TensorAnalysis) else ()
+        data = egraph._data
+        find = egraph._uf.find
+
+        def key(s: Subst, side: int) -> tuple[object, ...] | None:
+            out: list[object] = [s[v] for v in shared]
+            for axis, u, v in concat:
+                shapes = data[find(s[(u, v)[side]])].shapes
+                if len(shapes) != 1 or not 0 <= axis < len(shapes[0]):
+                    return None  # not a concat operand: joins nothing
+                shape = shapes[0]
+                out.append((len(shape), shape[:axis], shape[axis + 1 :]))
+            return tuple(out)
+
         buckets: dict[tuple[object, ...], list[int]] = {}
         for j, (s2, _) in enumerate(seconds):
-            buckets.setdefault(tuple([s2[v] for v in shared]), []).append(j)
+            k2 = key(s2, 1)
+            if k2 is not None:
+                buckets.setdefault(k2, []).append(j)
         unordered = self.symmetric and self.same_source
-        find = egraph._uf.find
         for i, (s1, m1) in enumerate(firsts):
-            for j in buckets.get(tuple([s1[v] for v in shared]), ()):
+            k1 = key(s1, 0)
+            if k1 is None:
+                continue
+            for j in buckets.get(k1, ()):
                 if unordered and j <= i:
                     continue
                 s2, m2 = seconds[j]
@@ -301,6 +333,32 @@ class MultiRewrite:
         u2 = egraph.union(c2, root2)
         if plan.steps or u1 or u2:
             stats.applied += 1
+
+
+def _concat_keys(
+    targets: Sequence[Pattern], own0: set[str], own1: set[str]
+) -> tuple[tuple[int, str, str], ...]:
+    """``(axis, u, v)`` for every ``(concat axis=K ?u ?v)`` in ``targets`` with ``u`` bound only
+    by source 1 and ``v`` only by source 2 (either order): the shapes a pair must agree on."""
+    out: dict[tuple[int, str, str], None] = {}
+
+    def walk(p: Pattern) -> None:
+        if not isinstance(p, PNode):
+            return
+        if p.op == "concat" and len(p.children) == 2:
+            axis = dict(p.attrs).get("axis")
+            a, b = p.children
+            if isinstance(axis, int) and axis >= 0 and isinstance(a, Var) and isinstance(b, Var):
+                if a.name in own0 and b.name in own1:
+                    out[(axis, a.name, b.name)] = None
+                elif a.name in own1 and b.name in own0:
+                    out[(axis, b.name, a.name)] = None
+        for c in p.children:
+            walk(c)
+
+    for t in targets:
+        walk(t)
+    return tuple(out)
 
 
 def _rebuild_multi(

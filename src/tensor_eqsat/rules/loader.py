@@ -136,6 +136,8 @@ def load_rule_file(path: str | Path) -> list[RuleSpec]:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise RuleFileError(f"{p}: cannot read rule file ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise RuleFileError(f"{p}: not a UTF-8 text file (byte {exc.start}: {exc.reason})") from None
     return parse_rules(text, str(p))
 
 

@@ -152,6 +152,28 @@ def load_rule_set(name: str = DEFAULT_SET) -> RuleSet:
     return RuleSet(name, tuple(rules[k] for k in sorted(rules)))
 
 
+def resolve_rule_set(spec: str) -> RuleSet:
+    """A built-in rule set by name, or the rules of a rule file by path.
+
+    A spec naming a built-in set is that set; anything else is read as a rule file. Raises
+    FormatError (RuleFileError for a malformed file) naming the spec.
+
+    >>> resolve_rule_set("taso").name
+    'taso'
+    >>> resolve_rule_set("no-such-set")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    tensor_eqsat.errors.FormatError: unknown rule set 'no-such-set' and no such rule file (known sets: ...)
+    """
+    if spec in RULE_SETS:
+        return load_rule_set(spec)
+    if not Path(spec).is_file():
+        raise FormatError(
+            f"unknown rule set {spec!r} and no such rule file (known sets: {', '.join(RULE_SETS)})"
+        )
+    return RuleSet.from_files([spec], name=spec)
+
+
 def load_rules(*, set_name: str | None = None, files: Sequence[str | Path] = ()) -> RuleSet:
     """The rules to use: the user's files if given, else the named set (default ``taso``)."""
     if files and set_name is not None:

@@ -5,8 +5,11 @@ Actions: the rules in order, single- and multi-pattern alike (the paper's 139 ac
 single rules first, then the multi rules). ``step(a)`` applies rule ``a`` to all its current
 matches once and rebuilds (the engine's :func:`~tensor_eqsat.rewrite.rewrite.apply_rule`, the
 artifact's one-iteration egg Runner with only that rule), then prices the e-graph with the main
-extractor. Multi-pattern steps may add at most ``node_multi`` e-nodes (the artifact's hook cap);
-single steps apply every match, so one step can overshoot the node limit, as egg's did.
+extractor. Every step may add at most the e-nodes remaining under ``node_limit`` (checked between
+matches, so a step ends at most one match's nodes past the limit; egg, and this environment
+before, checked only between steps: issue 15 reports a multi-pattern step that grew reduced NASRNN
+from 1,709 to 65,133 e-nodes); multi-pattern steps at most ``node_multi`` too (the artifact's
+hook cap).
 
 Done: the e-graph has ``node_limit`` e-nodes or more after the step (the paper: "stopped once a
 rewrite rule application resulted in an e-graph of 2,000 or more e-nodes"), or the step ran past
@@ -32,12 +35,13 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from tensor_eqsat.rewrite.ematch import Searcher
-from tensor_eqsat.rewrite.multi import MultiRewrite
+from tensor_eqsat.rewrite.multi import MultiRewrite, canonical_form
 from tensor_eqsat.rewrite.rewrite import Rewrite, apply_rule
 from tensor_eqsat.search.mcts import StepResult
 
 if TYPE_CHECKING:
     from tensor_eqsat.egraph.egraph import EGraph
+    from tensor_eqsat.rewrite.pattern import Pattern
 
 CostFn = Callable[["EGraph"], float]
 """The main extractor's cost of an e-graph (the reward signal)."""
@@ -107,7 +111,9 @@ class _Shared:
     rules: tuple[AnyRule, ...]
     cost_fn: CostFn
     config: EGraphEnvConfig
-    prune_searchers: tuple[tuple[Searcher, ...], ...]
+    prune_searchers: tuple[Searcher, ...]
+    prune_sources: tuple[tuple[int, ...], ...]
+    """Per rule: indices into ``prune_searchers`` of its (canonical) source patterns."""
     cache: dict[tuple[int, int, int], float] = field(default_factory=dict)
     stats: EnvStats = field(default_factory=EnvStats)
 
@@ -136,11 +142,19 @@ class EGraphEnv:
             cfg = replace(cfg, **overrides)
         if not rules:
             raise ValueError("EGraphEnv needs at least one rule")
-        searchers = tuple(
-            (r.searcher,) if isinstance(r, Rewrite) else (Searcher(r.sources[0]), Searcher(r.sources[1]))
-            for r in rules
-        )
-        self._shared = _Shared(tuple(rules), cost_fn, cfg, searchers)
+        # Prune checks are keyed by canonical source pattern: the 139 rules have far fewer
+        # distinct sources (four relu-concat rules share ``(relu ?a)``), each searched once.
+        distinct: dict[Pattern, int] = {}
+        per_rule = []
+        for r in rules:
+            sources = (r.lhs,) if isinstance(r, Rewrite) else r.sources
+            ids = []
+            for src in sources:
+                canon, _ = canonical_form(src)
+                ids.append(distinct.setdefault(canon, len(distinct)))
+            per_rule.append(tuple(ids))
+        searchers = tuple(Searcher(p) for p in distinct)
+        self._shared = _Shared(tuple(rules), cost_fn, cfg, searchers, tuple(per_rule))
         self.egraph = egraph
         self.egraph.rebuild()
         self._cost: float | None = None
@@ -207,7 +221,11 @@ class EGraphEnv:
             return StepResult(self.cost(), False, True, "node limit", self._info(rule.name, None))
         t0 = time.perf_counter()
         deadline = None if cfg.step_time_limit is None else t0 + cfg.step_time_limit
-        budget = cfg.node_multi if isinstance(rule, MultiRewrite) else None
+        # Exact node limit: the application stops once the e-graph reaches the limit, so a step
+        # crosses it by at most one match's nodes.
+        budget = cfg.node_limit - eg.num_enodes
+        if isinstance(rule, MultiRewrite) and cfg.node_multi is not None:
+            budget = min(budget, cfg.node_multi)
         report = apply_rule(eg, rule, node_budget=budget, match_limit=cfg.match_limit, deadline=deadline)
         elapsed = time.perf_counter() - t0
         sh.stats.apply_seconds += elapsed
@@ -230,11 +248,16 @@ class EGraphEnv:
         if sh.config.prune is PruneMode.MATCHES:
             out = frozenset(i for i, r in enumerate(sh.rules) if not r.has_match(eg))
         else:
-            out = frozenset(
-                i
-                for i, searchers in enumerate(sh.prune_searchers)
-                if any(not s.search(eg, 1) for s in searchers)
-            )
+            found: dict[int, bool] = {}
+            searchers = sh.prune_searchers
+
+            def has(k: int) -> bool:
+                hit = found.get(k)
+                if hit is None:
+                    hit = found[k] = bool(searchers[k].search(eg, 1))
+                return hit
+
+            out = frozenset(i for i, ids in enumerate(sh.prune_sources) if not all(has(k) for k in ids))
         sh.stats.prune_seconds += time.perf_counter() - t
         sh.stats.prunings += 1
         return out

@@ -7,8 +7,9 @@ Each iteration (egg's loop with TENSAT's multi-pattern hook):
    node budget ``node_multi`` across all those iterations (TENSAT's ``MultiPatterns`` hook, which
    runs before the single rules of the same iteration);
 3. search every single-pattern rule on the same e-graph, then apply each rule's matches in rule
-   order (egg: all rules see the e-graph as it was at the start of the search phase), checking the
-   node limit and the time limit after each rule;
+   order (egg: all rules see the e-graph as it was at the start of the search phase); every
+   application gets the e-nodes remaining under the node limit (checked between matches, so the
+   limit is crossed by at most one match's nodes) and stops at the time limit;
 4. rebuild; record an :class:`Iteration`; stop as *saturated* if nothing changed.
 
 Cycle filtering is the e-graph's (see ``egraph/egraph.py``); the runner adds nothing for it.
@@ -167,11 +168,10 @@ class Runner:
             if it.index < cfg.k_multi and self.multi_rules and multi_budget > 0:
                 t = time.perf_counter()
                 for multi in self.multi_rules:
-                    if multi_budget <= 0 or time.perf_counter() >= deadline:
+                    budget = min(multi_budget, cfg.node_limit - egraph.num_enodes)
+                    if budget <= 0 or time.perf_counter() >= deadline:
                         break
-                    r = multi.run(
-                        egraph, node_budget=multi_budget, match_limit=cfg.match_limit, deadline=deadline
-                    )
+                    r = multi.run(egraph, node_budget=budget, match_limit=cfg.match_limit, deadline=deadline)
                     multi_budget -= max(r.nodes_added, 0)
                     self._record(it, r.rule, r.matches, r.applied)
                 it.multi_time = time.perf_counter() - t
@@ -186,7 +186,10 @@ class Runner:
             for rule, matches in found:
                 if not matches:
                     continue
-                r = rule.apply(egraph, matches, deadline=deadline, rebuild=False)
+                budget = cfg.node_limit - egraph.num_enodes
+                if budget <= 0:
+                    break
+                r = rule.apply(egraph, matches, node_budget=budget, deadline=deadline, rebuild=False)
                 self._record(it, r.rule, r.matches, r.applied)
                 if egraph.num_enodes >= cfg.node_limit or time.perf_counter() >= deadline:
                     break

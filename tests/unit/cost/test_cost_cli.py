@@ -48,12 +48,12 @@ def test_options(graph_file, capsys):
     assert out["cost_ms"] == 3.0 and out["weight_ops"] == "count"
 
 
-def test_table_goes_to_stderr(graph_file, capsys):
+def test_table_is_the_result_on_stdout(graph_file, capsys):
     path, _ = graph_file
     assert main(["cost", str(path)]) == 0
     captured = capsys.readouterr()
-    assert captured.out == ""
-    assert "conv2d" in captured.err and "total" in captured.err
+    assert captured.err == ""
+    assert "conv2d" in captured.out and "total" in captured.out
 
 
 def test_bad_cost_model_is_a_clear_error(graph_file, capsys):

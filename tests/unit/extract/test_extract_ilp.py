@@ -214,3 +214,45 @@ def test_changing_thread_counts_between_solves(backend: IlpBackend, sharing: Ext
         r = ilp(backend, threads=threads).extract(sharing)
         assert r.status is SolveStatus.OPTIMAL, r.stats
         assert r.dag_cost() == pytest.approx(4.0)
+
+
+@pytest.mark.parametrize("backend", BACKENDS, ids=lambda b: b.value)
+def test_a_valid_hint_cheaper_than_greedy_becomes_the_bound(
+    backend: IlpBackend, sharing: ExtractionProblem
+) -> None:
+    best = ilp(backend).extract(sharing)
+    r = ilp(backend).extract(sharing, hint=best.choices)
+    assert r.status is SolveStatus.OPTIMAL and r.dag_cost() == pytest.approx(4.0)
+    assert r.stats["hint_cost"] == pytest.approx(4.0) and r.stats["greedy_dag_cost"] == pytest.approx(6.0)
+    # A hint that is no extraction at all (no choice anywhere) is ignored.
+    r = ilp(backend).extract(sharing, hint=[-1] * sharing.num_classes)
+    assert r.dag_cost() == pytest.approx(4.0) and r.stats["hint_cost"] == pytest.approx(6.0)
+
+
+def test_ilp_reward_warm_starts_from_the_previous_answer_and_stays_exact() -> None:
+    from tensor_eqsat import zoo
+    from tensor_eqsat.cost.spec import parse_cost_model
+    from tensor_eqsat.egraph import EGraph
+    from tensor_eqsat.extract.egraph_problem import problem_from_egraph
+    from tensor_eqsat.extract.ilp import IlpReward
+    from tensor_eqsat.rewrite import apply_rule
+    from tensor_eqsat.rules.sets import load_rule_set
+    from tensor_eqsat.search.actions import Actions
+    from tensor_eqsat.zoo.reduced import REDUCED_PARAMS
+
+    cm = parse_cost_model("roofline")
+    actions = Actions.from_rules(load_rule_set())
+    eg = EGraph.from_graph(zoo.get("squeezenet", **REDUCED_PARAMS["squeezenet"]))
+    reward = IlpReward(cm)
+    costs = [reward(eg)]
+    for rule_id in (62, 131, 64, 66):
+        apply_rule(eg, actions.rewrites[actions.ids.index(rule_id)])
+        exact = IlpExtractor().extract(problem_from_egraph(eg, cm).problem)
+        costs.append(reward(eg))
+        assert exact.status is SolveStatus.OPTIMAL
+        assert costs[-1] == pytest.approx(exact.reported_cost)
+        # The e-graph only grew: the previous answer still extracts, at its old cost.
+        assert reward.last is not None
+        assert reward.last.stats["hint_cost"] == pytest.approx(costs[-2])
+    assert reward.solves == 5 and reward.hinted == 4
+    assert costs[-1] < costs[0]

@@ -97,7 +97,8 @@ def test_shape_failures_reject_the_pair_before_adding_anything():
     x = g.input((1, 4, 8, 8), name="x")
     g.output(g.conv2d(x, g.weight((4, 4, 3, 3))), g.conv2d(x, g.weight((4, 4, 1, 1))))
     eg = from_graph(g)
-    body = "(split axis=1 sizes=[(dim ?w1 0) (dim ?w2 0)] (conv2d ?x (concat axis=0 ?w1 ?w2)))"
+    # (relu ?w1) hides the concat operand from the join's shape key: the pair is planned.
+    body = "(split axis=1 sizes=[(dim ?w1 0) (dim ?w2 0)] (conv2d ?x (concat axis=0 (relu ?w1) ?w2)))"
     rule = MultiRewrite.parse(
         "conv-merge",
         ("(conv2d ?x ?w1)", "(conv2d ?x ?w2)"),
@@ -108,6 +109,35 @@ def test_shape_failures_reject_the_pair_before_adding_anything():
     report = apply_rule(eg, rule)
     assert (report.matches, report.rejected_shape, report.nodes_added) == (1, 1, 0)
     assert eg.num_enodes == n0
+
+
+def test_the_join_drops_pairs_whose_concat_cannot_type_check_before_planning():
+    # 3x3 and 1x1 kernels differ outside the concat axis: the pair is never built.
+    g = Graph()
+    x = g.input((1, 4, 8, 8), name="x")
+    g.output(g.conv2d(x, g.weight((4, 4, 3, 3))), g.conv2d(x, g.weight((4, 4, 1, 1))))
+    g.output(g.conv2d(x, g.weight((2, 4, 3, 3))))
+    body = "(split axis=1 sizes=[(dim ?w1 0) (dim ?w2 0)] (conv2d ?x (concat axis=0 ?w1 ?w2)))"
+    rule = MultiRewrite.parse(
+        "conv-merge",
+        ("(conv2d ?x ?w1)", "(conv2d ?x ?w2)"),
+        (f"(get index=0 {body})", f"(get index=1 {body})"),
+        symmetric=True,
+    )
+    eg = from_graph(g)
+    pairs = rule.search(eg)
+    assert [(p.subst["w1"], p.subst["w2"]) for p in pairs] and all(
+        eg.data(p.subst["w1"]).shape[1:] == eg.data(p.subst["w2"]).shape[1:] for p in pairs
+    )
+    assert len(pairs) == 1
+    report = apply_rule(eg, rule)
+    assert (report.matches, report.rejected_shape, report.applied) == (1, 0, 1)
+    # Without the shape key, the same pair applies and the other two are planned and rejected.
+    loose = from_graph(g)
+    rule._concat_keys = ()
+    report = apply_rule(loose, rule)
+    assert (report.matches, report.rejected_shape, report.applied) == (3, 2, 1)
+    assert loose.content_hash() == eg.content_hash()
 
 
 def test_pair_that_would_close_a_cycle_is_rejected():

@@ -132,3 +132,24 @@ def test_figure2_saturation_baseline_misses_a_under_the_node_limit():
     assert report.stop_reason is StopReason.NODE_LIMIT
     assert ast_size(env.egraph) == 5.0
     assert Mcts(budget=16, seed=0).run(paper_env()).final_cost == 1.0
+
+
+def test_a_step_stops_at_the_node_limit_within_one_match():
+    # A single rule with many matches (ewadd-comm on a chain): the step stops between matches.
+    from tensor_eqsat.egraph import from_graph
+    from tensor_eqsat.ir import Graph
+    from tensor_eqsat.rewrite import Rewrite
+
+    g = Graph()
+    xs = [g.input((2, 2), name=f"x{i}") for i in range(12)]
+    acc = xs[0]
+    for x in xs[1:]:
+        acc = g.ewadd(x, acc)
+    g.output(acc)
+    comm = Rewrite.parse("ewadd-comm", "(ewadd ?a ?b)", "(ewadd ?b ?a)")
+    eg = from_graph(g)
+    n0 = eg.num_enodes
+    env = EGraphEnv(eg, [comm], lambda e: 0.0, node_limit=n0 + 4)
+    r = env.step(0)
+    assert r.done and r.reason == "node limit"
+    assert r.info["applied"] == 4 and r.info["enodes"] == n0 + 4  # 11 matches, 1 e-node each

@@ -74,6 +74,24 @@ def test_node_limit_stops_growth():
     assert find_cycle(eg) is None
 
 
+@pytest.mark.parametrize("limit", [20, 37, 60, 100])
+def test_node_limit_is_crossed_by_at_most_one_match(limit):
+    # comm and assoc add at most 2 e-nodes per match; a whole iteration adds many more.
+    eg = from_graph(adds(8))
+    report = Runner([COMM, ASSOC], node_limit=limit).run(eg)
+    assert report.stop_reason is StopReason.NODE_LIMIT
+    assert limit <= eg.num_enodes <= limit + 1
+
+
+def test_multi_rules_stop_at_the_node_limit_too():
+    # Each merged pair adds 5 e-nodes; the limit leaves room for one pair, node_multi for all.
+    eg = from_graph(graph(4))
+    n0 = eg.num_enodes
+    report = Runner([], [MERGE], node_limit=n0 + 3, node_multi=2000).run(eg)
+    assert report.stop_reason is StopReason.NODE_LIMIT
+    assert eg.num_enodes == n0 + 5
+
+
 def test_iteration_statistics_are_filled():
     eg = from_graph(adds(4))
     report = Runner([COMM, ASSOC], iter_limit=3, node_limit=10**6).run(eg)
