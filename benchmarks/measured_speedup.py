@@ -33,7 +33,7 @@ from typing import Any
 
 from tensor_eqsat import zoo
 from tensor_eqsat.cost.spec import parse_cost_model
-from tensor_eqsat.io.verify import verify
+from tensor_eqsat.io.equivalence import verify
 from tensor_eqsat.optimize import optimize
 from tensor_eqsat.target import get_target, target_names
 from tensor_eqsat.target.guard import guard

@@ -89,8 +89,8 @@ def alternate(a: Any, b: Any, runs: int, threads: int) -> tuple[float, float]:
 def bench(name: str, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     import onnx
 
+    from tensor_eqsat.io.equivalence import export_verified
     from tensor_eqsat.io.onnx_import import import_onnx
-    from tensor_eqsat.io.verify import export_verified
     from tensor_eqsat.optimize import optimize
 
     src = tmp / f"{name}.onnx"

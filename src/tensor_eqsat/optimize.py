@@ -42,8 +42,8 @@ from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.ir.serialize import dumps
 from tensor_eqsat.ir.summary import to_dot
 from tensor_eqsat.outputs import write_dir
+from tensor_eqsat.rules.rule_spec import RuleSpec
 from tensor_eqsat.rules.sets import RuleSet, load_rule_set, resolve_rule_set
-from tensor_eqsat.rules.spec import RuleSpec
 from tensor_eqsat.search.actions import Actions
 from tensor_eqsat.search.env import EGraphEnv
 from tensor_eqsat.search.mcts import Mcts, MctsConfig, MctsStep, MctsStop

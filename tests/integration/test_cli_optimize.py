@@ -8,7 +8,7 @@ import pytest
 
 from tensor_eqsat import zoo
 from tensor_eqsat.cli import main
-from tensor_eqsat.io.verify import verify
+from tensor_eqsat.io.equivalence import verify
 from tensor_eqsat.ir.serialize import load, save
 
 FAST = ["--budget", "3", "--rollout-depth", "1", "--node-limit", "250"]

@@ -495,3 +495,19 @@ def test_control_flow_is_a_one_line_error(tmp_path, capsys):
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1
     assert "(If): control flow with subgraphs (If, Loop, Scan) is not supported" in err
+
+
+@pytest.mark.skipif(not HAS_ONNX, reason="needs the onnx extra (onnx, onnxruntime)")
+def test_the_cycle_message_is_whole(tmp_path, capsys):
+    from onnx import helper
+
+    nodes = [
+        helper.make_node("Add", ["x", "b"], ["a"]),
+        helper.make_node("Relu", ["a"], ["b"]),
+        helper.make_node("Relu", ["b"], ["y"]),
+    ]
+    path = _onnx_model(tmp_path / "cycle.onnx", nodes, ["y"])
+    assert main(["show", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1
+    assert "must be topologically sorted" in err and not err.rstrip().endswith("node:")

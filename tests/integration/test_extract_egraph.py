@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from tensor_eqsat import zoo
-from tensor_eqsat.bench.accuracy import accuracy_table
+from tensor_eqsat.bench.accuracy_table import accuracy_table
 from tensor_eqsat.cli import main
 from tensor_eqsat.cost import parse_cost_model
 from tensor_eqsat.egraph import EGraph

@@ -27,10 +27,10 @@ onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 pytest.importorskip("onnxscript")
 
+from tensor_eqsat.io.equivalence import export_verified, verify  # noqa: E402
 from tensor_eqsat.io.inputs import make_feed, model_inputs  # noqa: E402
 from tensor_eqsat.io.onnx_import import import_onnx  # noqa: E402
 from tensor_eqsat.io.runtime import input_specs, run_onnx  # noqa: E402
-from tensor_eqsat.io.verify import export_verified, verify  # noqa: E402
 from tensor_eqsat.optimize import optimize  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.hf]

@@ -20,7 +20,7 @@ pytest.importorskip("onnxscript")
 pytest.importorskip("onnxruntime")
 
 from tensor_eqsat.cli import main
-from tensor_eqsat.io.verify import verify
+from tensor_eqsat.io.equivalence import verify
 from tensor_eqsat.target import get_target
 from tensor_eqsat.target.guard import time_alternating
 

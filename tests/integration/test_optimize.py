@@ -8,7 +8,7 @@ import pytest
 
 from tensor_eqsat import zoo
 from tensor_eqsat.errors import TensorEqsatError
-from tensor_eqsat.io.verify import verify
+from tensor_eqsat.io.equivalence import verify
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.optimize import optimize, save_run
 

@@ -2,7 +2,7 @@
 
 The paper's table "Predicted runtimes based on the initial e-graph": for each benchmark model,
 its initial e-graph is priced by the cost model and every extractor reports the runtime it
-predicts (see :mod:`tensor_eqsat.bench.accuracy`). The result goes to stdout: a table for
+predicts (see :mod:`tensor_eqsat.bench.accuracy_table`). The result goes to stdout: a table for
 people, or with ``--json`` an object per model with the keys ``greedy-tree``, ``greedy-ocf``,
 ``greedy-dag`` and ``ilp`` (milliseconds) and nothing else.
 """
@@ -15,7 +15,7 @@ import math
 from rich.table import Table
 from rich.text import Text
 
-from tensor_eqsat.bench.accuracy import accuracy_table
+from tensor_eqsat.bench.accuracy_table import accuracy_table
 from tensor_eqsat.commands._common import positive_float, print_json, stdout
 
 NAME = "accuracy"

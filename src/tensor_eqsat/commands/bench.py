@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tensor_eqsat.bench.accuracy import record_accuracy
+from tensor_eqsat.bench.accuracy_table import record_accuracy
 from tensor_eqsat.bench.db import ResultsDB
 from tensor_eqsat.bench.grid import (
     CONFIGURATIONS,

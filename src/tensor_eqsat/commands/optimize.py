@@ -24,10 +24,9 @@ PyTorch, alternating blocks, medians) when the guard did not.
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
 import sys
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from rich.live import Live
@@ -53,7 +52,7 @@ from tensor_eqsat.extract.registry import ExtractorKind
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.ir.serialize import save
 from tensor_eqsat.optimize import OptimizeResult, Progress, Search, optimize, save_run
-from tensor_eqsat.outputs import check_output, check_output_dir
+from tensor_eqsat.outputs import atomic_write, check_output, check_output_dir
 from tensor_eqsat.rules.sets import rule_set_names
 from tensor_eqsat.search.mcts import MctsConfig, RolloutPolicy
 from tensor_eqsat.target import GuardReport, Target, default_target, get_target, target_names
@@ -65,9 +64,6 @@ _EXTRACTORS = [k.value for k in ExtractorKind]
 
 MEASURE_BLOCKS = 5
 """--measure times the two models in this many alternating blocks, so it needs as many runs."""
-
-GUARD_BLOCKS = 2
-"""The fewest alternating blocks the guard uses (it uses up to 8, one per 5 runs)."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -139,9 +135,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--guard-runs",
-        type=int_at_least(2 * GUARD_BLOCKS),
+        type=int_at_least(MEASURE_BLOCKS),
         default=40,
-        help=f"timed runs per model for the never-slower guard, at least {2 * GUARD_BLOCKS} (default: 40)",
+        help="timed runs per model for the never-slower guard (default: 40)",
     )
     p.add_argument("--seed", type=seed, default=0, help="seed of every random choice (default: 0)")
     p.add_argument(
@@ -266,7 +262,7 @@ def run(args: argparse.Namespace) -> int:
         result = optimize(graph, progress=_ProgressLine(live), **kwargs)
     # An ONNX input is checked against (and timed as) the original file itself, so an import or
     # export bug cannot hide behind a round trip through our IR.
-    source: Any = args.graph if model is None and args.graph.endswith(".onnx") else result.original
+    source: Any = args.graph if model is None and args.graph.lower().endswith(".onnx") else result.original
     if input_shapes:  # the original file, with the static shapes the graph was imported with
         from tensor_eqsat.io.inputs import with_input_shapes
         from tensor_eqsat.io.onnx_common import load_model
@@ -277,7 +273,7 @@ def run(args: argparse.Namespace) -> int:
     guard_report = _guard(args, target, source, result) if ok else None
     chosen = result.original if guard_report is not None and guard_report.kept_original else result.graph
     if args.output and ok:
-        user_file = args.graph if model is None and args.graph.endswith(".onnx") else None
+        user_file = args.graph if model is None and args.graph.lower().endswith(".onnx") else None
         verdict = _write(args, source, user_file, result.original, chosen, verdict)
         ok = verdict is None or verdict.ok
     if args.run_dir:
@@ -301,7 +297,7 @@ def run(args: argparse.Namespace) -> int:
         if verdict is not None:
             stdout.print(verdict.summary())
         if guard_report is not None:
-            stdout.print(guard_report.message, markup=False, highlight=False)
+            stdout.print(guard_report.message)
         elif measured is not None:
             stdout.print(
                 f"measured ({measured['backend']}, {measured['threads']} thread(s)): "
@@ -373,7 +369,7 @@ def _unchanged(args: argparse.Namespace, graph: Graph, message: str) -> int:
 
 def _check(args: argparse.Namespace, source: Any, graph: Graph) -> Any:
     """Verify ``graph`` against the original (the input file itself for ONNX). Returns the report."""
-    from tensor_eqsat.io.verify import verify
+    from tensor_eqsat.io.equivalence import verify
 
     return verify(source, graph, seed=args.seed)
 
@@ -389,9 +385,9 @@ def _guard(
     why = target.unavailable()
     if why is not None:
         if args.target:  # asked for explicitly: say why nothing was measured
-            print(f"no measurement on target {target.name}: {why}", file=sys.stderr)
+            stderr.print(f"no measurement on target {target.name}: {why}")
         return None
-    print(f"measuring on {target.name} (never-slower guard)...", file=sys.stderr)
+    stderr.print(f"measuring on {target.name} (never-slower guard)...")
     _, report = guard(
         source,
         [("final extraction", result.graph)],
@@ -399,7 +395,7 @@ def _guard(
         original_graph=result.original,
         threads=args.threads,
         runs=args.guard_runs,
-        blocks=min(8, max(GUARD_BLOCKS, args.guard_runs // 5)),
+        blocks=min(8, max(2, args.guard_runs // 5)),
         seed=args.seed,
     )
     return report
@@ -416,19 +412,21 @@ def _write(
     """Write ``-o``: the chosen graph (an ONNX output is verified as written). Returns the report.
 
     When the original is kept and the user brought an ONNX file, ONNX output is that file, byte
-    for byte.
+    for byte (with ``--input-shape`` too: ``source`` is then a copy with static shapes).
     """
-    from tensor_eqsat.io.verify import VerificationError, export_verified
+    from tensor_eqsat.io.equivalence import VerificationError, export_verified
 
-    if args.output.endswith(".onnx"):
-        if chosen is original and user_file is not None:
-            out = args.output
-            tmp = os.path.join(os.path.dirname(os.path.abspath(out)), f".{os.path.basename(out)}.tmp")
-            shutil.copyfile(user_file, tmp)
-            os.replace(tmp, out)
+    if chosen is original and user_file is not None and args.output.lower().endswith(".onnx"):
+        atomic_write(args.output, Path(user_file).read_bytes())
+        return verdict
+    if args.output.lower().endswith(".onnx"):
+        if args.no_check:
+            from tensor_eqsat.io.onnx_export import export_onnx
+
+            export_onnx(chosen, args.output, seed=args.seed)
             return verdict
         try:
-            return export_verified(source, chosen, args.output, check=not args.no_check, seed=args.seed)
+            return export_verified(source, chosen, args.output, seed=args.seed)
         except VerificationError as exc:
             return exc.report
     save(chosen, args.output)

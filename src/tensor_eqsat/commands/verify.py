@@ -17,7 +17,7 @@ from tensor_eqsat.commands._common import (
     stdout,
 )
 from tensor_eqsat.errors import FormatError
-from tensor_eqsat.io.verify import BACKENDS, verify
+from tensor_eqsat.io.equivalence import BACKENDS, verify
 
 NAME = "verify"
 HELP = "check numerically that two models (.onnx or .json) compute the same outputs; exit 1 if not"

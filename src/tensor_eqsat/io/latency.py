@@ -102,7 +102,7 @@ def prepare_runner(
 
     model: a Graph, ``.json`` or ``.onnx`` path, or onnx.ModelProto.
     """
-    from tensor_eqsat.io.verify import load_any
+    from tensor_eqsat.io.equivalence import load_any
 
     loaded = load_any(model)
     if backend == "ort":

@@ -47,7 +47,7 @@ from tensor_eqsat.rewrite.pattern import (
     value_vars,
     walk,
 )
-from tensor_eqsat.rules.spec import RuleSpec
+from tensor_eqsat.rules.rule_spec import RuleSpec
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -55,7 +55,7 @@ from tensor_eqsat.rewrite.pattern import (
     value_vars,
     walk,
 )
-from tensor_eqsat.rules.spec import RuleKind, RuleSpec
+from tensor_eqsat.rules.rule_spec import RuleKind, RuleSpec
 
 _NAME = re.compile(r"[A-Za-z0-9_.\-]+")
 _PAIRS_PER_KIND = {RuleKind.SINGLE: 1, RuleKind.MULTI: 2}

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from tensor_eqsat.errors import FormatError
 from tensor_eqsat.rules.loader import RuleFileError, check_unique, load_rule_files, parse_rules
-from tensor_eqsat.rules.spec import RuleKind, RuleSpec
+from tensor_eqsat.rules.rule_spec import RuleKind, RuleSpec
 
 _PACKAGE = "tensor_eqsat.rules"
 

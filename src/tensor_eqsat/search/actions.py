@@ -1,7 +1,7 @@
 """The action space of the search: a rule set compiled to the engine's rewrites, in id order.
 
 The paper's actions are the 139 rules by index: 124 single-pattern rules (0-123) and 15
-multi-pattern rules (124-138). A rule file's :class:`~tensor_eqsat.rules.spec.RuleSpec` is plain
+multi-pattern rules (124-138). A rule file's :class:`~tensor_eqsat.rules.rule_spec.RuleSpec` is plain
 data; the rules module's adapter (:func:`~tensor_eqsat.rules.rewrites.to_rewrite`) turns each into
 a :class:`~tensor_eqsat.rewrite.rewrite.Rewrite` or a :class:`~tensor_eqsat.rewrite.multi.MultiRewrite`,
 and this module keeps the rule id beside it, so that logs and rule counts speak of rule ids while
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from tensor_eqsat.rewrite.multi import MultiRewrite
 from tensor_eqsat.rewrite.rewrite import Rewrite
 from tensor_eqsat.rules.rewrites import to_rewrite
+from tensor_eqsat.rules.rule_spec import RuleKind, RuleSpec
 from tensor_eqsat.rules.sets import RuleSet
-from tensor_eqsat.rules.spec import RuleKind, RuleSpec
 
 AnyRewrite = Rewrite | MultiRewrite
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from tensor_eqsat.rewrite.pattern import Expr, Pattern, PNode, Var, eval_value
+from tensor_eqsat.rules.rule_spec import RuleKind, RuleSpec
 from tensor_eqsat.rules.sets import load_rule_set
-from tensor_eqsat.rules.spec import RuleKind, RuleSpec
 
 PRE_DEFINED_RULES = [
     "(conv2d 1 1 0 0 ?input_1 ?input_2)=>(conv2d 1 1 0 0 ?input_1 (merge ?input_2 2))",

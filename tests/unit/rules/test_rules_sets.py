@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tensor_eqsat.errors import FormatError
+from tensor_eqsat.rules.rule_spec import RuleKind
 from tensor_eqsat.rules.sets import RuleSet, builtin_rule_files, load_rule_set, load_rules, rule_set_names
-from tensor_eqsat.rules.spec import RuleKind
 
 
 def test_taso_has_the_papers_139_rules_in_order():

@@ -48,7 +48,7 @@ from tensor_eqsat.ir.ops import get_op
 from tensor_eqsat.ir.types import Shape
 from tensor_eqsat.rewrite.pattern import PROJECTION, Pattern, PNode, Var, walk
 from tensor_eqsat.rules.instantiate import Instance, InstanceSearch, InvalidInstance, ShapeSpace, node_attrs
-from tensor_eqsat.rules.spec import RuleSpec
+from tensor_eqsat.rules.rule_spec import RuleSpec
 
 log = logging.getLogger(__name__)
 

@@ -11,9 +11,9 @@ import pytest
 from tensor_eqsat.rewrite.pattern import PNode
 from tensor_eqsat.rules.instantiate import Instance
 from tensor_eqsat.rules.loader import parse_rules
+from tensor_eqsat.rules.rule_spec import RuleSpec
 from tensor_eqsat.rules.sets import load_rule_set
-from tensor_eqsat.rules.spec import RuleSpec
-from tensor_eqsat.rules.verify import (
+from tensor_eqsat.rules.soundness import (
     VerifyConfig,
     build_graph,
     check_instance,
