@@ -38,6 +38,7 @@ from tensor_eqsat.bench.tables import (
     table2_markdown,
 )
 from tensor_eqsat.config import Search
+from tensor_eqsat.outputs import atomic_write, check_output_dir
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,7 @@ def write_report(
         accuracy = db.accuracy()
     if not runs and not accuracy:
         raise BenchError(f"{db_path}: no runs to report")
+    check_output_dir(out, "report directory")
     out.mkdir(parents=True, exist_ok=True)
     digests = list(dict.fromkeys(r.settings_digest for r in runs))
     tables: list[Path] = []
@@ -89,10 +91,10 @@ def write_report(
     all_groups = aggregate(runs)
     if all_groups:
         path = out / "table2.csv"
-        path.write_text(table2_csv(all_groups))
+        atomic_write(path, table2_csv(all_groups))
         tables.append(path)
         path = out / "rule_counts.csv"
-        path.write_text(rule_counts_csv(runs))
+        atomic_write(path, rule_counts_csv(runs))
         tables.append(path)
     for digest in digests:
         suffix = f"_{digest}" if len(digests) > 1 else ""
@@ -128,7 +130,7 @@ def write_report(
             md += ["### Figures", "", *_draw_figures(groups, group_runs, out, suffix, heatmap_seed, drawn)]
     if accuracy:
         path = out / "accuracy.csv"
-        path.write_text(accuracy_csv(accuracy))
+        atomic_write(path, accuracy_csv(accuracy))
         tables.append(path)
         md += [
             "## Extraction accuracy",
@@ -150,7 +152,7 @@ def write_report(
         ]
         md.append("")
     report = out / "report.md"
-    report.write_text("\n".join(md))
+    atomic_write(report, "\n".join(md))
     return ReportFiles(report, tables, drawn, runs=len(runs), failures=len(failures))
 
 

@@ -217,13 +217,13 @@ class _ProgressLine:
 
 def _check_outputs(args: argparse.Namespace) -> None:
     """Refuse unwritable outputs (and ONNX output without the onnx extra) before the run starts."""
-    if args.output:
+    if args.output is not None:
         check_output(args.output, "-o")
         if args.output.endswith(".onnx"):
             from tensor_eqsat.io.onnx_common import require_onnx
 
             require_onnx()
-    if args.run_dir:
+    if args.run_dir is not None:
         check_output_dir(args.run_dir, "--run-dir")
 
 
@@ -259,7 +259,8 @@ def run(args: argparse.Namespace) -> int:
     guard_report = _guard(args, target, source, result) if ok else None
     chosen = result.original if guard_report is not None and guard_report.kept_original else result.graph
     if args.output and ok:
-        verdict = _write(args, source, result.original, chosen, verdict)
+        user_file = args.graph if model is None and args.graph.lower().endswith(".onnx") else None
+        verdict = _write(args, source, user_file, result.original, chosen, verdict)
         ok = verdict is None or verdict.ok
     if args.run_dir:
         save_run(result, args.run_dir)
@@ -409,13 +410,23 @@ def _guard(
     return report
 
 
-def _write(args: argparse.Namespace, source: Any, original: Graph, chosen: Graph, verdict: Any) -> Any:
-    """Write ``-o``: the chosen graph (an ONNX output is verified as written). Returns the report."""
+def _write(
+    args: argparse.Namespace,
+    source: Any,
+    user_file: str | None,
+    original: Graph,
+    chosen: Graph,
+    verdict: Any,
+) -> Any:
+    """Write ``-o``: the chosen graph (an ONNX output is verified as written). Returns the report.
+
+    When the original is kept and the user brought an ONNX file, ONNX output is that file, byte
+    for byte (with ``--input-shape`` too: ``source`` is then a copy with static shapes).
+    """
     from tensor_eqsat.io.equivalence import VerificationError, export_verified
 
-    if chosen is original and isinstance(source, str) and args.output.lower().endswith(".onnx"):
-        # The original is kept: hand back the user's own file, byte for byte.
-        atomic_write(args.output, Path(source).read_bytes())
+    if chosen is original and user_file is not None and args.output.lower().endswith(".onnx"):
+        atomic_write(args.output, Path(user_file).read_bytes())
         return verdict
     if args.output.lower().endswith(".onnx"):
         if args.no_check:

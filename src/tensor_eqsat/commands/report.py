@@ -12,6 +12,7 @@ from pathlib import Path
 
 from tensor_eqsat.bench.report import write_report
 from tensor_eqsat.commands._common import print_json, seed, stderr
+from tensor_eqsat.outputs import check_output_dir
 
 NAME = "report"
 HELP = "tables (markdown, CSV) and figures (PNG) in the layout of the paper from a bench results database"
@@ -29,6 +30,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     out = args.output or args.db.with_name(args.db.stem + "_report")
+    check_output_dir(out, "-o")
     files = write_report(args.db, out, heatmap_seed=args.heatmap_seed, figures=not args.no_figures)
     if args.json:
         print_json(

@@ -12,7 +12,7 @@ import argparse
 from rich.table import Table
 from rich.text import Text
 
-from tensor_eqsat.commands._common import print_json, seed, stderr, stdout
+from tensor_eqsat.commands._common import non_negative_int, print_json, seed, stderr, stdout
 from tensor_eqsat.errors import TensorEqsatError
 from tensor_eqsat.rules.rule_spec import RuleSpec
 from tensor_eqsat.rules.sets import DEFAULT_SET, describe_rule_set, load_rules, rule_set_names
@@ -39,7 +39,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--id",
         dest="ids",
         metavar="N",
-        type=int,
+        type=non_negative_int,
         action="append",
         default=[],
         help="only rule N (repeatable)",

@@ -64,6 +64,8 @@ def problem_from_json(text: str, source: str = "<string>") -> ExtractionProblem:
         ) from None
     except ValueError as exc:
         raise FormatError(f"{source}: {exc}") from None
+    except RecursionError:
+        raise FormatError(f"{source}: invalid JSON: nested too deeply") from None
     return problem_from_dict(data, source=source, text=text)
 
 

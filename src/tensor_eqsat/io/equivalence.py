@@ -157,7 +157,8 @@ def _prepare(source: Any, backend: str, seed: int) -> _Side:
             try:
                 return [np.asarray(o) for o in sess.run(None, dict(feed))]
             except Exception as exc:
-                raise TensorEqsatError(f"onnxruntime failed to run the model: {exc}") from exc
+                text = " ".join(str(exc).split())  # onnxruntime's message spans lines
+                raise TensorEqsatError(f"onnxruntime failed to run the model: {text}") from exc
 
         return _Side(specs, run_ort, "onnxruntime", model_inputs(proto))
     graph = model if isinstance(model, Graph) else _import(model)

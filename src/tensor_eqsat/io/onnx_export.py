@@ -121,7 +121,8 @@ def export_onnx(
             else:
                 onnx.checker.check_model(model, full_check=True)
         except Exception as exc:
-            raise TensorEqsatError(f"export produced an invalid ONNX model: {exc}") from exc
+            text = " ".join(str(exc).split())  # the checker's message spans lines
+            raise TensorEqsatError(f"export produced an invalid ONNX model: {text}") from exc
     if path is not None:
         save_model(model, path)
     return model

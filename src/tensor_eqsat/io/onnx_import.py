@@ -563,8 +563,10 @@ def _elem_type(onnx: Any, arr: np.ndarray) -> int:
 
 
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+    """An exception's message on one line: onnx's and onnxruntime's span several, and their first
+    line alone stops mid-sentence ("... however input 'b' of node: ")."""
+    text = " ".join(str(exc).split())
+    return text or type(exc).__name__
 
 
 def _prune(g: Graph) -> Graph:

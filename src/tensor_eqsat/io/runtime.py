@@ -128,8 +128,8 @@ def _session(ort: Any, what: Any, opts: Any, providers: list[str], name: str) ->
     try:
         return ort.InferenceSession(what, sess_options=opts, providers=providers)
     except Exception as exc:
-        text = str(exc).strip().splitlines()
-        raise FormatError(f"{name}: onnxruntime cannot load the model: {text[0] if text else exc}") from exc
+        text = " ".join(str(exc).split()) or type(exc).__name__  # one line, not cut mid-sentence
+        raise FormatError(f"{name}: onnxruntime cannot load the model: {text}") from exc
 
 
 def _providers(ort: Any, device: str) -> list[str]:

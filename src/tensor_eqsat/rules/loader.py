@@ -78,6 +78,37 @@ class _Draft:
     conditions: list[tuple[Condition, int]] = field(default_factory=list)
 
 
+MAX_PATTERN_DEPTH = 64
+"""The deepest pattern a rule may have. TASO's rules are at most a few levels deep; the bound
+keeps every recursive pass over patterns (matching, verification, printing) far from Python's
+recursion limit, so a hostile file gets a clear error instead of a crash."""
+
+
+def _depth(p: Pattern) -> int:
+    """Depth of a pattern, computed without recursion (a variable is depth 1)."""
+    deepest, stack = 0, [(p, 1)]
+    while stack:
+        node, d = stack.pop()
+        deepest = max(deepest, d)
+        if isinstance(node, PNode):
+            stack.extend((c, d + 1) for c in node.children)
+    return deepest
+
+
+def _parse_bounded(text: str, where: str) -> Pattern:
+    """parse_pattern, refusing patterns deeper than :data:`MAX_PATTERN_DEPTH`."""
+    try:
+        pattern = parse_pattern(text, where)
+    except RecursionError:
+        depth = None
+    else:
+        depth = _depth(pattern)
+        if depth <= MAX_PATTERN_DEPTH:
+            return pattern
+    shown = "" if depth is None else f" ({depth} levels)"
+    raise RuleFileError(f"{where}: pattern nested too deeply{shown}; at most {MAX_PATTERN_DEPTH} levels")
+
+
 def parse_rules(text: str, source: str = "<rules>") -> list[RuleSpec]:
     """Parse the rules in ``text`` (rule-file syntax); ``source`` names it in error messages.
 
@@ -116,8 +147,8 @@ def parse_rules(text: str, source: str = "<rules>") -> list[RuleSpec]:
             if line.count("=>") != 1:
                 raise RuleFileError(f"{where}: a pair has exactly one '=>'")
             mid = line.index("=>")
-            lhs = parse_pattern(line[:mid], where)
-            rhs = parse_pattern(" " * (mid + 2) + line[mid + 2 :], where)
+            lhs = _parse_bounded(line[:mid], where)
+            rhs = _parse_bounded(" " * (mid + 2) + line[mid + 2 :], where)
             current.pairs.append((lhs, rhs, lineno))
         else:
             raise RuleFileError(f"{where}: expected 'LHS => RHS', 'if CONDITION' or 'rule ID NAME KIND'")
