@@ -15,7 +15,8 @@ the self-vs-self noise). Two answers per model:
 * guard on: what ``optimize`` hands back: the extraction if it is faster beyond the noise, else
   the original (0 %).
 
-Zoo models named with ``--reduced`` are built at the zoo's reduced size. The pricing time is the
+Zoo models named with ``--reduced`` are built at the zoo's reduced size; ``--param
+vit-large:layers=4`` sets one builder parameter. The pricing time is the
 cost model's own timing of op configurations (cold cache: ``--cache-dir`` defaults to a fresh
 folder), the search time everything else in ``optimize``.
 """
@@ -42,10 +43,10 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_MODELS = ["mbconv_se", "inception_block", "conv_block", "transformer_block"]
 
 
-def load(name: str, reduced: bool) -> tuple[Any, Any, str | None]:
+def load(name: str, reduced: bool, params: dict[str, Any]) -> tuple[Any, Any, str | None]:
     """(graph to optimize, original to time, zoo name) of a zoo model or an exported block."""
     if name in zoo.names():
-        g = zoo.get(name, **(REDUCED_PARAMS[name] if reduced else {}))
+        g = zoo.get(name, **(REDUCED_PARAMS[name] if reduced else params))
         return g, g, name
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from cpu_blocks import BLOCKS, export_all
@@ -71,6 +72,13 @@ def main() -> None:
     ap.add_argument("--time-limit", type=float, default=120.0, help="construction seconds per model")
     ap.add_argument("--ilp-time-limit", type=float, default=60.0)
     ap.add_argument("--reduced", nargs="*", default=[], help="zoo models to build at their reduced size")
+    ap.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="MODEL:KEY=VALUE",
+        help="a zoo builder parameter, e.g. vit-large:layers=4 (repeatable)",
+    )
     ap.add_argument("--runs", type=int, default=40, help="timed runs per model in the guard")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--cache-dir", help="timing cache folder (default: a fresh one, so pricing is cold)")
@@ -78,6 +86,13 @@ def main() -> None:
     args = ap.parse_args()
     target = get_target(args.target)
     spec = args.cost_model or target.cost_model
+    params: dict[str, dict[str, Any]] = {}
+    for item in args.param:
+        model_name, _, kv = item.partition(":")
+        key, _, value = kv.partition("=")
+        if not key or not value:
+            ap.error(f"--param {item!r}: expected MODEL:KEY=VALUE")
+        params.setdefault(model_name, {})[key] = json.loads(value)
     rows = []
     print(
         f"{'model':22s} {'predicted %':>11s} {'orig ms':>8s} {'opt ms':>8s} {'guard off %':>11s} "
@@ -88,7 +103,7 @@ def main() -> None:
         cache_dir = Path(args.cache_dir) if args.cache_dir else Path(tmp)
         for name in args.models:
             reduced = name in args.reduced
-            graph, original, zoo_name = load(name, reduced)
+            graph, original, zoo_name = load(name, reduced, params.get(name, {}))
             options: dict[str, Any] = {}
             if spec.startswith("measured"):
                 options["cache_path"] = cache_dir / "op_timings.sqlite3"
@@ -123,11 +138,12 @@ def main() -> None:
             )
             cand = report.candidates[0]
             m = report.measured
-            label = name + (" (reduced)" if reduced else "")
+            given = ", ".join(f"{k}={v}" for k, v in params.get(name, {}).items())
+            label = name + (" (reduced)" if reduced else f" ({given})" if given else "")
             row = {
                 "model": label,
                 "nodes": len(graph.nodes),
-                "cost_model": res.settings["cost_model"],
+                "cost_model": res.settings.cost_model,
                 "target": target.name,
                 "predicted_pct": res.speedup_pct,
                 "original_ms": m.original_ms,
@@ -139,7 +155,7 @@ def main() -> None:
                 "kept_original": report.kept_original,
                 "identical": cand.duplicate_of is not None,
                 "rule_counts": {str(k): v for k, v in sorted(res.rule_counts.items())},
-                "stop_reason": res.stop_reason,
+                "stop_reason": res.stop_reason.value,
                 "pricing_s": price_s,
                 "search_s": opt_s - price_s,
                 "guard_s": report.seconds,

@@ -118,8 +118,8 @@ def bench(name: str, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         )
         key = spec.split(":")[1]
         row[f"{key}_wall_s"] = time.perf_counter() - t
-        row[f"{key}_enodes"] = res.stats["enodes"]
-        row[f"{key}_classes"] = res.stats["classes"]
+        row[f"{key}_enodes"] = res.stats.enodes
+        row[f"{key}_classes"] = res.stats.classes
         row[f"{key}_speedup_pct"] = res.speedup_pct
         row[f"{key}_rules"] = {str(k): v for k, v in sorted(res.rule_counts.items())}
         if key == "cpu":

@@ -105,3 +105,43 @@ def test_unknown_target_is_a_usage_error(capsys):
         main(["optimize", "squeezenet", "--target", "tpu"])
     assert exc.value.code == 2
     assert "tpu" in capsys.readouterr().err
+
+
+def test_a_kept_original_is_the_users_file_even_with_input_shapes(tmp_path, capsys, monkeypatch):
+    """With --input-shape the guard times a copy with static shapes; -o still gets the user's file."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.standard_normal((16, 16)).astype(np.float32), n) for n in ("a", "b")]
+    nodes = [
+        helper.make_node("MatMul", ["x", "a"], ["p"]),
+        helper.make_node("MatMul", ["x", "b"], ["q"]),
+        helper.make_node("Add", ["p", "q"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "two",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        inits,
+    )
+    src, out = tmp_path / "two.onnx", tmp_path / "opt.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), src)
+    guard_mod = sys.modules["tensor_eqsat.target.guard"]
+    real = guard_mod.time_alternating
+
+    def slower(models, target, **kw):
+        timed = real(models, target, **kw)
+        for arm in range(2, len(models)):
+            timed.times[arm][:] = [2 * t for t in timed.times[arm]]
+            timed.block_medians[arm][:] = [2 * t for t in timed.block_medians[arm]]
+        return timed
+
+    monkeypatch.setattr(guard_mod, "time_alternating", slower)
+    args = ["optimize", str(src), *FAST, "--cost-model", "roofline:a100", "--input-shape", "x=4,16"]
+    assert main([*args, "-o", str(out), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["speedup_pct"] > 0  # the roofline merges the two matmuls
+    assert data["kept_original"] is True and out.read_bytes() == src.read_bytes()

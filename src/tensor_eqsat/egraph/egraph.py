@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from tensor_eqsat.egraph.analysis import Analysis, TensorAnalysis
 from tensor_eqsat.egraph.enode import EClass, ENode
+from tensor_eqsat.egraph.internals import EGraphInternals
 from tensor_eqsat.egraph.unionfind import UnionFind
 
 if TYPE_CHECKING:
@@ -192,6 +193,12 @@ class EGraph:
         """For the rewrite engine: add a node with canonical children that is not in the
         hash-cons, with its analysis value computed beforehand."""
         return self._add_new(_enode(op, attrs, children), value, ceiling)
+
+    @property
+    def internals(self) -> EGraphInternals:
+        """The tables the rewrite engine reads (:mod:`tensor_eqsat.egraph.internals`); not for
+        other callers."""
+        return EGraphInternals(self)
 
     def _match_context(self) -> tuple[Any, ...]:
         """For the rewrite engine: the containers e-matching reads."""
@@ -608,11 +615,6 @@ class EGraph:
     def version(self) -> int:
         """A counter that changes whenever the e-graph changes (for caches keyed on one e-graph)."""
         return self._version
-
-    @property
-    def is_clean(self) -> bool:
-        """True when no rebuild is pending."""
-        return not (self._pending or self._analysis_pending or self._dirty)
 
     def data(self, cid: int) -> Any:
         """The analysis value of class ``cid`` (:class:`TensorData` for tensor e-graphs)."""
