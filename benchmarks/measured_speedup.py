@@ -143,7 +143,7 @@ def main() -> None:
             row = {
                 "model": label,
                 "nodes": len(graph.nodes),
-                "cost_model": res.settings["cost_model"],
+                "cost_model": res.settings.cost_model,
                 "target": target.name,
                 "predicted_pct": res.speedup_pct,
                 "original_ms": m.original_ms,
@@ -155,7 +155,7 @@ def main() -> None:
                 "kept_original": report.kept_original,
                 "identical": cand.duplicate_of is not None,
                 "rule_counts": {str(k): v for k, v in sorted(res.rule_counts.items())},
-                "stop_reason": res.stop_reason,
+                "stop_reason": res.stop_reason.value,
                 "pricing_s": price_s,
                 "search_s": opt_s - price_s,
                 "guard_s": report.seconds,

@@ -14,7 +14,9 @@ with ``torch.onnx.export`` (dynamo), then per model:
 * the ``roofline:cpu`` result, checked against the export in onnxruntime, is timed against the
   original in onnxruntime on 1 thread: ``--runs`` runs each, alternating one by one, medians; and
   the original against itself the same way, whose gap is the noise figure. A measured gain counts
-  only beyond that noise.
+  only beyond that noise. With ``--round-trip``, also the original against the imported and
+  re-exported graph before any rewrite, which separates what exporting costs or gains from what
+  the rewrites do.
 
 The machine may be shared: compare ratios within one run, not absolute milliseconds.
 """
@@ -116,8 +118,8 @@ def bench(name: str, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         )
         key = spec.split(":")[1]
         row[f"{key}_wall_s"] = time.perf_counter() - t
-        row[f"{key}_enodes"] = res.stats["enodes"]
-        row[f"{key}_classes"] = res.stats["classes"]
+        row[f"{key}_enodes"] = res.stats.enodes
+        row[f"{key}_classes"] = res.stats.classes
         row[f"{key}_speedup_pct"] = res.speedup_pct
         row[f"{key}_rules"] = {str(k): v for k, v in sorted(res.rule_counts.items())}
         if key == "cpu":
@@ -136,6 +138,13 @@ def bench(name: str, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     row["ort_optimized_ms"] = opt_ms
     row["ort_gain_pct"] = (orig_ms - opt_ms) / orig_ms * 100.0
     row["ort_noise_pct"] = abs(self_a - self_b) / self_a * 100.0
+    if args.round_trip:
+        from tensor_eqsat.io.onnx_export import export_onnx
+        from tensor_eqsat.io.onnx_import import onnx_output_names
+
+        again = export_onnx(graph, output_names=onnx_output_names(model))
+        base_ms, trip_ms = alternate(model, again, args.runs, args.threads)
+        row["ort_round_trip_pct"] = (base_ms - trip_ms) / base_ms * 100.0
     return row
 
 
@@ -148,6 +157,9 @@ def main() -> None:
     ap.add_argument("--ilp-time-limit", type=float, default=120.0)
     ap.add_argument("--runs", type=int, default=30, help="timed runs per model (default 30)")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument(
+        "--round-trip", action="store_true", help="also time the re-exported graph before any rewrite"
+    )
     ap.add_argument("--json", metavar="OUT")
     args = ap.parse_args()
     rows = []
@@ -175,6 +187,8 @@ def main() -> None:
             )
             for spec in ("a100", "cpu"):
                 print(f"    {spec} rules applied: {row[f'{spec}_rules']}", flush=True)
+            if "ort_round_trip_pct" in row:
+                print(f"    re-exported before rewriting: {row['ort_round_trip_pct']:.2f} % vs the original")
             gc.collect()
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)

@@ -21,7 +21,7 @@ import contextlib
 import os
 import secrets
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from tensor_eqsat.errors import TensorEqsatError
@@ -160,7 +160,7 @@ COMPLETE = "complete.json"
 every file of the set with its SHA-256. A directory without it holds an interrupted write."""
 
 
-def write_dir(directory: str | os.PathLike[str], files: dict[str, str | bytes]) -> Path:
+def write_dir(directory: str | os.PathLike[str], files: Mapping[str, str | bytes]) -> Path:
     """Write a set of files into ``directory`` so a failure never passes for a complete set.
 
     A new directory is filled under a temporary name beside it and renamed into place, so it

@@ -511,3 +511,47 @@ def test_the_cycle_message_is_whole(tmp_path, capsys):
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1
     assert "must be topologically sorted" in err and not err.rstrip().endswith("node:")
+
+
+# --- probing the CLI: hostile files and odd arguments -----------------------------------------
+
+
+def _hostile_files(d: Path) -> None:
+    depth = 3000
+    (d / "deep.rules").write_text(f"rule 1 deep single\n    {'(relu ' * depth}?x{')' * depth} => ?x\n")
+    (d / "deep.json").write_text("[" * 100_000)
+    (d / "latin1.json").write_bytes(b"\xff\xfe garbage")
+    (d / "dir.json").mkdir()
+    (d / "dir.sqlite").mkdir()
+
+
+HOSTILE = [
+    (["rules", "--file", "deep.rules"], "deep.rules:2: pattern nested too deeply; at most 64 levels"),
+    (["optimize", "squeezenet", "--rules", "deep.rules"], "pattern nested too deeply"),
+    (["extract", "deep.json"], "deep.json: invalid JSON: nested too deeply"),
+    (["show", "deep.json"], "deep.json: invalid JSON: nested too deeply"),
+    (["cost", "squeezenet", "--cost-model", "roofline:latin1.json"], "device profile is not UTF-8 text"),
+    (["show", "latin1.json"], "latin1.json: not a UTF-8 text file"),
+    (["extract", "latin1.json"], "latin1.json: not UTF-8 text"),
+    (["show", ""], "empty graph argument"),
+    (["optimize", "squeezenet", "-o", ""], "-o: empty path"),
+    (["optimize", "squeezenet", "--run-dir", ""], "--run-dir: empty path"),
+    (["show", "dir.json"], "dir.json: is a directory"),
+    (["bench", "--models", "vgg", "--dry-run", "--db", "dir.sqlite"], "dir.sqlite: is a directory"),
+    (["report", "latin1.json"], "latin1.json: not a results database"),
+    (["egraph", "squeezenet", "--dot", "/dev/full"], "cannot write /dev/full: No space left on device"),
+    (["show", "m.onnx", "--input-shape", "x=1,99999999999999999999"], "more than 2**60 elements"),
+]
+
+
+@pytest.mark.parametrize(("argv", "message"), HOSTILE, ids=[" ".join(a)[:60] for a, _ in HOSTILE])
+def test_hostile_files_and_arguments_get_one_line_errors(argv, message, tmp_path, monkeypatch, capsys):
+    if "/dev/full" in argv and not Path("/dev/full").exists():
+        pytest.skip("no /dev/full here")
+    _hostile_files(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    _no_work(monkeypatch)
+    assert _code(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert message in err.strip().splitlines()[-1]

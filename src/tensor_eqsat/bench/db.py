@@ -166,6 +166,8 @@ class ResultsDB:
             raise BenchError(f"{self.path}: no such results database")
         if create and not self.path.parent.is_dir():
             raise BenchError(f"{self.path}: directory {self.path.parent} does not exist")
+        if self.path.is_dir():
+            raise BenchError(f"{self.path}: is a directory, not a results database")
         if create:
             # WAL needs the directory writable (for the -wal and -shm files) as well as the file.
             if not os.access(self.path.parent, os.W_OK | os.X_OK):

@@ -24,7 +24,7 @@ from pathlib import Path
 from tensor_eqsat.bench.comparison import comparison_markdown
 from tensor_eqsat.bench.db import ResultsDB, StoredRun
 from tensor_eqsat.bench.figures import extraction_figure, rule_heatmap, tensat_figure
-from tensor_eqsat.bench.grid import CONFIGURATIONS, BenchError, SearchKind
+from tensor_eqsat.bench.grid import CONFIGURATIONS, BenchError
 from tensor_eqsat.bench.tables import (
     Group,
     _config_order,
@@ -37,6 +37,7 @@ from tensor_eqsat.bench.tables import (
     table2_csv,
     table2_markdown,
 )
+from tensor_eqsat.config import Search
 from tensor_eqsat.outputs import atomic_write, check_output_dir
 
 
@@ -165,7 +166,7 @@ def _draw_figures(
 ) -> list[str]:
     """Draw Figures 5, 6 and the rule heatmaps of one settings group; markdown lines linking them."""
     lines = []
-    summaries = pair_summaries([g for g in groups if g.search == SearchKind.MCTS.value])
+    summaries = pair_summaries([g for g in groups if g.search == Search.MCTS.value])
     if summaries:
         p = extraction_figure(summaries, out / f"fig5_extraction{suffix}.png")
         drawn.append(p)

@@ -20,6 +20,7 @@ from rich.console import Console
 
 from tensor_eqsat.errors import FormatError, TensorEqsatError
 from tensor_eqsat.ir.graph import Graph
+from tensor_eqsat.ir.ops_common import MAX_ELEMENTS
 from tensor_eqsat.ir.serialize import load
 
 stderr = Console(stderr=True)
@@ -153,6 +154,8 @@ def parse_input_shape(text: str) -> tuple[str, tuple[int, ...]]:
         raise argparse.ArgumentTypeError(f"{text!r}: dims must be integers, as in {name}=1,128") from None
     if any(d < 1 for d in values):
         raise argparse.ArgumentTypeError(f"{text!r}: every dim must be >= 1")
+    if math.prod(values) > MAX_ELEMENTS:
+        raise argparse.ArgumentTypeError(f"{text!r}: more than 2**60 elements")
     return name, values
 
 
@@ -218,6 +221,8 @@ def load_graph_arg(
     (``--input-shape``); an error for other files. Raises FormatError naming the argument when
     it is none of these.
     """
+    if not spec:
+        raise FormatError("empty graph argument: give a graph file (.json or .onnx) or a zoo model name")
     path = Path(spec)
     if input_shapes and path.suffix != ".onnx":
         raise FormatError(f"{spec}: --input-shape applies to ONNX files only")

@@ -209,18 +209,15 @@ _GRID_KEYS = {
 
 def _check_options(options: dict[str, Any]) -> None:
     """Refuse an --option the optimizer does not take, once, before any run is stored."""
-    import inspect
+    from tensor_eqsat.config import setting_names
 
-    from tensor_eqsat.optimize import optimize
-
-    params = inspect.signature(optimize).parameters
-    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    params = setting_names()
     for key, value in options.items():
         if key in _GRID_KEYS:
             flag = _GRID_KEYS[key]
             hint = f"; use {flag}" if flag else ""
             raise BenchError(f"--option {key}: set by the grid, not an option{hint}")
-        if key not in params and not takes_any:
+        if key not in params:
             known = ", ".join(k for k in params if k not in _GRID_KEYS)
             raise BenchError(f"--option {key}: optimize() has no such argument (options: {known})")
         if key == "rules":

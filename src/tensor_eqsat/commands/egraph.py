@@ -104,16 +104,16 @@ def run(args: argparse.Namespace) -> int:
         print_json(info)
     else:
         # The summary is the result (stdout); the files written are log lines (stderr).
-        quiet = {"markup": False, "highlight": False}
         stdout.print(
             f"{args.graph}: {info['enodes']} e-nodes, {info['classes']} e-classes, roots {info['roots']}",
-            **quiet,
+            markup=False,
+            highlight=False,
         )
-        stdout.print(", ".join(f"{op} {n}" for op, n in ops.items()), **quiet)
+        stdout.print(", ".join(f"{op} {n}" for op, n in ops.items()), markup=False, highlight=False)
         if args.dot is not None:
-            stderr.print(f"wrote {args.dot}", **quiet)
+            stderr.print(f"wrote {args.dot}", markup=False, highlight=False)
         if args.serialize is not None:
-            stderr.print(f"wrote {args.serialize}", **quiet)
+            stderr.print(f"wrote {args.serialize}", markup=False, highlight=False)
     return 0
 
 

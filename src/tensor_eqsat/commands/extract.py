@@ -64,7 +64,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.output:
+    if args.output is not None:
         check_output(args.output, "-o")
     problem = load_problem(args.file)
     config = IlpConfig(backend=IlpBackend(args.ilp_backend), time_limit=args.time_limit, threads=args.threads)

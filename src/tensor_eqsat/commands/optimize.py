@@ -48,10 +48,12 @@ from tensor_eqsat.commands._common import (
     stdout,
     zoo_model_name,
 )
+from tensor_eqsat.config import OptimizeConfig, Search
+from tensor_eqsat.extract.ilp import IlpConfig
 from tensor_eqsat.extract.registry import ExtractorKind
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.ir.serialize import save
-from tensor_eqsat.optimize import OptimizeResult, Progress, Search, optimize, save_run
+from tensor_eqsat.optimize import OptimizeResult, Progress, optimize, save_run
 from tensor_eqsat.outputs import atomic_write, check_output, check_output_dir
 from tensor_eqsat.rules.sets import rule_set_names
 from tensor_eqsat.search.mcts import MctsConfig, RolloutPolicy
@@ -215,13 +217,13 @@ class _ProgressLine:
 
 def _check_outputs(args: argparse.Namespace) -> None:
     """Refuse unwritable outputs (and ONNX output without the onnx extra) before the run starts."""
-    if args.output:
+    if args.output is not None:
         check_output(args.output, "-o")
         if args.output.endswith(".onnx"):
             from tensor_eqsat.io.onnx_common import require_onnx
 
             require_onnx()
-    if args.run_dir:
+    if args.run_dir is not None:
         check_output_dir(args.run_dir, "--run-dir")
 
 
@@ -241,25 +243,9 @@ def run(args: argparse.Namespace) -> int:
         from tensor_eqsat.cost.spec import parse_cost_model
 
         cost_model = parse_cost_model(cost_model, weights=weights_for(graph))
-    mcts = MctsConfig(rollout=RolloutPolicy(args.rollout), subtree_reuse=args.subtree_reuse)
-    kwargs: dict[str, Any] = dict(
-        search=args.search,
-        main_extractor=args.extractor,
-        final_extractor=args.final_extractor,
-        cost_model=cost_model,
-        node_limit=args.node_limit,
-        budget=args.budget,
-        max_rollout_depth=args.rollout_depth,
-        k_multi=args.k_multi,
-        seed=args.seed,
-        time_limit=args.time_limit,
-        rules=args.rules,
-        ilp_time_limit=args.ilp_time_limit,
-        mcts=mcts,
-        model=model,
-    )
+    config = _config(args, model, cost_model)
     with Live(Text("starting"), console=stderr, transient=True, refresh_per_second=8) as live:
-        result = optimize(graph, progress=_ProgressLine(live), **kwargs)
+        result = optimize(graph, config, progress=_ProgressLine(live))
     # An ONNX input is checked against (and timed as) the original file itself, so an import or
     # export bug cannot hide behind a round trip through our IR.
     source: Any = args.graph if model is None and args.graph.lower().endswith(".onnx") else result.original
@@ -282,7 +268,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         data = result.to_dict()
         data["target"] = target.name
-        data["cost_model"] = result.settings["cost_model"]
+        data["cost_model"] = result.settings.cost_model
         data["kept_original"] = guard_report.kept_original if guard_report is not None else False
         if verdict is not None:
             data["verify"] = verdict.to_dict()
@@ -317,6 +303,29 @@ def run(args: argparse.Namespace) -> int:
     if args.run_dir:
         print(f"run directory: {args.run_dir}", file=sys.stderr)
     return 0 if ok else 1
+
+
+def _config(args: argparse.Namespace, model: str | None, cost_model: Any) -> OptimizeConfig:
+    """The run's configuration from the command line (the one place flags become settings)."""
+    return OptimizeConfig(
+        search=args.search,
+        main_extractor=args.extractor,
+        final_extractor=args.final_extractor,
+        cost_model=cost_model,
+        node_limit=args.node_limit,
+        k_multi=args.k_multi,
+        seed=args.seed,
+        time_limit=args.time_limit,
+        rules=args.rules,
+        model=model,
+        mcts=MctsConfig(
+            budget=args.budget,
+            max_rollout_depth=args.rollout_depth,
+            rollout=RolloutPolicy(args.rollout),
+            subtree_reuse=args.subtree_reuse,
+        ),
+        ilp=IlpConfig(time_limit=args.ilp_time_limit),
+    )
 
 
 def nothing_to_optimize(graph: Graph, rules: str, model: str | None) -> str | None:
@@ -461,29 +470,29 @@ def _measure(args: argparse.Namespace, source: Any, chosen: Graph) -> dict[str, 
 def _summary_table(name: str, r: OptimizeResult, target: Target, guard: GuardReport | None) -> Table:
     s = r.settings
     st = r.stats
+    status = st.final_extraction["status"]
     table = Table(title=f"optimize {name}", show_header=False)
     table.add_column("", style="bold")
     table.add_column("")
-    search = s["search"]
+    search = s.search
     if search == "mcts":
-        search += f" (budget {s['budget']}, main {s['main_extractor']})"
+        search += f" (budget {s.budget}, main {s.main_extractor})"
     else:
-        search += f" (k_multi {s['k_multi']})"
+        search += f" (k_multi {s.k_multi})"
     rows = [
         ("target", target.name + ("" if guard is not None else " (not measured here)")),
         ("search", search),
-        ("final extractor", f"{s['final_extractor']} ({st['final_extraction']['status']})"),
-        ("cost model", str(s["cost_model"])),
+        ("final extractor", f"{s.final_extractor} ({status})"),
+        ("cost model", str(s.cost_model)),
         ("original cost", f"{r.original_cost_ms:.4f} ms"),
         ("optimized cost", f"{r.optimized_cost_ms:.4f} ms"),
         ("predicted speedup", f"{r.speedup_pct:.2f} %"),
-        ("steps", f"{len(r.steps)} (stopped: {r.stop_reason})"),
-        ("e-graph", f"{st['initial_enodes']} -> {st['enodes']} e-nodes, {st['classes']} classes"),
+        ("steps", f"{len(r.steps)} (stopped: {r.stop_reason.value})"),
+        ("e-graph", f"{st.initial_enodes} -> {st.enodes} e-nodes, {st.classes} classes"),
         ("rules applied", _counts(r.rule_counts)),
         (
             "wall time",
-            f"{r.wall_s:.2f} s (search {st['search_s']:.2f} s, "
-            f"final extraction {st['final_extraction_s']:.2f} s)",
+            f"{r.wall_s:.2f} s (search {st.search_s:.2f} s, final extraction {st.final_extraction_s:.2f} s)",
         ),
     ]
     if guard is not None:

@@ -61,7 +61,7 @@ from typing import Any
 
 from tensor_eqsat.cost.measured import _cpu_name
 from tensor_eqsat.cost.model import CostModelError, KernelCostModel, WeightOps
-from tensor_eqsat.cost.timing_cache import TimingCache, encode_attrs, encode_shapes
+from tensor_eqsat.cost.timing_cache import TimingCache, encode_attrs, shapes_key
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.ir.opspec import Attrs, OpSpec
 from tensor_eqsat.ir.types import OpKind, Shape, volume
@@ -298,7 +298,7 @@ class OrtCostModel(KernelCostModel):
 
     def standalone_ms(self, spec: OpSpec, attrs: Attrs, in_shapes: tuple[Shape, ...]) -> float:
         """The measured marginal time of one instance, from the cache or timed now."""
-        akey, skey = encode_attrs(attrs), encode_shapes(in_shapes)
+        akey, skey = encode_attrs(attrs), shapes_key(in_shapes)
         if self.cache is not None:
             if self._stored is None:
                 self._stored = self.cache.load(self.device_key, self.library)

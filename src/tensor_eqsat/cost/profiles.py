@@ -307,9 +307,13 @@ def load_profile(name_or_path: str = DEFAULT_PROFILE) -> DeviceProfile:
     if name_or_path.endswith(".json") or "/" in name_or_path:
         path = Path(name_or_path)
         try:
-            text = path.read_text()
+            text = path.read_text(encoding="utf-8")
         except OSError as exc:
             raise FormatError(f"{path}: cannot read device profile ({exc.strerror})") from None
+        except UnicodeDecodeError as exc:
+            raise FormatError(
+                f"{path}: device profile is not UTF-8 text (byte {exc.start}: {exc.reason})"
+            ) from None
         source = str(path)
     else:
         if name_or_path not in profile_names():

@@ -609,11 +609,6 @@ class EGraph:
         """A counter that changes whenever the e-graph changes (for caches keyed on one e-graph)."""
         return self._version
 
-    @property
-    def is_clean(self) -> bool:
-        """True when no rebuild is pending."""
-        return not (self._pending or self._analysis_pending or self._dirty)
-
     def data(self, cid: int) -> Any:
         """The analysis value of class ``cid`` (:class:`TensorData` for tensor e-graphs)."""
         return self._data[self._uf.find(cid)]

@@ -106,10 +106,6 @@ NodeHistory = list[Any]
 _BASE, _EXTRA, _REUSE, _FULL = 0, 1, 2, 3
 
 
-def _is_empty(nh: NodeHistory) -> bool:
-    return not nh[_BASE] and not nh[_EXTRA]
-
-
 def _full(nh: NodeHistory) -> History:
     """The node history as one dict (built once)."""
     full = nh[_FULL]

@@ -30,7 +30,6 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +64,8 @@ def problem_from_json(text: str, source: str = "<string>") -> ExtractionProblem:
         ) from None
     except ValueError as exc:
         raise FormatError(f"{source}: {exc}") from None
+    except RecursionError:
+        raise FormatError(f"{source}: invalid JSON: nested too deeply") from None
     return problem_from_dict(data, source=source, text=text)
 
 
@@ -211,8 +212,3 @@ def problem_to_json(problem: ExtractionProblem, *, indent: int | None = None) ->
 def save_problem(problem: ExtractionProblem, path: str | Path, *, indent: int | None = None) -> None:
     """Write a problem as an egraph-serialize JSON file, atomically (see :mod:`tensor_eqsat.outputs`)."""
     atomic_write(path, problem_to_json(problem, indent=indent) + "\n")
-
-
-def class_id_map(problem: ExtractionProblem) -> dict[Hashable, int]:
-    """External class id -> class index."""
-    return {k: i for i, k in enumerate(problem.class_keys)}

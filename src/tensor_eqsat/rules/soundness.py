@@ -150,7 +150,7 @@ class RuleVerdict:
 
 
 @dataclass(frozen=True)
-class VerifyReport:
+class SoundnessReport:
     """Verdicts for a list of rules, in order."""
 
     verdicts: tuple[RuleVerdict, ...]
@@ -460,7 +460,7 @@ def verify_rules(
     rules: Iterable[RuleSpec],
     config: VerifyConfig | None = None,
     progress: Callable[[RuleVerdict], None] | None = None,
-) -> VerifyReport:
+) -> SoundnessReport:
     """Verify each rule; ``progress`` is called with each verdict as it is reached.
 
     Rules equal except for id, name and source are verified once and share the outcome.
@@ -491,14 +491,14 @@ def verify_rules(
         out.append(v)
         if progress is not None:
             progress(v)
-    return VerifyReport(tuple(out), time.perf_counter() - start)
+    return SoundnessReport(tuple(out), time.perf_counter() - start)
 
 
 __all__ = [
     "Counterexample",
     "RuleVerdict",
+    "SoundnessReport",
     "VerifyConfig",
-    "VerifyReport",
     "build_graph",
     "check_instance",
     "leaf_data",
