@@ -29,6 +29,7 @@ from tensor_eqsat.cost.model import CostModel
 from tensor_eqsat.egraph.egraph import EGraph
 from tensor_eqsat.errors import ConfigError
 from tensor_eqsat.extract.egraph_problem import problem_from_egraph
+from tensor_eqsat.extract.registry import ExtractorKind, make_extractor
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.ir.serialize import dumps
 from tensor_eqsat.ir.summary import to_dot
@@ -129,6 +130,8 @@ class OptimizeResult:
     steps: the per-step log; rule_counts: rule id -> times applied (MCTS: steps that applied it;
         saturation: iterations in which it changed the e-graph).
     settings: every setting as resolved; stats: timings and counters.
+    alternatives: (extractor name, graph) for each of ``config.alternatives``: other extractions
+        of the final e-graph, candidates for the never-slower guard.
     """
 
     graph: Graph
@@ -141,6 +144,7 @@ class OptimizeResult:
     rule_counts: dict[int, int]
     settings: OptimizeSettings
     stats: OptimizeStats
+    alternatives: tuple[tuple[str, Graph], ...] = ()
 
     @property
     def speedup_pct(self) -> float:
@@ -215,6 +219,7 @@ def optimize(
     search_s = time.perf_counter() - ts
     _emit(progress, t0, "extract", step=len(report.steps), enodes=egraph.num_enodes)
     optimized, final, final_s = _extract_final(egraph, cm, cfg)
+    alternatives = _extract_alternatives(egraph, cm, cfg)
     tc = time.perf_counter()
     original_cost, optimized_cost = cm.graph_cost(source), cm.graph_cost(optimized)
     stats = OptimizeStats(
@@ -228,7 +233,7 @@ def optimize(
     settings = _settings(cfg, name, cm, k_multi, actions)
     return OptimizeResult(
         optimized, source, original_cost, optimized_cost, wall, report.stop_reason, report.steps,
-        report.rule_counts, settings, stats,
+        report.rule_counts, settings, stats, alternatives,
     )  # fmt: skip
 
 
@@ -263,6 +268,20 @@ def _extract_final(egraph: EGraph, cm: CostModel, cfg: OptimizeConfig) -> tuple[
         },
         seconds,
     )
+
+
+def _extract_alternatives(
+    egraph: EGraph, cm: CostModel, cfg: OptimizeConfig
+) -> tuple[tuple[str, Graph], ...]:
+    """Extractions of the final e-graph by ``cfg.alternatives`` (guard candidates)."""
+    if not cfg.alternatives:
+        return ()
+    problem = problem_from_egraph(egraph, cm)
+    out = []
+    for kind in cfg.alternatives:
+        result = make_extractor(kind, ilp_config=cfg.ilp).extract(problem.problem)
+        out.append((kind.value if isinstance(kind, ExtractorKind) else str(kind), problem.to_graph(result)))
+    return tuple(out)
 
 
 def _settings(
