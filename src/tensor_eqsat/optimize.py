@@ -61,7 +61,8 @@ class OptimizeSettings:
 
     The fields mirror :class:`~tensor_eqsat.config.OptimizeConfig`, flattened as the results
     database and run directories have always stored them; ``mcts`` holds every MCTS setting
-    (None unless the search is MCTS).
+    (None unless the search is MCTS); ``alternatives`` the extra extractors (stored only when
+    there are some).
     """
 
     model: str | None
@@ -79,12 +80,17 @@ class OptimizeSettings:
     num_rules: int
     ilp_time_limit: float | None
     mcts: dict[str, Any] | None = None
+    alternatives: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready data (``settings.json``); ``mcts`` only for an MCTS run."""
         out = dict(self.__dict__)
         if out["mcts"] is None:
             del out["mcts"]
+        if out["alternatives"]:
+            out["alternatives"] = list(out["alternatives"])
+        else:
+            del out["alternatives"]
         return out
 
 
@@ -307,6 +313,7 @@ def _settings(
         num_rules=len(actions),
         ilp_time_limit=cfg.ilp.time_limit,
         mcts=mcts,
+        alternatives=tuple(k.value if isinstance(k, ExtractorKind) else str(k) for k in cfg.alternatives),
     )
 
 

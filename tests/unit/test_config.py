@@ -140,6 +140,7 @@ def test_alternatives_are_extracted_beside_the_result():
         g, budget=4, node_limit=50, final_extractor="greedy-dag", alternatives=("greedy-tree", "ilp")
     )
     assert [name for name, _ in r.alternatives] == ["greedy-tree", "ilp"]
+    assert r.settings.to_dict()["alternatives"] == ["greedy-tree", "ilp"]
     for _, alt in r.alternatives:
         assert alt.outputs and len(alt.nodes) > 0
     assert optimize(g, budget=4, node_limit=50, final_extractor="greedy-dag").alternatives == ()
