@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from tensor_eqsat.egraph.analysis import Analysis, TensorAnalysis
 from tensor_eqsat.egraph.enode import EClass, ENode
+from tensor_eqsat.egraph.internals import EGraphInternals
 from tensor_eqsat.egraph.unionfind import UnionFind
 
 if TYPE_CHECKING:
@@ -192,6 +193,12 @@ class EGraph:
         """For the rewrite engine: add a node with canonical children that is not in the
         hash-cons, with its analysis value computed beforehand."""
         return self._add_new(_enode(op, attrs, children), value, ceiling)
+
+    @property
+    def internals(self) -> EGraphInternals:
+        """The tables the rewrite engine reads (:mod:`tensor_eqsat.egraph.internals`); not for
+        other callers."""
+        return EGraphInternals(self)
 
     def _match_context(self) -> tuple[Any, ...]:
         """For the rewrite engine: the containers e-matching reads."""

@@ -46,12 +46,13 @@ from tensor_eqsat.io.opaque import convert_payload, decode_payload, payload_opse
 from tensor_eqsat.io.plan import fold_weights, live_nodes, observable_outputs, weight_only_nodes
 from tensor_eqsat.ir.graph import Graph, Node, TensorRef
 from tensor_eqsat.ir.ops import same_padding
+from tensor_eqsat.ir.types import Activation
 from tensor_eqsat.outputs import OutputError, atomic_target
 
 if TYPE_CHECKING:
     import onnx
 
-ONNX_ACTIVATIONS = {"relu": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh"}
+ONNX_ACTIVATIONS = {a.value: a.onnx_op for a in Activation if a.onnx_op is not None}
 
 OP_MIN_OPSET = {"layernorm": 17, "gelu": 20}
 """Ops whose ONNX counterpart needs a newer opset than :data:`MIN_OPSET`."""

@@ -33,6 +33,7 @@ from tensor_eqsat.io.plan import fold_weights, live_nodes, observable_outputs, w
 from tensor_eqsat.ir.graph import Graph, Node, TensorRef
 from tensor_eqsat.ir.interpreter import random_inputs
 from tensor_eqsat.ir.ops import same_padding
+from tensor_eqsat.ir.types import Activation
 
 __doctest_requires__ = ("torch",)
 """The doctests below run PyTorch; without the torch extra they are skipped (see conftest.py)."""
@@ -177,13 +178,8 @@ class TorchProgram:
         return fn
 
     def _act(self, name: str) -> Callable[[Any], Any]:
-        torch = self.torch
-        return {
-            "none": lambda x: x,
-            "relu": torch.relu,
-            "sigmoid": torch.sigmoid,
-            "tanh": torch.tanh,
-        }[name]
+        fn = Activation(name).torch_fn(self.torch)
+        return fn if fn is not None else lambda x: x
 
     def _op_ewadd(self, n: Node, a: dict[str, Any]) -> Step:
         return lambda x: (x[0] + x[1],)

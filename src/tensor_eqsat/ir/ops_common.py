@@ -40,15 +40,14 @@ def fmt_shape(shape: Shape) -> str:
 
 def activate(x: np.ndarray, act: str) -> np.ndarray:
     """Apply the fused activation ``act`` (an :class:`~tensor_eqsat.ir.types.Activation` value)."""
-    if act == "none":
+    kind = Activation(act)
+    if kind is Activation.NONE:
         return x
-    if act == "relu":
+    if kind is Activation.RELU:
         return np.maximum(x, 0).astype(x.dtype, copy=False)
-    if act == "sigmoid":
+    if kind is Activation.SIGMOID:
         return sigmoid_numpy(x)
-    if act == "tanh":
-        return np.tanh(x)
-    raise AssertionError(act)
+    return np.tanh(x)
 
 
 def sigmoid_numpy(x: np.ndarray) -> np.ndarray:

@@ -10,6 +10,7 @@ the engine keys its statistics by rule name.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -59,12 +60,17 @@ class Actions:
     def multi(self) -> list[MultiRewrite]:
         return [r for r in self.rewrites if isinstance(r, MultiRewrite)]
 
+    @functools.cached_property
+    def id_by_name(self) -> dict[str, int]:
+        """Rule name -> rule id (the engine keys its statistics by name, reports use ids)."""
+        return {r.name: i for r, i in zip(self.rewrites, self.ids, strict=True)}
+
     def id_of(self, name: str) -> int:
         """The rule id of a rule name; KeyError naming it otherwise."""
-        for r, i in zip(self.rewrites, self.ids, strict=True):
-            if r.name == name:
-                return i
-        raise KeyError(f"no rule named {name!r} in rule set {self.set_name!r}")
+        try:
+            return self.id_by_name[name]
+        except KeyError:
+            raise KeyError(f"no rule named {name!r} in rule set {self.set_name!r}") from None
 
     def names(self) -> Sequence[str]:
         return [r.name for r in self.rewrites]

@@ -234,7 +234,7 @@ class Saturation:
         if deadline is not None:
             cfg = replace(cfg, time_limit=max(deadline - time.perf_counter(), 1e-6))
         report = Runner(actions.single, actions.multi, cfg).run(egraph)
-        ids = {r.name: i for r, i in zip(actions.rewrites, actions.ids, strict=True)}
+        ids = actions.id_by_name
         counts: Counter[int] = Counter()
         steps = []
         elapsed = 0.0
