@@ -11,6 +11,13 @@ Three reports, each printed as a table and written under ``--out`` (default benc
            graph-sum error per model, and a log-log scatter plot. Writes cost_calibration_cpu.{json,
            md,png}. The measurements go through the persistent timing cache, so a second run only
            re-prices.
+``ort``    the ONNX Runtime measured model (``measured:ort-cpu``) against whole-graph onnxruntime
+           latency: every zoo model (ViT-Large and ViT-Huge with 4 of their layers, every layer
+           being alike) and the PyTorch exports of benchmarks/cpu_blocks.py. Per model: the graph
+           sum, the measured latency (median, with its self-vs-self noise: the model timed as two
+           alternating arms) and the error; Spearman rank correlation and mean |error| over the
+           models; the cold-cache cost of pricing each model (a fresh cache file). Writes
+           cost_calibration_ort.{json,md}.
 ``fit``    fits a profile's per-kind parameters (``--fit a100|p100|cpu``) by coordinate descent in
            log space from the profile's current values, minimising the squared log error plus the
            squared worst log error (paper targets for GPUs; measured op times and graph sums for
@@ -20,6 +27,7 @@ Usage (from the repository root)::
 
     PYTHONPATH=src python benchmarks/cost_calibration.py paper
     PYTHONPATH=src python benchmarks/cost_calibration.py cpu
+    PYTHONPATH=src python benchmarks/cost_calibration.py ort [--runs 20]
     PYTHONPATH=src python benchmarks/cost_calibration.py fit --fit a100 [--write]
 """
 
@@ -490,11 +498,119 @@ def store(profile: DeviceProfile, note: str) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
+# ort: measured:ort-cpu graph sums vs whole-graph onnxruntime latency
+# ---------------------------------------------------------------------------------------------
+
+ORT_SIZES: dict[str, dict[str, Any]] = {"vit-large": {"layers": 4}, "vit-huge": {"layers": 4}}
+"""Zoo models priced at a reduced size for the ort report (full size takes minutes per run)."""
+
+
+def ort_models(names: Sequence[str] | None, blocks: bool) -> dict[str, tuple[Graph, Any]]:
+    """name -> (graph to price, model to time): zoo graphs, and the PyTorch exports as files."""
+    from tensor_eqsat import zoo
+
+    out: dict[str, tuple[Graph, Any]] = {}
+    for name in names or zoo.names():
+        params = ORT_SIZES.get(name, {})
+        label = name + (" (" + ", ".join(f"{k}={v}" for k, v in params.items()) + ")" if params else "")
+        g = zoo.get(name, **params)
+        out[label] = (g, g)
+    if blocks:
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+        from cpu_blocks import export_all
+
+        from tensor_eqsat.io.onnx_import import import_onnx
+
+        for name, path in export_all().items():
+            out[f"{name}.onnx"] = (import_onnx(path), str(path))
+    return out
+
+
+def report_ort(models: dict[str, tuple[Graph, Any]], out: Path, runs: int, threads: int) -> dict[str, Any]:
+    import tempfile
+
+    from tensor_eqsat.cost.ort import OrtCostModel, weights_for
+    from tensor_eqsat.target import get_target
+    from tensor_eqsat.target.guard import time_alternating
+
+    rows: dict[str, Any] = {}
+    lines = [
+        "| model | nodes | weights from | graph sum (ms) | measured (ms) | self-vs-self noise | error | "
+        "configurations | cold pricing (s) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    with tempfile.TemporaryDirectory(prefix="ort-calibration-") as tmp:
+        for name, (graph, runnable) in models.items():
+            # A fresh cache per model: the pricing time is what a first run on this machine pays.
+            model = OrtCostModel(
+                threads=threads, cache_path=Path(tmp) / f"{len(rows)}.sqlite3", weights=weights_for(graph)
+            )
+            t0 = time.perf_counter()
+            pred = model.graph_cost(graph)
+            price_s = time.perf_counter() - t0
+            timed = time_alternating(
+                [runnable, runnable],
+                get_target("ort-cpu"),
+                threads=threads,
+                runs=runs,
+                blocks=min(5, runs),
+                warmup=max(2, runs // 5),
+            )
+            a, b = timed.median(0), timed.median(1)
+            measured = (a + b) / 2
+            noise = abs(a - b) / measured
+            err = pred / measured - 1
+            rows[name] = {
+                "weights": model.weights,
+                "nodes": len(graph.nodes),
+                "predicted_ms": pred,
+                "measured_ms": measured,
+                "self_noise": noise,
+                "error": err,
+                "configurations": model.measured,
+                "pricing_s": price_s,
+            }
+            lines.append(
+                f"| {name} | {len(graph.nodes)} | {model.weights} | {pred:.3f} | {measured:.3f} | "
+                f"{noise:.1%} | {err:+.0%} | {model.measured} | {price_s:.1f} |"
+            )
+            print(lines[-1], file=sys.stderr, flush=True)
+    names = list(rows)
+    rho = spearman([rows[n]["predicted_ms"] for n in names], [rows[n]["measured_ms"] for n in names])
+    errs = [abs(rows[n]["error"]) for n in names]
+    summary = (
+        f"\nrank correlation (Spearman) over {len(names)} models: {rho:.3f}; "
+        f"mean |error| {np.mean(errs):.0%}, median {np.median(errs):.0%}, worst {max(errs):.0%}; "
+        f"cold-cache pricing "
+        f"{sum(r['pricing_s'] for r in rows.values()):.0f} s for "
+        f"{sum(r['configurations'] for r in rows.values())} configurations"
+    )
+    lines.append(summary)
+    lines.append(
+        f"\nmeasured: onnxruntime {model.ort.__version__}, {threads} thread(s), graph optimizations all, "
+        f"{runs} timed runs per arm in alternating blocks, median of the thread's CPU time "
+        f"with one thread (wall time otherwise); {model.device_key}"
+    )
+    md = "\n".join(lines) + "\n"
+    print(md)
+    data = {
+        "device": model.device_key,
+        "library": model.library,
+        "runs": runs,
+        "spearman": rho,
+        "mean_abs_error": float(np.mean(errs)),
+        "models": rows,
+    }
+    write(out, "cost_calibration_ort", data, md)
+    return data
+
+
+# ---------------------------------------------------------------------------------------------
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("report", choices=["paper", "cpu", "fit"])
+    ap.add_argument("report", choices=["paper", "cpu", "ort", "fit"])
     ap.add_argument("--models", nargs="*", help="zoo models (default: all)")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "out")
     ap.add_argument("--fit", dest="fit_profile", choices=["a100", "p100", "cpu"], help="profile to fit")
@@ -505,8 +621,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--cache-path", help="timing cache file (default: the user cache)")
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=9)
+    ap.add_argument("--runs", type=int, default=20, help="ort: timed runs per arm of each whole model")
+    ap.add_argument("--threads", type=int, default=1, help="ort: intra-op threads")
+    ap.add_argument("--no-blocks", action="store_true", help="ort: zoo models only")
     args = ap.parse_args(argv)
 
+    if args.report == "ort":
+        report_ort(ort_models(args.models, not args.no_blocks), args.out, args.runs, args.threads)
+        return 0
     models = load_models(args.models)
 
     def measured() -> MeasuredCostModel:

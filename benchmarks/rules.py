@@ -18,7 +18,7 @@ from importlib.resources import files
 
 from tensor_eqsat.rules.loader import parse_rules
 from tensor_eqsat.rules.sets import builtin_rule_files, load_rule_set
-from tensor_eqsat.rules.verify import VerifyConfig, verify_rules
+from tensor_eqsat.rules.soundness import VerifyConfig, verify_rules
 
 PACKAGE = "tensor_eqsat.rules"
 

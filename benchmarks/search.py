@@ -48,24 +48,24 @@ def run_one(model: str, search: str, args: argparse.Namespace) -> tuple[Optimize
         kw.update(budget=args.budget, main_extractor=args.extractor)
     if args.ilp_time_limit is not None:
         kw["ilp_time_limit"] = args.ilp_time_limit
-    r = optimize(model, **kw)  # type: ignore[arg-type]
+    r = optimize(model, **kw)
     st = r.stats
     row: dict[str, object] = {
         "model": model,
         "search": search,
         "budget": args.budget if search == "mcts" else None,
         "main": args.extractor if search == "mcts" else None,
-        "k_multi": r.settings["k_multi"],
+        "k_multi": r.settings.k_multi,
         "original_ms": round(r.original_cost_ms, 5),
         "optimized_ms": round(r.optimized_cost_ms, 5),
         "speedup_pct": round(r.speedup_pct, 2),
         "wall_s": round(r.wall_s, 2),
-        "search_s": round(float(st["search_s"]), 2),  # type: ignore[arg-type]
-        "final_s": round(float(st["final_extraction_s"]), 2),  # type: ignore[arg-type]
-        "final_status": st["final_extraction"]["status"],  # type: ignore[index]
+        "search_s": round(st.search_s, 2),
+        "final_s": round(st.final_extraction_s, 2),
+        "final_status": st.final_extraction["status"],
         "steps": len(r.steps),
-        "enodes": st["enodes"],
-        "stop": r.stop_reason,
+        "enodes": st.enodes,
+        "stop": r.stop_reason.value,
         "paper_s": PAPER_MCTS_OCF_ILP_S.get(model) if search == "mcts" else None,
     }
     return r, row
@@ -81,8 +81,9 @@ def profile(model: str, args: argparse.Namespace) -> None:
     prof.disable()
     wall = time.perf_counter() - t
     print(f"{model}: MCTS budget {args.budget}, {len(r.steps)} steps, {wall:.1f}s under cProfile")
-    print("time split:", json.dumps({k: v for k, v in r.stats.items() if k.endswith("_s")}, default=str))
-    print("environment:", json.dumps(r.stats.get("search", {}), default=str))
+    stats = r.stats.to_dict()
+    print("time split:", json.dumps({k: v for k, v in stats.items() if k.endswith("_s")}, default=str))
+    print("environment:", json.dumps(stats.get("search", {}), default=str))
     out = io.StringIO()
     ps = pstats.Stats(prof, stream=out).sort_stats("cumulative")
     ps.print_stats(35)

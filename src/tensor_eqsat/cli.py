@@ -4,7 +4,7 @@ Each subcommand is a module in :mod:`tensor_eqsat.commands` defining ``NAME``, `
 ``add_arguments(parser)`` and ``run(args) -> int``; they are discovered at start-up, so adding a
 command touches no shared table. Machine-readable output (``--json``) goes to stdout alone;
 progress, logs and errors go to stderr. Every :class:`TensorEqsatError` becomes a one-line
-``error: ...`` message and exit code 2.
+``error: ...`` message and exit code 2; running out of memory is a one-line error and exit 1.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import argparse
 import importlib
 import logging
 import pkgutil
+import sqlite3
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -66,3 +67,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except sqlite3.DatabaseError as exc:
+        # A results database damaged in a way the checks at open did not see.
+        print(f"error: results database: {exc}", file=sys.stderr)
+        return 2
+    except MemoryError:
+        print(
+            "error: out of memory: the graph's tensors are too large to run on this machine "
+            "(optimize --no-check skips the numerical check)",
+            file=sys.stderr,
+        )
+        return 1

@@ -8,6 +8,8 @@ instead of a traceback.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from enum import Enum
+from typing import TypeVar
 
 
 class TensorEqsatError(Exception):
@@ -54,3 +56,40 @@ class GraphError(TensorEqsatError):
 
 class FormatError(TensorEqsatError):
     """A file could not be read: it names the file and, where known, the line or field."""
+
+
+class ConfigError(TensorEqsatError, ValueError):
+    """A setting has a bad value or names an unknown strategy (search, extractor, rule set).
+
+    It is also a ValueError, the type such errors had before they joined this hierarchy."""
+
+
+E = TypeVar("E", bound=Enum)
+
+
+def parse_enum(
+    enum_type: type[E],
+    value: E | str,
+    what: str,
+    error: type[TensorEqsatError] = ConfigError,
+    *,
+    where: str = "",
+) -> E:
+    """The member of ``enum_type`` named by ``value`` (a member passes through), or ``error``
+    saying ``{where}unknown {what} {value!r} (known: ...)``. The one place enum names are parsed.
+
+    >>> from tensor_eqsat.ir.types import Padding
+    >>> parse_enum(Padding, "same", "padding")
+    <Padding.SAME: 'same'>
+    >>> parse_enum(Padding, "full", "padding")
+    Traceback (most recent call last):
+    ...
+    tensor_eqsat.errors.ConfigError: unknown padding 'full' (known: same, valid)
+    """
+    if isinstance(value, enum_type):
+        return value
+    try:
+        return enum_type(value)
+    except ValueError:
+        known = ", ".join(str(m.value) for m in enum_type)
+        raise error(f"{where}unknown {what} {value!r} (known: {known})") from None

@@ -22,7 +22,7 @@ def test_results_doc_tables_come_from_the_committed_database(tmp_path):
     report = write_report(db, tmp_path, figures=False).markdown.read_text()
     doc = (DOCS / "results.md").read_text()
     quoted = 0
-    for model in ("bert", "nasneta", "squeezenet", "vgg", "**mean over 9 models**"):
+    for model in ("bert", "nasneta", "squeezenet", "vgg", "vit-base", "tt", "**mean over 13 models**"):
         rows = _table_rows(doc, model)
         assert rows, f"docs/results.md has no row for {model}"
         for row in rows:
@@ -32,5 +32,5 @@ def test_results_doc_tables_come_from_the_committed_database(tmp_path):
         [row] = _table_rows(doc, config)
         assert row in report, row
         quoted += 1
-    assert "Spearman's rank correlation of the two orders: 1.00." in report
-    assert quoted == 13  # matrix and MCTS-vs-TENSAT rows of four models, the mean row, four ranks
+    assert "Spearman's rank correlation of the two orders: 0.94." in report
+    assert quoted == 17  # matrix and MCTS-vs-TENSAT rows of six models, the mean row, four ranks

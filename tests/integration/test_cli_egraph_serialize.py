@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tensor_eqsat import Graph, save
 from tensor_eqsat.cli import main
 from tensor_eqsat.cost import graph_cost, parse_cost_model
@@ -41,5 +43,7 @@ def test_saturate_serialize_then_extract(tmp_path, capsys):
 def test_unknown_rule_set_is_a_clear_error(tmp_path, capsys):
     src = tmp_path / "g.json"
     _two_convs(src)
-    assert main(["egraph", str(src), "--saturate", "--rules", "nope"]) == 2
+    with pytest.raises(SystemExit) as exc:  # refused at parse time, before any work
+        main(["egraph", str(src), "--saturate", "--rules", "nope"])
+    assert exc.value.code == 2
     assert "unknown rule set 'nope'" in capsys.readouterr().err

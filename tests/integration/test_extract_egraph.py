@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 from tensor_eqsat import zoo
+from tensor_eqsat.bench.accuracy_table import accuracy_table
 from tensor_eqsat.cli import main
 from tensor_eqsat.cost import parse_cost_model
 from tensor_eqsat.egraph import EGraph
 from tensor_eqsat.extract import ExtractorKind, make_extractor, problem_from_egraph
-from tensor_eqsat.extract.accuracy import accuracy_table
 from tensor_eqsat.extract.result import SolveStatus
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.ir.interpreter import run

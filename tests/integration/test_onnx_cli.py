@@ -43,7 +43,7 @@ def test_verify_equivalent_files_exit_zero(files, capsys):
 def test_verify_mismatch_exits_one_with_a_readable_verdict(files, capsys):
     a, _, c = files
     assert main(["verify", str(a), str(c), "--trials", "1"]) == 1
-    err = capsys.readouterr().err
+    err = capsys.readouterr().out  # the verdict is the command's result
     assert "NOT EQUIVALENT" in err and "outputs [0]" in err
     assert main(["verify", str(a), str(c), "--rtol", "1.0", "--atol", "0"]) == 0
 

@@ -16,11 +16,11 @@ pytest.importorskip("onnxscript")
 
 from torch import nn  # noqa: E402
 
+from tensor_eqsat.io.equivalence import verify  # noqa: E402
 from tensor_eqsat.io.from_torch import from_torch, torch_to_onnx  # noqa: E402
 from tensor_eqsat.io.onnx_export import export_onnx  # noqa: E402
 from tensor_eqsat.io.onnx_import import import_onnx  # noqa: E402
 from tensor_eqsat.io.torch_exec import run_torch  # noqa: E402
-from tensor_eqsat.io.verify import verify  # noqa: E402
 from tensor_eqsat.ir.interpreter import random_input, run  # noqa: E402
 
 pytestmark = pytest.mark.slow  # torch.onnx's dynamo exporter takes seconds per module

@@ -8,7 +8,7 @@ import pytest
 
 from tensor_eqsat import zoo
 from tensor_eqsat.errors import TensorEqsatError
-from tensor_eqsat.io.verify import verify
+from tensor_eqsat.io.equivalence import verify
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.optimize import optimize, save_run
 
@@ -56,32 +56,33 @@ def test_optimized_graph_computes_the_same_function(name, search):
     report = verify(r.original, r.graph, trials=2)
     assert report.ok, report.summary()
     # the original graph stays in the e-graph and the final ILP is optimal on these sizes
-    assert r.stats["final_extraction"]["status"] == "optimal"
+    assert r.stats.final_extraction["status"] == "optimal"
     assert r.optimized_cost_ms <= r.original_cost_ms * (1 + 1e-9)
 
 
 def test_mcts_log_and_counts_are_consistent():
     r = run("nasrnn", node_limit=200)
-    assert r.settings["search"] == "mcts" and r.settings["rules"] == "taso-nasrnn"
+    assert r.settings.search == "mcts" and r.settings.rules == "taso-nasrnn"
     assert sum(r.rule_counts.values()) == len(r.steps) > 1
     for i, s in enumerate(r.steps):
         assert s.index == i and len(s.rule_ids) == 1 and s.rule
         assert s.best_cost <= s.cost + 1e-12
         assert s.simulations >= FAST["budget"]
     assert [s.enodes for s in r.steps] == sorted(s.enodes for s in r.steps)
-    assert r.steps[-1].enodes == r.stats["enodes"]
-    assert r.stop_reason == "node limit" and r.stats["enodes"] >= 200
+    assert r.steps[-1].enodes == r.stats.enodes
+    assert r.stop_reason == "node limit" and r.stats.enodes >= 200
     st = r.stats
-    assert r.wall_s >= st["build_s"] + st["search_s"] + st["final_extraction_s"]
-    assert st["search"]["extractions"] >= 1 and st["simulations"] == sum(s.simulations for s in r.steps)
+    assert r.wall_s >= st.build_s + st.search_s + st.final_extraction_s
+    mcts = st.construction
+    assert mcts["search"]["extractions"] >= 1 and mcts["simulations"] == sum(s.simulations for s in r.steps)
 
 
 def test_saturate_uses_the_zoo_k_multi_and_logs_iterations():
     r = run("squeezenet", search="saturate")
-    assert r.settings["k_multi"] == zoo.info("squeezenet").k_multi
+    assert r.settings.k_multi == zoo.info("squeezenet").k_multi
     assert r.steps and all(s.reward is None and s.simulations == 0 for s in r.steps)
     assert set(r.rule_counts) == {i for s in r.steps for i in s.rule_ids}
-    assert optimize(small("squeezenet"), search="saturate", **FAST).settings["k_multi"] == 1
+    assert optimize(small("squeezenet"), search="saturate", **FAST).settings.k_multi == 1
 
 
 def test_same_seed_same_result_and_seed_matters():
@@ -104,14 +105,14 @@ def test_same_seed_same_result_and_seed_matters():
 )
 def test_every_extractor_pair_runs(main, final):
     r = run("bert", main_extractor=main, final_extractor=final, node_limit=150)
-    assert r.settings["main_extractor"] == main and r.settings["final_extractor"] == final
+    assert r.settings.main_extractor == main and r.settings.final_extractor == final
     assert verify(r.original, r.graph, trials=1).ok
 
 
 def test_time_limit_stops_construction():
     r = run("nasneta", budget=10_000, time_limit=0.5)
     assert r.stop_reason in {"time limit", "node limit"}
-    assert r.stats["search_s"] < 30
+    assert r.stats.search_s < 30
 
 
 def test_an_e_graph_already_at_the_limit_is_extracted_as_is():
@@ -124,10 +125,15 @@ def test_an_e_graph_already_at_the_limit_is_extracted_as_is():
 def test_zoo_name_errors_and_bad_settings():
     with pytest.raises(TensorEqsatError, match="no such zoo model"):
         optimize("resnet-1000")
-    with pytest.raises(ValueError, match="unknown extractor"):
+    # bad settings are TensorEqsatErrors (ConfigError), and still ValueErrors as before
+    with pytest.raises(TensorEqsatError, match="unknown extractor"):
         optimize(small("vgg"), main_extractor="fastest")
-    with pytest.raises(ValueError, match=r"unknown search 'anneal' \(known: mcts, saturate\)"):
+    with pytest.raises(ValueError, match="unknown extractor"):
+        optimize(small("vgg"), final_extractor="fastest")
+    with pytest.raises(TensorEqsatError, match=r"unknown search 'anneal' \(known: mcts, saturate\)"):
         optimize(small("vgg"), search="anneal")
+    with pytest.raises(TensorEqsatError, match="'budgets' is not a setting"):
+        optimize(small("vgg"), budgets=3)
 
 
 def test_save_run_writes_settings_stats_steps_and_graphs(tmp_path):
@@ -135,6 +141,7 @@ def test_save_run_writes_settings_stats_steps_and_graphs(tmp_path):
     out = save_run(r, tmp_path / "run")
     names = sorted(p.name for p in out.iterdir())
     assert names == [
+        "complete.json",
         "optimized.dot",
         "optimized.json",
         "original.dot",

@@ -14,7 +14,7 @@ import pytest
 
 import tensor_eqsat.zoo as zoo
 from tensor_eqsat.egraph import from_graph
-from tensor_eqsat.egraph.graph import to_graph
+from tensor_eqsat.egraph.convert import to_graph
 from tensor_eqsat.ir.interpreter import run
 from tensor_eqsat.rules.rewrites import runner_rules
 from tensor_eqsat.rules.sets import load_rule_set

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from tensor_eqsat.rules.instantiate import InstanceSearch
 from tensor_eqsat.rules.sets import load_rule_set
-from tensor_eqsat.rules.verify import check_instance
+from tensor_eqsat.rules.soundness import check_instance
 
 RULES = [*load_rule_set("taso"), load_rule_set("taso-nasrnn").by_id(128)]
 

@@ -24,6 +24,7 @@ queries).
 from __future__ import annotations
 
 import json
+import os
 import socket
 import sqlite3
 from collections.abc import Iterable, Iterator
@@ -165,18 +166,43 @@ class ResultsDB:
             raise BenchError(f"{self.path}: no such results database")
         if create and not self.path.parent.is_dir():
             raise BenchError(f"{self.path}: directory {self.path.parent} does not exist")
+        if self.path.is_dir():
+            raise BenchError(f"{self.path}: is a directory, not a results database")
+        if create:
+            # WAL needs the directory writable (for the -wal and -shm files) as well as the file.
+            if not os.access(self.path.parent, os.W_OK | os.X_OK):
+                raise BenchError(f"{self.path}: directory {self.path.parent} is not writable")
+            if self.path.exists() and not os.access(self.path, os.W_OK):
+                raise BenchError(f"{self.path}: the results database is read-only")
         try:
             # isolation_level=None: transactions are explicit (BEGIN IMMEDIATE ... COMMIT) below.
             self._conn = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None)
+            if self.path.exists() and self.path.stat().st_size:
+                self._check_integrity()
             if create:
                 self._conn.execute("PRAGMA journal_mode=WAL")
                 self._conn.executescript(_SCHEMA)
                 self._check_version()
             else:
                 self._require_schema()
+        except sqlite3.OperationalError as exc:
+            if "readonly" in str(exc) or "unable to open" in str(exc):
+                raise BenchError(
+                    f"{self.path}: cannot open the results database for writing ({exc})"
+                ) from None
+            raise BenchError(f"{self.path}: not a results database ({exc})") from None
         except sqlite3.DatabaseError as exc:
             raise BenchError(f"{self.path}: not a results database ({exc})") from None
         self._host = socket.gethostname()
+
+    def _check_integrity(self) -> None:
+        """Refuse a damaged file (a corrupted page) before reading from or appending to it."""
+        rows = self._conn.execute("PRAGMA quick_check").fetchall()
+        if [r[0] for r in rows] != ["ok"]:
+            raise BenchError(
+                f"{self.path}: damaged results database (sqlite quick_check: {rows[0][0]}); "
+                "restore a copy or start a new database"
+            )
 
     def _check_version(self) -> None:
         row = self._conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
@@ -307,10 +333,13 @@ class ResultsDB:
 
     def settings(self) -> dict[str, Settings]:
         """Every stored settings by digest."""
-        return {
-            d: Settings.from_dict(json.loads(j))
-            for d, j in self._conn.execute("SELECT digest, json FROM settings")
-        }
+        out = {}
+        for d, j in self._conn.execute("SELECT digest, json FROM settings"):
+            try:
+                out[d] = Settings.from_dict(json.loads(j))
+            except (ValueError, TypeError, KeyError, AttributeError, BenchError) as exc:
+                raise BenchError(f"{self.path}: damaged settings row {d}: {exc}") from None
+        return out
 
     def runs(self) -> list[StoredRun]:
         """Every stored run, in insertion order."""
@@ -319,7 +348,15 @@ class ResultsDB:
             "original_cost_ms, optimized_cost_ms, speedup_pct, wall_s, run_wall_s, stop_reason, rule_counts, "
             "steps, extra, version, host, finished_at FROM runs ORDER BY id"
         ).fetchall()
-        return [_stored_run(r) for r in rows]
+        out = []
+        for r in rows:
+            try:
+                out.append(_stored_run(r))
+            except (ValueError, TypeError, KeyError, AttributeError) as exc:
+                raise BenchError(
+                    f"{self.path}: damaged run row ({r[0]} {r[1]} seed {r[2]}): {type(exc).__name__}: {exc}"
+                ) from None
+        return out
 
     def failures(self) -> list[StoredFailure]:
         """Failures not superseded by a finished run, latest attempt per key, in time order."""

@@ -19,10 +19,13 @@ from __future__ import annotations
 import time
 import traceback
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
-from tensor_eqsat.bench.grid import BenchError, Experiment, SearchKind
+from tensor_eqsat.bench.grid import BenchError, Experiment
 from tensor_eqsat.bench.record import RunFailure, RunRecord
+from tensor_eqsat.config import OptimizeConfig
+from tensor_eqsat.search.mcts import MctsConfig
 
 ExperimentFn = Callable[[Experiment], RunRecord]
 """Runs one experiment and returns its record; raises on failure."""
@@ -52,33 +55,35 @@ def execute(fn: ExperimentFn, experiment: Experiment) -> Outcome:
     return record.with_run_wall(time.perf_counter() - start)
 
 
-def optimize_kwargs(experiment: Experiment) -> dict[str, Any]:
-    """The keyword arguments :func:`run_experiment` passes to ``optimize()`` (besides the graph
-    and the cost model).
+def experiment_config(experiment: Experiment) -> OptimizeConfig:
+    """The configuration :func:`run_experiment` passes to ``optimize()``: the experiment's
+    search, extractors, seed and model, the sweep's settings, then the settings' ``options`` as
+    overrides.
 
     >>> from tensor_eqsat.bench.grid import Settings, build_grid
     >>> [e] = build_grid(["nasrnn"], ["tensat"], [0], Settings(node_limit=500))
-    >>> optimize_kwargs(e)  # doctest: +NORMALIZE_WHITESPACE
-    {'search': 'saturate', 'final_extractor': 'ilp', 'node_limit': 500, 'seed': 0,
-     'time_limit': None, 'k_multi': 3}
+    >>> c = experiment_config(e)
+    >>> c.search_name, c.extractor_name("final"), c.node_limit, c.seed, c.time_limit, c.k_multi, c.model
+    ('saturate', 'ilp', 500, 0, None, 3, 'nasrnn')
     """
     s = experiment.settings
     cfg = experiment.config
-    kwargs: dict[str, Any] = {
-        "search": cfg.search.value,
-        "final_extractor": cfg.final_extractor,
-        "node_limit": s.node_limit,
-        "seed": experiment.seed,
-        "time_limit": s.time_limit,
-    }
-    if cfg.search is SearchKind.MCTS:
-        kwargs.update(
-            main_extractor=cfg.main_extractor, budget=s.budget, max_rollout_depth=s.max_rollout_depth
-        )
-    else:
-        kwargs["k_multi"] = experiment.k_multi()
-    kwargs.update(s.options)
-    return kwargs
+    # model= names the zoo model behind a graph built with reduced parameters, so optimize()
+    # picks that model's rule variant (NASRNN's) exactly as for the full model.
+    config = OptimizeConfig(
+        search=cfg.search,
+        final_extractor=cfg.final_extractor,
+        cost_model=s.cost_model,
+        node_limit=s.node_limit,
+        k_multi=experiment.k_multi(),
+        seed=experiment.seed,
+        time_limit=s.time_limit,
+        model=experiment.model,
+        mcts=MctsConfig(budget=s.budget, max_rollout_depth=s.max_rollout_depth),
+    )
+    if cfg.main_extractor is not None:
+        config = replace(config, main_extractor=cfg.main_extractor)
+    return config.with_overrides(**s.options)
 
 
 def run_experiment(experiment: Experiment) -> RunRecord:
@@ -87,15 +92,10 @@ def run_experiment(experiment: Experiment) -> RunRecord:
     Raises whatever the zoo, the cost model or the optimizer raises.
     """
     from tensor_eqsat import zoo
-    from tensor_eqsat.cost import parse_cost_model
     from tensor_eqsat.optimize import optimize
 
     graph = zoo.get(experiment.model, **experiment.settings.params_for(experiment.model))
-    cost_model = parse_cost_model(experiment.settings.cost_model)
-    # model= names the zoo model behind a graph built with reduced parameters, so optimize()
-    # picks that model's rule variant (NASRNN's) exactly as for the full model.
-    result = optimize(graph, cost_model=cost_model, model=experiment.model, **optimize_kwargs(experiment))
-    return record_from_result(result)
+    return record_from_result(optimize(graph, experiment_config(experiment)))
 
 
 def record_from_result(result: Any) -> RunRecord:
@@ -105,10 +105,8 @@ def record_from_result(result: Any) -> RunRecord:
         optimized_cost_ms=float(result.optimized_cost_ms),
         speedup_pct=float(result.speedup_pct),
         wall_s=float(result.wall_s),
-        stop_reason=str(
-            result.stop_reason.value if hasattr(result.stop_reason, "value") else result.stop_reason
-        ),
+        stop_reason=result.stop_reason.value,
         rule_counts=dict(result.rule_counts),
         steps=[s.to_dict() for s in result.steps],
-        extra={"settings": result.settings, "stats": result.stats},
+        extra={"settings": result.settings.to_dict(), "stats": result.stats.to_dict()},
     )

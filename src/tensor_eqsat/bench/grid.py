@@ -23,22 +23,15 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import Enum
 from types import MappingProxyType
 from typing import Any
 
+from tensor_eqsat.config import Search
 from tensor_eqsat.errors import TensorEqsatError
 
 
 class BenchError(TensorEqsatError):
     """A bad grid, settings, database or report request; the message names the culprit."""
-
-
-class SearchKind(Enum):
-    """How the e-graph is constructed (``optimize(search=...)``)."""
-
-    MCTS = "mcts"
-    SATURATE = "saturate"
 
 
 EXTRACTOR_LABELS: Mapping[str, str] = MappingProxyType(
@@ -64,7 +57,7 @@ class Configuration:
     """
 
     name: str
-    search: SearchKind
+    search: Search
     main_extractor: str | None
     final_extractor: str
 
@@ -75,13 +68,13 @@ class Configuration:
                     f"configuration {self.name}: unknown extractor {ext!r} "
                     f"(known: {', '.join(EXTRACTOR_LABELS)})"
                 )
-        if (self.search is SearchKind.MCTS) != (self.main_extractor is not None):
+        if (self.search is Search.MCTS) != (self.main_extractor is not None):
             raise BenchError(f"configuration {self.name}: MCTS needs a main extractor, saturation has none")
 
     @property
     def approach(self) -> str:
         """``MCTS`` or ``TENSAT`` (Table 2's Approach column)."""
-        return "MCTS" if self.search is SearchKind.MCTS else "TENSAT"
+        return "MCTS" if self.search is Search.MCTS else "TENSAT"
 
     @property
     def label(self) -> str:
@@ -97,7 +90,7 @@ class Configuration:
 
 def _mcts(main: str, final: str) -> Configuration:
     name = f"{EXTRACTOR_LABELS[main]}-{EXTRACTOR_LABELS[final]}".lower()
-    return Configuration(name, SearchKind.MCTS, main, final)
+    return Configuration(name, Search.MCTS, main, final)
 
 
 CONFIGURATIONS: Mapping[str, Configuration] = MappingProxyType(
@@ -110,7 +103,7 @@ CONFIGURATIONS: Mapping[str, Configuration] = MappingProxyType(
             _mcts("greedy-ocf", "ilp"),
             _mcts("ilp", "ilp"),
             _mcts("greedy-dag", "ilp"),
-            Configuration("tensat", SearchKind.SATURATE, None, "ilp"),
+            Configuration("tensat", Search.SATURATE, None, "ilp"),
         )
     }
 )
@@ -128,7 +121,7 @@ def configuration(name: str) -> Configuration:
     """The configuration called ``name``; BenchError listing the known names otherwise.
 
     >>> configuration("tensat").search
-    <SearchKind.SATURATE: 'saturate'>
+    <Search.SATURATE: 'saturate'>
     """
     try:
         return CONFIGURATIONS[name]
@@ -161,7 +154,8 @@ class Settings:
         value from the zoo (the paper's). Default None.
     model_params: per-model builder parameters (``{"nasrnn": {"steps": 2}}``), for reduced
         models in tests and quick sweeps. Default none: the paper's models.
-    options: further keyword arguments for ``optimize()`` (e.g. an ILP time limit). Default none.
+    options: further settings of every run, as overrides of
+        :class:`~tensor_eqsat.config.OptimizeConfig` (e.g. ``ilp_time_limit``). Default none.
     """
 
     budget: int = 128
@@ -251,7 +245,7 @@ class Experiment:
     def k_multi(self) -> int | None:
         """TENSAT's k_multi for this run: the settings' override, else the zoo's value for the model;
         None for MCTS runs."""
-        if self.config.search is not SearchKind.SATURATE:
+        if self.config.search is not Search.SATURATE:
             return None
         if self.settings.k_multi is not None:
             return self.settings.k_multi
@@ -334,10 +328,23 @@ def parse_seeds(text: Sequence[str]) -> list[int]:
                 continue
             lo, sep, hi = part.partition("-")
             try:
-                if sep:
-                    out.extend(range(int(lo), int(hi) + 1))
-                else:
-                    out.append(int(part))
+                first, last = (int(lo), int(hi)) if sep else (int(part), int(part))
             except ValueError:
                 raise BenchError(f"seed {part!r}: expected an integer or a range like 0-4") from None
+            if last < first:
+                raise BenchError(f"seed range {part!r} is empty: it ends before it starts")
+            if last > MAX_SEED:
+                raise BenchError(f"seed {last} is too large (seeds are 0..{MAX_SEED})")
+            # Checked before expanding, so a typo like 0-100000000 fails at once.
+            if len(out) + (last - first + 1) > MAX_SEEDS:
+                raise BenchError(f"seeds {' '.join(text)}: more than {MAX_SEEDS:,} seeds")
+            out.extend(range(first, last + 1))
     return out
+
+
+MAX_SEEDS = 10_000
+"""The most seeds a grid may have: far beyond any sweep (the paper uses 5), small enough that a
+mistyped range is refused before it is expanded."""
+
+MAX_SEED = 2**32 - 1
+"""The largest seed (numpy's and PyTorch's generators accept 0..2**32-1)."""

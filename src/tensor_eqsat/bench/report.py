@@ -24,7 +24,7 @@ from pathlib import Path
 from tensor_eqsat.bench.comparison import comparison_markdown
 from tensor_eqsat.bench.db import ResultsDB, StoredRun
 from tensor_eqsat.bench.figures import extraction_figure, rule_heatmap, tensat_figure
-from tensor_eqsat.bench.grid import CONFIGURATIONS, BenchError, SearchKind
+from tensor_eqsat.bench.grid import CONFIGURATIONS, BenchError
 from tensor_eqsat.bench.tables import (
     Group,
     _config_order,
@@ -37,6 +37,8 @@ from tensor_eqsat.bench.tables import (
     table2_csv,
     table2_markdown,
 )
+from tensor_eqsat.config import Search
+from tensor_eqsat.outputs import atomic_write, check_output_dir
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,7 @@ def write_report(
         accuracy = db.accuracy()
     if not runs and not accuracy:
         raise BenchError(f"{db_path}: no runs to report")
+    check_output_dir(out, "report directory")
     out.mkdir(parents=True, exist_ok=True)
     digests = list(dict.fromkeys(r.settings_digest for r in runs))
     tables: list[Path] = []
@@ -88,10 +91,10 @@ def write_report(
     all_groups = aggregate(runs)
     if all_groups:
         path = out / "table2.csv"
-        path.write_text(table2_csv(all_groups))
+        atomic_write(path, table2_csv(all_groups))
         tables.append(path)
         path = out / "rule_counts.csv"
-        path.write_text(rule_counts_csv(runs))
+        atomic_write(path, rule_counts_csv(runs))
         tables.append(path)
     for digest in digests:
         suffix = f"_{digest}" if len(digests) > 1 else ""
@@ -127,7 +130,7 @@ def write_report(
             md += ["### Figures", "", *_draw_figures(groups, group_runs, out, suffix, heatmap_seed, drawn)]
     if accuracy:
         path = out / "accuracy.csv"
-        path.write_text(accuracy_csv(accuracy))
+        atomic_write(path, accuracy_csv(accuracy))
         tables.append(path)
         md += [
             "## Extraction accuracy",
@@ -149,7 +152,7 @@ def write_report(
         ]
         md.append("")
     report = out / "report.md"
-    report.write_text("\n".join(md))
+    atomic_write(report, "\n".join(md))
     return ReportFiles(report, tables, drawn, runs=len(runs), failures=len(failures))
 
 
@@ -163,7 +166,7 @@ def _draw_figures(
 ) -> list[str]:
     """Draw Figures 5, 6 and the rule heatmaps of one settings group; markdown lines linking them."""
     lines = []
-    summaries = pair_summaries([g for g in groups if g.search == SearchKind.MCTS.value])
+    summaries = pair_summaries([g for g in groups if g.search == Search.MCTS.value])
     if summaries:
         p = extraction_figure(summaries, out / f"fig5_extraction{suffix}.png")
         drawn.append(p)

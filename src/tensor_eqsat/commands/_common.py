@@ -1,17 +1,26 @@
-"""Helpers shared by CLI subcommands: reading a graph argument, printing JSON and tables."""
+"""Helpers shared by CLI subcommands: option validators, reading a graph argument, printing JSON.
+
+Every numeric option is checked by argparse with one of the ``type=`` validators below, so a bad
+value ends at parse time with a one-line ``error: argument --budget: ...`` and exit code 2, before
+any work starts.
+"""
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import json
+import math
 import sys
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
-from tensor_eqsat.errors import FormatError
+from tensor_eqsat.errors import FormatError, TensorEqsatError
 from tensor_eqsat.ir.graph import Graph
+from tensor_eqsat.ir.ops_common import MAX_ELEMENTS
 from tensor_eqsat.ir.serialize import load
 
 stderr = Console(stderr=True)
@@ -22,24 +31,211 @@ stdout = Console()
 when ``--json`` is off, so ``--json`` output stays alone on stdout."""
 
 
+MAX_SEED = 2**32 - 1
+"""The largest seed: every random generator the project seeds (numpy, PyTorch, onnx tools)
+accepts 0..2**32-1."""
+
+
+def _parse_int(text: str) -> int:
+    try:
+        return int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+
+
+def _parse_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text}")
+    return value
+
+
+def int_at_least(low: int, high: int | None = None) -> Callable[[str], int]:
+    """An argparse ``type=``: an integer ``>= low`` (and ``<= high`` when given).
+
+    >>> int_at_least(1)("3")
+    3
+    >>> int_at_least(1)("0")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: must be >= 1, got 0
+    """
+
+    def parse(text: str) -> int:
+        value = _parse_int(text)
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be >= {low}, got {value}")
+        if high is not None and value > high:
+            raise argparse.ArgumentTypeError(f"must be <= {high}, got {value}")
+        return value
+
+    parse.__name__ = "integer"  # argparse names the type in "invalid integer value" messages
+    return parse
+
+
+def float_above(low: float, *, inclusive: bool = False) -> Callable[[str], float]:
+    """An argparse ``type=``: a finite number ``> low`` (``>= low`` when ``inclusive``).
+
+    >>> float_above(0)("1.5")
+    1.5
+    >>> float_above(0)("nan")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: must be a finite number, got nan
+    """
+
+    def parse(text: str) -> float:
+        value = _parse_float(text)
+        if value < low or (value == low and not inclusive):
+            raise argparse.ArgumentTypeError(f"must be {'>=' if inclusive else '>'} {low:g}, got {text}")
+        return value
+
+    parse.__name__ = "number"
+    return parse
+
+
+positive_int = int_at_least(1)
+"""An integer >= 1 (budgets, limits, counts, threads)."""
+
+non_negative_int = int_at_least(0)
+"""An integer >= 0 (depths, k_multi)."""
+
+seed = int_at_least(0, MAX_SEED)
+"""A seed: an integer in 0..2**32-1."""
+
+positive_float = float_above(0)
+"""A finite number > 0 (time limits in seconds)."""
+
+non_negative_float = float_above(0, inclusive=True)
+"""A finite number >= 0 (tolerances)."""
+
+
+def rule_set(text: str) -> str:
+    """An argparse ``type=``: ``default``, a built-in rule set name, or a rule file that loads.
+
+    The file is read at parse time, so a typo or a malformed rule fails before any work.
+    """
+    if text == "default":
+        return text
+    from tensor_eqsat.rules.sets import resolve_rule_set
+
+    try:
+        resolve_rule_set(text)
+    except TensorEqsatError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
 def print_json(data: Any) -> None:
-    """Machine-readable output: JSON on stdout alone."""
-    json.dump(data, sys.stdout, indent=2)
+    """Machine-readable output: standard JSON on stdout alone.
+
+    Non-finite floats (an overflowing cost) become ``null``, not the non-standard ``Infinity``
+    and ``NaN`` that strict JSON readers refuse.
+    """
+    json.dump(finite_json(data), sys.stdout, indent=2, allow_nan=False)
     sys.stdout.write("\n")
 
 
-def load_graph_arg(spec: str, *, strict: bool = False) -> Graph:
+def parse_input_shape(text: str) -> tuple[str, tuple[int, ...]]:
+    """``NAME=D0,D1,...`` as (name, dims); argparse reports the ArgumentTypeError it raises.
+
+    >>> parse_input_shape("input_ids=1,128")
+    ('input_ids', (1, 128))
+    """
+    name, sep, dims = text.rpartition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected NAME=D0,D1,... (e.g. input_ids=1,128)")
+    try:
+        values = tuple(int(d) for d in dims.split(",")) if dims else ()
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: dims must be integers, as in {name}=1,128") from None
+    if any(d < 1 for d in values):
+        raise argparse.ArgumentTypeError(f"{text!r}: every dim must be >= 1")
+    if math.prod(values) > MAX_ELEMENTS:
+        raise argparse.ArgumentTypeError(f"{text!r}: more than 2**60 elements")
+    return name, values
+
+
+def add_input_shape_argument(p: argparse.ArgumentParser) -> None:
+    """The repeatable ``--input-shape NAME=D0,D1,...`` of every command that reads ONNX."""
+    p.add_argument(
+        "--input-shape",
+        action="append",
+        type=parse_input_shape,
+        default=[],
+        metavar="NAME=D0,D1,...",
+        help="static shape for an ONNX input with symbolic dims (repeatable), e.g. input_ids=1,128",
+    )
+
+
+def input_shapes_arg(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
+    """The ``--input-shape`` values as a dict; FormatError when a name is given twice."""
+    out: dict[str, tuple[int, ...]] = {}
+    for name, dims in getattr(args, "input_shape", None) or []:
+        if name in out and out[name] != dims:
+            raise FormatError(f"--input-shape gives {name!r} twice ({out[name]} and {dims})")
+        out[name] = dims
+    return out
+
+
+def finite_json(data: Any) -> Any:
+    """``data`` with every non-finite float replaced by None (JSON ``null``).
+
+    >>> finite_json({"a": [1.0, float("inf")], "b": float("nan")})
+    {'a': [1.0, None], 'b': None}
+    """
+    if isinstance(data, float):
+        return data if math.isfinite(data) else None
+    if isinstance(data, dict):
+        return {k: finite_json(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [finite_json(v) for v in data]
+    return data
+
+
+def zoo_model_name(spec: str) -> str | None:
+    """The zoo model a graph argument names, or None when it names a file.
+
+    A zoo name always means the model: graph files end in ``.json`` or ``.onnx`` and zoo names
+    have no extension, so a folder named like a model in the working directory does not shadow it.
+    """
+    try:
+        zoo = importlib.import_module("tensor_eqsat.zoo")
+    except ImportError:
+        return None
+    if spec not in zoo.names():
+        return None
+    return spec
+
+
+def load_graph_arg(
+    spec: str, *, strict: bool = False, input_shapes: Mapping[str, Sequence[int]] | None = None
+) -> Graph:
     """A graph from a CLI argument: a ``.json`` graph file, an ``.onnx`` model or a zoo model name.
 
     strict: for ONNX files, refuse operators the IR does not model instead of keeping them as
-    opaque nodes. Raises FormatError naming the argument when it is none of these.
+    opaque nodes. input_shapes: static shapes for ONNX inputs with symbolic dims
+    (``--input-shape``); an error for other files. Raises FormatError naming the argument when
+    it is none of these.
     """
+    if not spec:
+        raise FormatError("empty graph argument: give a graph file (.json or .onnx) or a zoo model name")
     path = Path(spec)
+    if input_shapes and path.suffix != ".onnx":
+        raise FormatError(f"{spec}: --input-shape applies to ONNX files only")
+    model = zoo_model_name(spec)
+    if model is not None:
+        return importlib.import_module("tensor_eqsat.zoo").get(model)
+    if path.is_dir():
+        raise FormatError(f"{spec}: is a directory, not a graph file (.json or .onnx) or zoo model")
     if path.suffix in (".json", ".onnx") or path.exists():
         if path.suffix == ".onnx":
             from tensor_eqsat.io.onnx_import import import_onnx  # onnx is an optional extra
 
-            return import_onnx(path, strict=strict)
+            return import_onnx(path, strict=strict, input_shapes=input_shapes)
         if path.suffix != ".json":
             raise FormatError(f"{spec}: unsupported file type {path.suffix!r} (expected .json or .onnx)")
         return load(path)
@@ -47,6 +243,4 @@ def load_graph_arg(spec: str, *, strict: bool = False) -> Graph:
         zoo = importlib.import_module("tensor_eqsat.zoo")
     except ImportError:
         raise FormatError(f"{spec}: no such file") from None
-    if spec not in zoo.names():
-        raise FormatError(f"{spec}: no such file or zoo model (models: {', '.join(zoo.names())})")
-    return zoo.get(spec)
+    raise FormatError(f"{spec}: no such file or zoo model (models: {', '.join(zoo.names())})")

@@ -2,7 +2,7 @@
 
 The paper's table "Predicted runtimes based on the initial e-graph": for each benchmark model,
 its initial e-graph is priced by the cost model and every extractor reports the runtime it
-predicts (see :mod:`tensor_eqsat.extract.accuracy`). The result goes to stdout: a table for
+predicts (see :mod:`tensor_eqsat.bench.accuracy_table`). The result goes to stdout: a table for
 people, or with ``--json`` an object per model with the keys ``greedy-tree``, ``greedy-ocf``,
 ``greedy-dag`` and ``ilp`` (milliseconds) and nothing else.
 """
@@ -15,9 +15,8 @@ import math
 from rich.table import Table
 from rich.text import Text
 
-from tensor_eqsat.commands._common import print_json, stdout
-from tensor_eqsat.errors import FormatError
-from tensor_eqsat.extract.accuracy import accuracy_table
+from tensor_eqsat.bench.accuracy_table import accuracy_table
+from tensor_eqsat.commands._common import positive_float, print_json, stdout
 
 NAME = "accuracy"
 HELP = "predicted runtime of each zoo model's initial e-graph by greedy-tree, greedy-ocf, greedy-dag and ilp"
@@ -29,7 +28,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--models", nargs="+", metavar="NAME", default=None, help="zoo models (default: all 13)")
     p.add_argument(
-        "--time-limit", type=float, default=60.0, metavar="S", help="ILP time limit in seconds (default: 60)"
+        "--time-limit",
+        type=positive_float,
+        default=60.0,
+        metavar="S",
+        help="ILP time limit in seconds (default: 60)",
     )
     p.add_argument("--json", action="store_true", help="print {model: {extractor: ms}} as JSON on stdout")
 
@@ -39,8 +42,6 @@ def _fmt(x: float) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not args.time_limit > 0:
-        raise FormatError(f"--time-limit must be > 0, got {args.time_limit}")
     rows = accuracy_table(cost_model=args.cost_model, models=args.models, ilp_time_limit=args.time_limit)
     if args.json:
         print_json({r.model: r.predicted for r in rows})

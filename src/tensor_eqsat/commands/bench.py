@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tensor_eqsat.bench.accuracy import record_accuracy
+from tensor_eqsat.bench.accuracy_table import record_accuracy
 from tensor_eqsat.bench.db import ResultsDB
 from tensor_eqsat.bench.grid import (
     CONFIGURATIONS,
@@ -31,7 +31,8 @@ from tensor_eqsat.bench.grid import (
 )
 from tensor_eqsat.bench.record import RunRecord
 from tensor_eqsat.bench.sweep import Backend, EventKind, LocalBackend, SweepEvent, pending, run_sweep
-from tensor_eqsat.commands._common import print_json
+from tensor_eqsat.commands._common import non_negative_int, positive_float, positive_int, print_json, rule_set
+from tensor_eqsat.errors import TensorEqsatError
 
 NAME = "bench"
 HELP = "run the paper's experiment grid (models × configurations × seeds) into a SQLite results database"
@@ -56,23 +57,27 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--budget",
-        type=int,
+        type=positive_int,
         default=PAPER_SETTINGS.budget,
         help="MCTS simulations per step (default %(default)s)",
     )
     p.add_argument(
         "--node-limit",
-        type=int,
+        type=positive_int,
         default=PAPER_SETTINGS.node_limit,
         help="e-graph node limit (default %(default)s)",
     )
     p.add_argument(
         "--rollout-depth",
-        type=int,
+        type=positive_int,
         default=PAPER_SETTINGS.max_rollout_depth,
         help="MCTS rollout depth (default %(default)s)",
     )
-    p.add_argument("--k-multi", type=int, help="TENSAT's k_multi for every model (default: each model's own)")
+    p.add_argument(
+        "--k-multi",
+        type=non_negative_int,
+        help="TENSAT's k_multi for every model (default: each model's own)",
+    )
     p.add_argument(
         "--cost-model",
         default=PAPER_SETTINGS.cost_model,
@@ -80,7 +85,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="cost model spec (default %(default)s)",
     )
     p.add_argument(
-        "--time-limit", type=float, metavar="S", help="wall-time limit of one optimization in seconds"
+        "--time-limit",
+        type=positive_float,
+        metavar="S",
+        help="wall-time limit of one optimization in seconds",
     )
     p.add_argument(
         "--reduced",
@@ -102,10 +110,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="further optimize() keyword argument (VALUE is JSON; repeatable)",
     )
     p.add_argument(
+        "--rules",
+        type=rule_set,
+        metavar="SET|FILE",
+        help="rule set or rule file for every run (default: each model's, the paper's)",
+    )
+    p.add_argument(
         "--db", type=Path, default=Path("bench.sqlite"), help="results database (default %(default)s)"
     )
     p.add_argument(
-        "--jobs", type=int, help="parallel experiments (default: 1 locally; Ray: as the cluster allows)"
+        "--jobs",
+        type=positive_int,
+        help="parallel experiments (default: 1 locally; Ray: as the cluster allows)",
     )
     p.add_argument(
         "--backend", choices=["local", "ray"], default="local", help="where runs execute (default local)"
@@ -154,6 +170,13 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         key, value = _key_value(rest, "--model-param")
         params.setdefault(model, {})[key] = value
     options = dict(_key_value(spec, "--option") for spec in args.option)
+    if args.rules is not None:
+        if "rules" in options:
+            raise BenchError("give the rules with --rules or --option rules=..., not both")
+        # A file by absolute path, so workers started elsewhere find it too.
+        options["rules"] = str(Path(args.rules).resolve()) if Path(args.rules).is_file() else args.rules
+    _check_options(options)
+    _check_model_params(params)
     return Settings(
         budget=args.budget,
         node_limit=args.node_limit,
@@ -164,6 +187,68 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         model_params=params,
         options=options,
     )
+
+
+_GRID_KEYS = {
+    "search": "--configs",
+    "main_extractor": "--configs",
+    "final_extractor": "--configs",
+    "node_limit": "--node-limit",
+    "budget": "--budget",
+    "max_rollout_depth": "--rollout-depth",
+    "k_multi": "--k-multi",
+    "seed": "--seeds",
+    "time_limit": "--time-limit",
+    "cost_model": "--cost-model",
+    "model": "--models",
+    "graph": "--models",
+    "progress": None,
+}
+"""optimize() arguments the grid sets itself, and the flag that sets them."""
+
+
+def _check_options(options: dict[str, Any]) -> None:
+    """Refuse an --option the optimizer does not take, once, before any run is stored."""
+    from tensor_eqsat.config import setting_names
+
+    params = setting_names()
+    for key, value in options.items():
+        if key in _GRID_KEYS:
+            flag = _GRID_KEYS[key]
+            hint = f"; use {flag}" if flag else ""
+            raise BenchError(f"--option {key}: set by the grid, not an option{hint}")
+        if key not in params:
+            known = ", ".join(k for k in params if k not in _GRID_KEYS)
+            raise BenchError(f"--option {key}: optimize() has no such argument (options: {known})")
+        if key == "rules":
+            if not isinstance(value, str):
+                raise BenchError(f"--option rules: expected a rule set name or file, got {value!r}")
+            from tensor_eqsat.rules.sets import resolve_rule_set
+
+            if value != "default":
+                resolve_rule_set(value)
+
+
+def _check_model_params(params: dict[str, dict[str, Any]]) -> None:
+    """Build each model with its --model-param values once, so a bad one fails before any run."""
+    from tensor_eqsat import zoo
+
+    for model, values in params.items():
+        if model not in zoo.names():
+            raise BenchError(f"--model-param {model}: unknown model (models: {', '.join(zoo.names())})")
+        known = zoo.info(model).defaults()
+        for key in values:
+            if key not in known:
+                raise BenchError(
+                    f"--model-param {model}:{key}: {model} has no such parameter "
+                    f"(parameters: {', '.join(known)})"
+                )
+        try:
+            zoo.get(model, **values)
+        except TensorEqsatError as exc:
+            raise BenchError(f"--model-param {model}: {exc}") from None
+        except (TypeError, ValueError) as exc:
+            raise BenchError(f"--model-param {model}: bad value ({exc})") from None
 
 
 def grid_from_args(args: argparse.Namespace) -> list[Any]:

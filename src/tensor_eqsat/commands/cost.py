@@ -6,21 +6,36 @@ import argparse
 
 from rich.table import Table
 
-from tensor_eqsat.commands._common import load_graph_arg, print_json, stderr
+from tensor_eqsat.commands._common import (
+    add_input_shape_argument,
+    input_shapes_arg,
+    load_graph_arg,
+    print_json,
+    stdout,
+)
 from tensor_eqsat.cost.model import WeightOps, cost_breakdown
-from tensor_eqsat.cost.spec import DEFAULT_SPEC, parse_cost_model
+from tensor_eqsat.cost.spec import parse_cost_model
+from tensor_eqsat.target import default_target, get_target, target_names
 
 NAME = "cost"
 HELP = "predicted runtime (ms) of a graph file or zoo model, with a per-op-type breakdown"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("graph", metavar="MODEL|FILE", help="zoo model name or graph JSON file")
+    p.add_argument("graph", metavar="MODEL|FILE", help="zoo model name, graph JSON or ONNX file")
+    add_input_shape_argument(p)
+    p.add_argument(
+        "--target",
+        choices=target_names(),
+        default=None,
+        help="where the model will run; picks the cost model (default: ort-cpu for an ONNX file, else a100)",
+    )
     p.add_argument(
         "--cost-model",
-        default=DEFAULT_SPEC,
+        default=None,
         metavar="SPEC",
-        help="roofline[:a100|p100|h100|cpu|FILE.json], measured[:cpu|cuda], or unit (default: %(default)s)",
+        help="roofline[:a100|p100|h100|cpu|FILE.json], measured[:cpu|cuda|ort-cpu], or unit "
+        "(default: the target's)",
     )
     p.add_argument(
         "--weight-ops",
@@ -33,13 +48,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    graph = load_graph_arg(args.graph)
-    model = parse_cost_model(args.cost_model, weight_ops=args.weight_ops, taso_compat=args.taso_compat)
+    graph = load_graph_arg(args.graph, input_shapes=input_shapes_arg(args))
+    target = get_target(args.target) if args.target else default_target(args.graph)
+    spec = args.cost_model or target.cost_model
+    options = {}
+    if spec.startswith("measured:ort"):
+        from tensor_eqsat.cost.ort import weights_for
+
+        options["weights"] = weights_for(graph)
+    model = parse_cost_model(spec, weight_ops=args.weight_ops, taso_compat=args.taso_compat, **options)
     report = cost_breakdown(model, graph)
     if args.json:
         print_json(
             {
                 "graph": args.graph,
+                "target": target.name,
                 "cost_model": model.spec,
                 "weight_ops": model.weight_ops.value,
                 "taso_compat": model.taso_compat,
@@ -55,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
     for op, ms in report.by_op.items():
         share = ms / report.total_ms if report.total_ms else 0.0
         table.add_row(op, str(report.count_by_op[op]), f"{ms:.4f}", f"{share:.1%}")
-    stderr.print(table)
-    stderr.print(f"total {report.total_ms:.4f} ms over {report.kernels} kernels")
+    # The breakdown is the command's result: stdout, like every other command's.
+    stdout.print(table)
+    stdout.print(f"total {report.total_ms:.4f} ms over {report.kernels} kernels", highlight=False)
     return 0

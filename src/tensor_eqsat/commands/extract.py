@@ -11,32 +11,28 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 from rich.table import Table
 from rich.text import Text
 
-from tensor_eqsat.commands._common import print_json, stderr, stdout
-from tensor_eqsat.errors import FormatError
+from tensor_eqsat.commands._common import (
+    finite_json,
+    positive_float,
+    positive_int,
+    print_json,
+    stderr,
+    stdout,
+)
 from tensor_eqsat.extract.ilp import IlpBackend, IlpConfig
 from tensor_eqsat.extract.registry import ExtractorKind, make_extractor
 from tensor_eqsat.extract.serialize import load_problem
+from tensor_eqsat.outputs import atomic_write, check_output
 
 _SHOW_CHOICES = 40
 """Without --json, list the choices when there are at most this many."""
 
 NAME = "extract"
 HELP = "extract from an egraph-serialize JSON e-graph (greedy-tree, greedy-ocf, greedy-dag, ilp)"
-
-
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
-    return value
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -55,19 +51,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--time-limit",
-        type=_positive,
+        type=positive_float,
         default=60.0,
         metavar="S",
         help="ILP time limit in seconds (default: 60)",
     )
-    p.add_argument("--threads", type=int, default=1, metavar="N", help="ILP solver threads (default: 1)")
+    p.add_argument(
+        "--threads", type=positive_int, default=1, metavar="N", help="ILP solver threads (default: 1)"
+    )
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     p.add_argument("-o", "--output", metavar="OUT", help="also write the result as JSON to this file")
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.threads < 1:
-        raise FormatError(f"--threads must be >= 1, got {args.threads}")
+    if args.output is not None:
+        check_output(args.output, "-o")
     problem = load_problem(args.file)
     config = IlpConfig(backend=IlpBackend(args.ilp_backend), time_limit=args.time_limit, threads=args.threads)
     result = make_extractor(args.extractor, ilp_config=config).extract(problem)
@@ -75,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     data = {"file": args.file, **result.to_dict()}
     node_index = {str(k): i for i, k in enumerate(problem.node_keys)}
     if args.output:
-        Path(args.output).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        atomic_write(args.output, json.dumps(finite_json(data), indent=2, allow_nan=False) + "\n")
     if args.json:
         print_json(data)
         return 0

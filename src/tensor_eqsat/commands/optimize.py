@@ -9,15 +9,25 @@ Every result is checked numerically against the original before anything is writ
 onnx-simplifier does): the optimized graph (for ONNX output, the exported file itself) runs on
 seeded random inputs next to the original (the input ONNX model in onnxruntime when the input is
 ONNX, else the reference interpreter). A result that differs is not written and the exit code is 1;
-``--no-check`` skips the check. ``--measure`` times the original and the optimized model on this
-machine (onnxruntime or PyTorch, alternating blocks, medians) and reports the measured speedup next
-to the cost model's.
+``--no-check`` skips the check.
+
+``--target`` names where the model will run (:mod:`tensor_eqsat.target.targets`): it picks the
+cost model (``--cost-model`` overrides it) and, when the target can be run here, the never-slower
+guard (:mod:`tensor_eqsat.target.guard`) times the original and the optimized model there and
+hands back the original unless the optimized one is faster beyond the noise ("no measured gain:
+original kept", exit 0; ``--no-guard`` turns this off). The greedy-dag and greedy-tree
+extractions of the final e-graph are timed too, and the fastest candidate wins. An ONNX file
+defaults to ``ort-cpu``; zoo models and graph JSON to ``a100`` (the paper's device, not
+measurable here).
+``--measure`` times the original and the model handed back on this machine (onnxruntime or
+PyTorch, alternating blocks, medians) when the guard did not.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -25,23 +35,44 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from tensor_eqsat import zoo
-from tensor_eqsat.commands._common import load_graph_arg, print_json, stderr, stdout
-from tensor_eqsat.cost.spec import DEFAULT_SPEC
+from tensor_eqsat.commands._common import (
+    add_input_shape_argument,
+    input_shapes_arg,
+    int_at_least,
+    load_graph_arg,
+    non_negative_int,
+    positive_float,
+    positive_int,
+    print_json,
+    rule_set,
+    seed,
+    stderr,
+    stdout,
+    zoo_model_name,
+)
+from tensor_eqsat.config import OptimizeConfig, Search
+from tensor_eqsat.extract.ilp import IlpConfig
 from tensor_eqsat.extract.registry import ExtractorKind
+from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.ir.serialize import save
-from tensor_eqsat.optimize import OptimizeResult, Progress, Search, optimize, save_run
+from tensor_eqsat.optimize import OptimizeResult, Progress, optimize, save_run
+from tensor_eqsat.outputs import atomic_write, check_output, check_output_dir
 from tensor_eqsat.rules.sets import rule_set_names
 from tensor_eqsat.search.mcts import MctsConfig, RolloutPolicy
+from tensor_eqsat.target import GuardReport, Target, default_target, get_target, target_names
 
 NAME = "optimize"
 HELP = "optimize a graph file or zoo model with MCTS-guided (or TENSAT-style) equality saturation"
 
 _EXTRACTORS = [k.value for k in ExtractorKind]
 
+MEASURE_BLOCKS = 5
+"""--measure times the two models in this many alternating blocks, so it needs as many runs."""
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("graph", metavar="MODEL|FILE", help="zoo model name, graph JSON or ONNX file")
+    add_input_shape_argument(p)
     p.add_argument(
         "--search", choices=[s.value for s in Search], default="mcts", help="construction (default: mcts)"
     )
@@ -54,11 +85,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--final-extractor", choices=_EXTRACTORS, default="ilp", help="final extractor (default: ilp)"
     )
-    p.add_argument("--budget", type=int, default=128, help="MCTS simulations per step (default: 128)")
-    p.add_argument("--node-limit", type=int, default=2000, help="e-node limit (default: 2000)")
+    p.add_argument(
+        "--budget", type=positive_int, default=128, help="MCTS simulations per step (default: 128)"
+    )
+    p.add_argument("--node-limit", type=positive_int, default=2000, help="e-node limit (default: 2000)")
     p.add_argument(
         "--rollout-depth",
-        type=int,
+        type=non_negative_int,
         default=10,
         help="rollouts take up to this + 1 steps, as in the paper's artifact (default: 10)",
     )
@@ -73,28 +106,54 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--k-multi",
-        type=int,
+        type=non_negative_int,
         default=None,
         help="saturate: iterations with multi-pattern rules (default: the zoo model's, else 1)",
     )
     p.add_argument(
         "--rules",
         default="default",
-        help=f"rule set: default, {', '.join(rule_set_names())} (default: the paper's, per model)",
+        type=rule_set,
+        metavar="SET|FILE",
+        help=f"rule set (default, {', '.join(rule_set_names())}) or a rule file "
+        "(default: the paper's, per model)",
+    )
+    p.add_argument(
+        "--target",
+        choices=target_names(),
+        default=None,
+        help="where the model will run: picks the cost model and the runtime of the never-slower guard "
+        "(default: ort-cpu for an ONNX file, else a100)",
     )
     p.add_argument(
         "--cost-model",
-        default=DEFAULT_SPEC,
+        default=None,
         metavar="SPEC",
-        help="roofline[:a100|p100|h100|cpu|FILE.json], measured[:cpu|cuda], or unit (default: %(default)s)",
+        help="expert override of the target's cost model: roofline[:a100|p100|h100|cpu|FILE.json], "
+        "measured[:cpu|cuda|ort-cpu], or unit (default: the target's)",
     )
-    p.add_argument("--seed", type=int, default=0, help="seed of every random choice (default: 0)")
     p.add_argument(
-        "--time-limit", type=float, default=None, metavar="S", help="seconds for construction (default: none)"
+        "--no-guard",
+        action="store_true",
+        help="hand back the optimized model even if it is not measurably faster on the target",
+    )
+    p.add_argument(
+        "--guard-runs",
+        type=int_at_least(MEASURE_BLOCKS),
+        default=40,
+        help="timed runs per model for the never-slower guard (default: 40)",
+    )
+    p.add_argument("--seed", type=seed, default=0, help="seed of every random choice (default: 0)")
+    p.add_argument(
+        "--time-limit",
+        type=positive_float,
+        default=None,
+        metavar="S",
+        help="seconds for construction (default: none)",
     )
     p.add_argument(
         "--ilp-time-limit",
-        type=float,
+        type=positive_float,
         default=600.0,
         metavar="S",
         help="seconds per ILP solve (default: 600)",
@@ -122,9 +181,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default="ort",
         help="runtime for --measure: onnxruntime or PyTorch eager (default: ort)",
     )
-    p.add_argument("--threads", type=int, default=1, help="threads for --measure (default: 1)")
     p.add_argument(
-        "--measure-runs", type=int, default=50, help="timed runs per model for --measure (default: 50)"
+        "--threads",
+        type=positive_int,
+        default=1,
+        help="runtime threads for the guard and --measure (default: 1)",
+    )
+    p.add_argument(
+        "--measure-runs",
+        type=int_at_least(MEASURE_BLOCKS),
+        default=50,
+        help=f"timed runs per model for --measure, at least {MEASURE_BLOCKS} (default: 50)",
     )
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
 
@@ -150,55 +217,87 @@ class _ProgressLine:
         self.live.update(Text("  ".join(parts)))
 
 
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Refuse unwritable outputs (and ONNX output without the onnx extra) before the run starts."""
+    if args.output is not None:
+        check_output(args.output, "-o")
+        if args.output.endswith(".onnx"):
+            from tensor_eqsat.io.onnx_common import require_onnx
+
+            require_onnx()
+    if args.run_dir is not None:
+        check_output_dir(args.run_dir, "--run-dir")
+
+
 def run(args: argparse.Namespace) -> int:
-    graph = load_graph_arg(args.graph)
-    model = args.graph if args.graph in zoo.names() and not Path(args.graph).exists() else None
-    mcts = MctsConfig(rollout=RolloutPolicy(args.rollout), subtree_reuse=args.subtree_reuse)
-    kwargs: dict[str, Any] = dict(
-        search=args.search,
-        main_extractor=args.extractor,
-        final_extractor=args.final_extractor,
-        cost_model=args.cost_model,
-        node_limit=args.node_limit,
-        budget=args.budget,
-        max_rollout_depth=args.rollout_depth,
-        k_multi=args.k_multi,
-        seed=args.seed,
-        time_limit=args.time_limit,
-        rules=args.rules,
-        ilp_time_limit=args.ilp_time_limit,
-        mcts=mcts,
-        model=model,
-    )
+    _check_outputs(args)
+    input_shapes = input_shapes_arg(args)
+    graph = load_graph_arg(args.graph, input_shapes=input_shapes)
+    model = zoo_model_name(args.graph)
+    idle = nothing_to_optimize(graph, args.rules, model)
+    if idle is not None:
+        return _unchanged(args, graph, idle)
+    target = get_target(args.target) if args.target else default_target(args.graph)
+    cost_model: Any = args.cost_model or target.cost_model
+    if cost_model.startswith("measured:ort"):
+        # Large weights are timed where this model finds them: the last-level cache or memory.
+        from tensor_eqsat.cost.ort import weights_for
+        from tensor_eqsat.cost.spec import parse_cost_model
+
+        cost_model = parse_cost_model(cost_model, weights=weights_for(graph))
+    config = _config(args, model, cost_model)
     with Live(Text("starting"), console=stderr, transient=True, refresh_per_second=8) as live:
-        result = optimize(graph, progress=_ProgressLine(live), **kwargs)
+        result = optimize(graph, config, progress=_ProgressLine(live))
     # An ONNX input is checked against (and timed as) the original file itself, so an import or
     # export bug cannot hide behind a round trip through our IR.
-    source: Any = args.graph if args.graph.endswith(".onnx") else result.original
-    verdict = None if args.no_check else _check_and_write(args, source, result)
+    source: Any = args.graph if model is None and args.graph.lower().endswith(".onnx") else result.original
+    if input_shapes:  # the original file, with the static shapes the graph was imported with
+        from tensor_eqsat.io.inputs import with_input_shapes
+        from tensor_eqsat.io.onnx_common import load_model
+
+        source = with_input_shapes(load_model(args.graph), input_shapes, args.graph)
+    verdict = None if args.no_check else _check(args, source, result.graph)
+    ok = verdict is None or verdict.ok
+    guard_report, chosen = _guard(args, target, source, result) if ok else (None, result.graph)
+    if chosen is not result.graph and chosen is not result.original and not args.no_check:
+        verdict = _check(args, source, chosen)  # another extraction won: check it too
+        ok = verdict.ok
+    if args.output and ok:
+        user_file = args.graph if model is None and args.graph.lower().endswith(".onnx") else None
+        verdict = _write(args, source, user_file, result.original, chosen, verdict)
+        ok = verdict is None or verdict.ok
     if args.run_dir:
         save_run(result, args.run_dir)
-    measured = _measure(args, source, result) if args.measure else None
+    measured = _measure(args, source, chosen) if args.measure and guard_report is None else None
     if args.json:
         data = result.to_dict()
+        data["target"] = target.name
+        data["cost_model"] = result.settings.cost_model
+        data["kept_original"] = guard_report.kept_original if guard_report is not None else False
         if verdict is not None:
             data["verify"] = verdict.to_dict()
-        if measured is not None:
+        if guard_report is not None:
+            data["measured"] = guard_report.measured.to_dict()
+            data["guard"] = guard_report.to_dict()
+        elif measured is not None:
             data["measured"] = measured
         print_json(data)
     else:
-        stdout.print(_summary_table(args.graph, result))
+        stdout.print(_summary_table(args.graph, result, target, guard_report))
         if verdict is not None:
             stdout.print(verdict.summary())
-        if measured is not None:
+        if guard_report is not None:
+            stdout.print(guard_report.message)
+        elif measured is not None:
             stdout.print(
                 f"measured ({measured['backend']}, {measured['threads']} thread(s)): "
                 f"{measured['original_ms']:.3f} ms -> {measured['optimized_ms']:.3f} ms, "
                 f"speedup {measured['speedup_pct']:.1f}% (cost model: {result.speedup_pct:.1f}%)"
             )
-    ok = verdict is None or verdict.ok
     if args.output and ok:
-        stderr.print(f"optimized graph written to {args.output}")
+        what = "original model (no measured gain)" if chosen is result.original else "optimized graph"
+        # Plain print: a console would wrap a long path.
+        print(f"{what} written to {args.output}", file=sys.stderr)
     elif args.output:
         # Plain print: an error line must not be wrapped or styled.
         print(
@@ -206,34 +305,178 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     if args.run_dir:
-        stderr.print(f"run directory: {args.run_dir}")
+        print(f"run directory: {args.run_dir}", file=sys.stderr)
     return 0 if ok else 1
 
 
-def _check_and_write(args: argparse.Namespace, source: Any, result: OptimizeResult) -> Any:
-    """Verify the result against the original; write ``-o`` only if it passes. Returns the report."""
-    from tensor_eqsat.io.verify import VerificationError, export_verified, verify
+def _config(args: argparse.Namespace, model: str | None, cost_model: Any) -> OptimizeConfig:
+    """The run's configuration from the command line (the one place flags become settings)."""
+    return OptimizeConfig(
+        search=args.search,
+        main_extractor=args.extractor,
+        final_extractor=args.final_extractor,
+        cost_model=cost_model,
+        node_limit=args.node_limit,
+        k_multi=args.k_multi,
+        seed=args.seed,
+        time_limit=args.time_limit,
+        rules=args.rules,
+        model=model,
+        mcts=MctsConfig(
+            budget=args.budget,
+            max_rollout_depth=args.rollout_depth,
+            rollout=RolloutPolicy(args.rollout),
+            subtree_reuse=args.subtree_reuse,
+        ),
+        ilp=IlpConfig(time_limit=args.ilp_time_limit),
+        alternatives=guard_alternatives(args),
+    )
 
-    if args.output and args.output.endswith(".onnx"):
+
+GUARD_ALTERNATIVES = ("greedy-dag", "greedy-tree")
+"""Extractors whose extractions the guard measures beside the final one (cheap, often distinct)."""
+
+
+def guard_alternatives(args: argparse.Namespace) -> tuple[str, ...]:
+    """The extra guard candidates: other extractors than the final one, when the guard will run."""
+    if args.no_guard:
+        return ()
+    target = get_target(args.target) if args.target else default_target(args.graph)
+    if target.unavailable() is not None:
+        return ()
+    return tuple(k for k in GUARD_ALTERNATIVES if k != args.final_extractor)
+
+
+def nothing_to_optimize(graph: Graph, rules: str, model: str | None) -> str | None:
+    """Why no rule can change ``graph`` (a message for people), or None when some rule matches.
+
+    A model whose every path runs through operators the IR does not model (opaque nodes) leaves
+    the rules nothing to match: saying so beats a search that reports 0 %.
+    """
+    from tensor_eqsat.egraph.egraph import EGraph
+    from tensor_eqsat.rules.rewrites import to_rewrites
+    from tensor_eqsat.rules.sets import resolve_rule_set
+
+    name = ("taso-nasrnn" if model == "nasrnn" else "taso") if rules == "default" else rules
+    egraph = EGraph.from_graph(graph)
+    if any(rw.has_match(egraph) for rw in to_rewrites(resolve_rule_set(name))):
+        return None
+    counts = graph.op_counts()
+    total = sum(counts.values())
+    opaque = [n.attr_dict()["op_type"] for n in graph.nodes if n.op == "opaque"]
+    kinds = ", ".join(
+        f"{op} {k}" for op, k in sorted(Counter(opaque).items(), key=lambda kv: (-kv[1], kv[0]))
+    )
+    if opaque:
+        return f"nothing to optimize: {len(opaque)} of {total} nodes are opaque (ops: {kinds})"
+    return f"nothing to optimize: no rule of {name} matches any of the {total} nodes"
+
+
+def _unchanged(args: argparse.Namespace, graph: Graph, message: str) -> int:
+    """Report that nothing can be optimized; ``-o`` gets the model unchanged. Exit 0."""
+    if args.output:
+        if args.output.endswith(".onnx") and args.graph.endswith(".onnx"):
+            from tensor_eqsat.io.onnx_common import load_model
+            from tensor_eqsat.io.onnx_export import save_model
+
+            save_model(load_model(args.graph), args.output)
+        elif args.output.endswith(".onnx"):
+            from tensor_eqsat.io.onnx_export import export_onnx, save_model
+
+            save_model(export_onnx(graph, seed=args.seed), args.output)
+        else:
+            save(graph, args.output)
+    if args.json:
+        print_json({"nothing_to_optimize": True, "message": message, "speedup_pct": 0.0})
+    else:
+        stdout.print(message, markup=False, highlight=False)
+        if args.output:
+            stderr.print(f"model written unchanged to {args.output}")
+    return 0
+
+
+def _check(args: argparse.Namespace, source: Any, graph: Graph) -> Any:
+    """Verify ``graph`` against the original (the input file itself for ONNX). Returns the report."""
+    from tensor_eqsat.io.equivalence import verify
+
+    return verify(source, graph, seed=args.seed)
+
+
+def _guard(
+    args: argparse.Namespace, target: Target, source: Any, result: OptimizeResult
+) -> tuple[GuardReport | None, Graph]:
+    """Run the never-slower guard when it applies: its report and the graph to hand back.
+
+    Candidates: the final extraction and ``result.alternatives``. Without a guard (``--no-guard``,
+    or a target that cannot be measured here) the report is None and the final extraction wins.
+    """
+    from tensor_eqsat.target.guard import guard
+
+    if args.no_guard:
+        return None, result.graph
+    why = target.unavailable()
+    if why is not None:
+        if args.target:  # asked for explicitly: say why nothing was measured
+            stderr.print(f"no measurement on target {target.name}: {why}")
+        return None, result.graph
+    stderr.print(f"measuring on {target.name} (never-slower guard)...")
+    candidates = [("final extraction", result.graph)]
+    candidates += [(f"{name} extraction", g) for name, g in result.alternatives]
+    choice, report = guard(
+        source,
+        candidates,
+        target,
+        original_graph=result.original,
+        threads=args.threads,
+        runs=args.guard_runs,
+        blocks=min(8, max(2, args.guard_runs // 5)),
+        seed=args.seed,
+    )
+    return report, result.original if choice is None else candidates[choice][1]
+
+
+def _write(
+    args: argparse.Namespace,
+    source: Any,
+    user_file: str | None,
+    original: Graph,
+    chosen: Graph,
+    verdict: Any,
+) -> Any:
+    """Write ``-o``: the chosen graph (an ONNX output is verified as written). Returns the report.
+
+    When the original is kept and the user brought an ONNX file, ONNX output is that file, byte
+    for byte (with ``--input-shape`` too: ``source`` is then a copy with static shapes).
+    """
+    from tensor_eqsat.io.equivalence import VerificationError, export_verified
+
+    if chosen is original and user_file is not None and args.output.lower().endswith(".onnx"):
+        atomic_write(args.output, Path(user_file).read_bytes())
+        return verdict
+    if args.output.lower().endswith(".onnx"):
+        if args.no_check:
+            from tensor_eqsat.io.onnx_export import export_onnx
+
+            export_onnx(chosen, args.output, seed=args.seed)
+            return verdict
         try:
-            return export_verified(source, result.graph, args.output, seed=args.seed)
+            return export_verified(source, chosen, args.output, seed=args.seed)
         except VerificationError as exc:
             return exc.report
-    report = verify(source, result.graph, seed=args.seed)
-    if report.ok and args.output:
-        save(result.graph, args.output)
-    return report
+    save(chosen, args.output)
+    return verdict
 
 
-def _measure(args: argparse.Namespace, source: Any, result: OptimizeResult) -> dict[str, Any]:
+def _measure(args: argparse.Namespace, source: Any, chosen: Graph) -> dict[str, Any]:
     from tensor_eqsat.io.latency import compare_latency
 
     cmp = compare_latency(
         source,
-        result.graph,
+        chosen,
         backend=args.measure_backend,
         threads=args.threads,
         runs=args.measure_runs,
+        blocks=MEASURE_BLOCKS,
         warmup=max(1, args.measure_runs // 10),
         seed=args.seed,
     )
@@ -249,33 +492,44 @@ def _measure(args: argparse.Namespace, source: Any, result: OptimizeResult) -> d
     }
 
 
-def _summary_table(name: str, r: OptimizeResult) -> Table:
+def _summary_table(name: str, r: OptimizeResult, target: Target, guard: GuardReport | None) -> Table:
     s = r.settings
     st = r.stats
+    status = st.final_extraction["status"]
     table = Table(title=f"optimize {name}", show_header=False)
     table.add_column("", style="bold")
     table.add_column("")
-    search = s["search"]
+    search = s.search
     if search == "mcts":
-        search += f" (budget {s['budget']}, main {s['main_extractor']})"
+        search += f" (budget {s.budget}, main {s.main_extractor})"
     else:
-        search += f" (k_multi {s['k_multi']})"
+        search += f" (k_multi {s.k_multi})"
     rows = [
+        ("target", target.name + ("" if guard is not None else " (not measured here)")),
         ("search", search),
-        ("final extractor", f"{s['final_extractor']} ({st['final_extraction']['status']})"),
-        ("cost model", str(s["cost_model"])),
+        ("final extractor", f"{s.final_extractor} ({status})"),
+        ("cost model", str(s.cost_model)),
         ("original cost", f"{r.original_cost_ms:.4f} ms"),
         ("optimized cost", f"{r.optimized_cost_ms:.4f} ms"),
-        ("speedup", f"{r.speedup_pct:.2f} %"),
-        ("steps", f"{len(r.steps)} (stopped: {r.stop_reason})"),
-        ("e-graph", f"{st['initial_enodes']} -> {st['enodes']} e-nodes, {st['classes']} classes"),
+        ("predicted speedup", f"{r.speedup_pct:.2f} %"),
+        ("steps", f"{len(r.steps)} (stopped: {r.stop_reason.value})"),
+        ("e-graph", f"{st.initial_enodes} -> {st.enodes} e-nodes, {st.classes} classes"),
         ("rules applied", _counts(r.rule_counts)),
         (
             "wall time",
-            f"{r.wall_s:.2f} s (search {st['search_s']:.2f} s, "
-            f"final extraction {st['final_extraction_s']:.2f} s)",
+            f"{r.wall_s:.2f} s (search {st.search_s:.2f} s, final extraction {st.final_extraction_s:.2f} s)",
         ),
     ]
+    if guard is not None:
+        m = guard.measured
+        rows += [
+            (
+                "measured",
+                f"{m.original_ms:.3f} ms -> {m.optimized_ms:.3f} ms on {guard.target} ({m.runs} runs)",
+            ),
+            ("measured speedup", f"{m.speedup_pct:.2f} % (noise ±{m.noise_pct:.1f} %)"),
+            ("result", "no measured gain: original kept" if guard.kept_original else guard.chosen),
+        ]
     for k, v in rows:
         table.add_row(k, v)
     return table

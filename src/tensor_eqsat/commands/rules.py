@@ -12,11 +12,11 @@ import argparse
 from rich.table import Table
 from rich.text import Text
 
-from tensor_eqsat.commands._common import print_json, stderr, stdout
+from tensor_eqsat.commands._common import non_negative_int, print_json, seed, stderr, stdout
 from tensor_eqsat.errors import TensorEqsatError
+from tensor_eqsat.rules.rule_spec import RuleSpec
 from tensor_eqsat.rules.sets import DEFAULT_SET, describe_rule_set, load_rules, rule_set_names
-from tensor_eqsat.rules.spec import RuleSpec
-from tensor_eqsat.rules.verify import RuleVerdict, VerifyConfig, verify_rules
+from tensor_eqsat.rules.soundness import RuleVerdict, VerifyConfig, verify_rules
 
 NAME = "rules"
 HELP = "list rewrite rules (a built-in set or rule files) and verify them on numbers"
@@ -39,13 +39,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--id",
         dest="ids",
         metavar="N",
-        type=int,
+        type=non_negative_int,
         action="append",
         default=[],
         help="only rule N (repeatable)",
     )
     p.add_argument("--verify", action="store_true", help="verify every rule on numbers; exit 1 if any fails")
-    p.add_argument("--seed", type=int, default=0, help="seed of the shape search and the data (default 0)")
+    p.add_argument("--seed", type=seed, default=0, help="seed of the shape search and the data (default 0)")
     p.add_argument("--json", action="store_true", help="print the rules (and verdicts) as JSON on stdout")
 
 

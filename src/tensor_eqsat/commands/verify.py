@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from rich.table import Table
 
-from tensor_eqsat.commands._common import print_json, stderr
-from tensor_eqsat.io.verify import BACKENDS, verify
+from tensor_eqsat.commands._common import (
+    add_input_shape_argument,
+    input_shapes_arg,
+    non_negative_float,
+    positive_int,
+    print_json,
+    seed,
+    stdout,
+)
+from tensor_eqsat.errors import FormatError
+from tensor_eqsat.io.equivalence import BACKENDS, verify
 
 NAME = "verify"
 HELP = "check numerically that two models (.onnx or .json) compute the same outputs; exit 1 if not"
@@ -16,23 +26,37 @@ HELP = "check numerically that two models (.onnx or .json) compute the same outp
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("original", metavar="A", help="the reference model: .onnx or .json graph file")
     p.add_argument("optimized", metavar="B", help="the model to check: .onnx or .json graph file")
-    p.add_argument("--rtol", type=float, default=1e-3, help="relative tolerance (default 1e-3)")
-    p.add_argument("--atol", type=float, default=1e-4, help="absolute tolerance (default 1e-4)")
-    p.add_argument("--trials", type=int, default=3, help="random input draws (default 3)")
-    p.add_argument("--seed", type=int, default=0, help="seed of inputs and data-less weights (default 0)")
+    p.add_argument("--rtol", type=non_negative_float, default=1e-3, help="relative tolerance (default 1e-3)")
+    p.add_argument("--atol", type=non_negative_float, default=1e-4, help="absolute tolerance (default 1e-4)")
+    p.add_argument("--trials", type=positive_int, default=3, help="random input draws (default 3)")
+    p.add_argument("--seed", type=seed, default=0, help="seed of inputs and data-less weights (default 0)")
     p.add_argument(
         "--backend",
         choices=BACKENDS,
         default="auto",
         help="what runs the models: auto = interpreter for .json, onnxruntime for .onnx (default auto)",
     )
+    add_input_shape_argument(p)
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
 
 
+def _with_shapes(path: str, shapes: dict[str, tuple[int, ...]]) -> Any:
+    """An ONNX file with ``--input-shape`` applied (as a model), other files as they are."""
+    if not shapes or not path.endswith(".onnx"):
+        return path
+    from tensor_eqsat.io.inputs import with_input_shapes
+    from tensor_eqsat.io.onnx_common import load_model
+
+    return with_input_shapes(load_model(path), shapes, path)
+
+
 def run(args: argparse.Namespace) -> int:
+    shapes = input_shapes_arg(args)
+    if shapes and not (args.original.endswith(".onnx") or args.optimized.endswith(".onnx")):
+        raise FormatError("--input-shape applies to ONNX files only")
     report = verify(
-        args.original,
-        args.optimized,
+        _with_shapes(args.original, shapes),
+        _with_shapes(args.optimized, shapes),
         rtol=args.rtol,
         atol=args.atol,
         trials=args.trials,
@@ -54,6 +78,6 @@ def run(args: argparse.Namespace) -> int:
                     f"{o.max_rel_error:.3g}",
                     f"{o.mismatched}/{o.size * report.trials}",
                 )
-            stderr.print(table)
-        stderr.print(report.summary())
+            stdout.print(table)
+        stdout.print(report.summary(), markup=False, highlight=False)
     return 0 if report.ok else 1

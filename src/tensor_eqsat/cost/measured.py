@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from tensor_eqsat.cost.model import CostModelError, KernelCostModel, WeightOps
-from tensor_eqsat.cost.timing_cache import TimingCache, encode_attrs, encode_shapes
+from tensor_eqsat.cost.timing_cache import TimingCache, encode_attrs, shapes_key
 from tensor_eqsat.cost.torch_kernels import build_kernel, has_kernel
 from tensor_eqsat.ir.opspec import Attrs, OpSpec
 from tensor_eqsat.ir.types import Shape
@@ -158,7 +158,7 @@ class MeasuredCostModel(KernelCostModel):
     def kernel_ms(self, spec: OpSpec, attrs: Attrs, in_shapes: tuple[Shape, ...]) -> float:
         if not has_kernel(spec.name):
             raise CostModelError(f"measured: no PyTorch kernel for op {spec.name!r}")
-        akey, skey = encode_attrs(attrs), encode_shapes(in_shapes)
+        akey, skey = encode_attrs(attrs), shapes_key(in_shapes)
         if self.cache is not None:
             if self._stored is None:
                 self._stored = self.cache.load(self.device_key, self.library)

@@ -18,6 +18,11 @@ Format::
 
 ``kinds`` needs an entry for every op kind that runs kernels: gemm, conv, elementwise, reduction,
 pool, memory (weight transforms on activations are priced as memory).
+
+An optional ``ops`` object overrides the kind's parameters for one op or op variant, where a kind
+hides kernels that run very differently: ``"poolmax"``, ``"poolavg"`` (a CPU's max pool and
+average pool differ by 3x per window element) or ``"conv2d:depthwise"`` (a depthwise conv runs a
+dedicated kernel). Each entry has the same fields as a kind.
 """
 
 from __future__ import annotations
@@ -46,6 +51,9 @@ KIND_KEYS: tuple[OpKind, ...] = (
     OpKind.MEMORY,
 )
 """Op kinds a profile must parameterise."""
+
+OP_VARIANTS = ("poolmax", "poolavg", "conv2d:depthwise", "conv2d:grouped")
+"""Keys a profile's ``ops`` object may override."""
 
 MAX_WINOGRAD = 2.25
 """Upper bound of ``winograd_speedup``: F(2x2, 3x3) makes a 2x2 output tile with 16 multiplies, not 36."""
@@ -120,6 +128,13 @@ class DeviceProfile:
     cache_bytes: int = 0
     cache_bandwidth_gbs: float = 0.0
     path: str = ""
+    ops: dict[str, KindParams] = dataclasses.field(default_factory=dict)
+
+    def op_params(self, op: str, kind: OpKind, variant: str | None = None) -> KindParams:
+        """Parameters of one op: its ``ops`` override (``op:variant`` first), else its kind's."""
+        if variant is not None and f"{op}:{variant}" in self.ops:
+            return self.ops[f"{op}:{variant}"]
+        return self.ops.get(op) or self.params(kind)
 
     def params(self, kind: OpKind) -> KindParams:
         """Parameters of ``kind``; weight transforms on activations use the memory parameters."""
@@ -145,6 +160,7 @@ class DeviceProfile:
             "sources": dict(self.sources),
             "calibration": self.calibration,
             "kinds": {k.value: _kind_dict(p) for k, p in self.kinds.items()},
+            **({"ops": {k: _kind_dict(p) for k, p in self.ops.items()}} if self.ops else {}),
         }
 
 
@@ -237,6 +253,16 @@ def profile_from_dict(data: Any, source: str = "<dict>") -> DeviceProfile:
     for kind in KIND_KEYS:
         if kind not in kinds:
             raise FormatError(f"{source}: kinds: missing parameters for {kind.value!r}")
+    ops_data = data.get("ops", {})
+    if not isinstance(ops_data, dict):
+        raise FormatError(f"{source}: field 'ops' must be an object")
+    ops: dict[str, KindParams] = {}
+    for key, value in ops_data.items():
+        if key not in OP_VARIANTS:
+            raise FormatError(
+                f"{source}: ops: unknown op or variant {key!r} (known: {', '.join(OP_VARIANTS)})"
+            )
+        ops[key] = _kind_params(f"{source}: ops.{key}", value)
     cache_bytes = int(_number(source, data, "cache_bytes", positive=False, default=0))
     cache_bw = float(_number(source, data, "cache_bandwidth_gbs", positive=False, default=0.0))
     if cache_bytes and not cache_bw:
@@ -255,6 +281,7 @@ def profile_from_dict(data: Any, source: str = "<dict>") -> DeviceProfile:
         cache_bytes=cache_bytes,
         cache_bandwidth_gbs=cache_bw,
         path=source,
+        ops=ops,
     )
 
 
@@ -280,9 +307,13 @@ def load_profile(name_or_path: str = DEFAULT_PROFILE) -> DeviceProfile:
     if name_or_path.endswith(".json") or "/" in name_or_path:
         path = Path(name_or_path)
         try:
-            text = path.read_text()
+            text = path.read_text(encoding="utf-8")
         except OSError as exc:
             raise FormatError(f"{path}: cannot read device profile ({exc.strerror})") from None
+        except UnicodeDecodeError as exc:
+            raise FormatError(
+                f"{path}: device profile is not UTF-8 text (byte {exc.start}: {exc.reason})"
+            ) from None
         source = str(path)
     else:
         if name_or_path not in profile_names():

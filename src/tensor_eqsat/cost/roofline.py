@@ -9,7 +9,9 @@ For one kernel of op kind ``k`` on a device profile::
 FLOPs, bytes and the kind come from the op's :class:`~tensor_eqsat.ir.opspec.OpSpec`
 (``flop_count``, ``byte_count``, ``kind``); nothing here keeps a per-op table. ``bandwidth(bytes)``
 is the cache bandwidth when the transfer fits the profile's last-level cache, else the memory
-bandwidth. For element-wise ops, reductions, pools and copies the work is the FLOP count.
+bandwidth. For element-wise ops, reductions and copies the work is the FLOP count; for pools it is the FLOP
+count plus ``depth_overhead`` per output element. A profile may give single ops or conv variants
+(``poolmax``, ``conv2d:depthwise``...) their own parameters (:class:`DeviceProfile` ``ops``).
 
 GEMMs and convs (as implicit GEMMs) run as blocked matrix products, and their work is::
 
@@ -91,6 +93,21 @@ def gemm_view(
     return GemmView(out_elems // cols, cols, depth)
 
 
+def conv_variant(spec: OpSpec, in_shapes: tuple[Shape, ...]) -> str | None:
+    """``"depthwise"`` or ``"grouped"`` for such convs, None otherwise (the profile's ``ops`` keys).
+
+    >>> from tensor_eqsat.ir.ops import get_op
+    >>> conv_variant(get_op("conv2d"), ((1, 8, 4, 4), (8, 1, 3, 3)))
+    'depthwise'
+    """
+    if spec.kind is not OpKind.CONV:
+        return None
+    x, w = in_shapes[0], in_shapes[1]
+    if x[1] == w[1]:
+        return None
+    return "depthwise" if w[1] == 1 and w[0] == x[1] else "grouped"
+
+
 @dataclass(frozen=True)
 class RooflineTerms:
     """The terms of one roofline estimate (times in milliseconds).
@@ -164,12 +181,16 @@ class RooflineCostModel(KernelCostModel):
         out_shapes = spec.infer_shapes(in_shapes, attrs)
         flops = spec.flop_count(in_shapes, attrs)
         nbytes = spec.byte_count(in_shapes, attrs)
-        p = prof.params(spec.kind)
+        p = prof.op_params(spec.name, spec.kind, conv_variant(spec, in_shapes))
         unit_tflops = prof.matrix_tflops if p.unit == "matrix" else prof.vector_tflops
         peak = unit_tflops * 1e12 * p.compute_efficiency
         work = float(flops)
         if spec.kind in _BLOCKED and flops:
             work = self._blocked_work(p, gemm_view(spec, attrs, in_shapes, out_shapes[0], flops))
+        elif spec.kind is OpKind.POOL:
+            # Per output element: the window's work plus a fixed cost (index arithmetic, padding
+            # checks), which dominates small windows.
+            work += p.depth_overhead * volume(out_shapes[0])
         launch_ms = p.launch_us * 1e-3
         if p.bias_pass and spec.kind is OpKind.CONV and spec.attr(attrs, "activation") == "none":
             # A second kernel reads and writes the output once more.

@@ -8,6 +8,8 @@ Grammar: ``NAME[:ARG]``.
                        profile JSON file (``roofline:my_gpu.json``)
 ``measured``           PyTorch timings on the available device (CUDA if present, else CPU)
 ``measured:DEVICE``    on ``cpu``, ``cuda`` or ``cuda:N``
+``measured:ort-cpu``   ONNX Runtime timings of each op on this CPU (``ort-cuda``: its CUDA
+                       provider); see :mod:`tensor_eqsat.cost.ort`
 ``unit``               every costed op costs 1 (kernel counting; tests)
 =====================  ==================================================================
 
@@ -40,6 +42,17 @@ def _roofline(arg: str | None, kw: Mapping[str, Any]) -> KernelCostModel:
 
 
 def _measured(arg: str | None, kw: Mapping[str, Any]) -> KernelCostModel:
+    if arg is not None and arg.startswith("ort"):
+        from tensor_eqsat.cost.ort import OrtCostModel
+
+        device = arg.removeprefix("ort").removeprefix("-") or "cpu"
+        if "clock" in kw:
+            raise CostModelError(
+                "measured:ort-*: unknown option 'clock' (one thread is timed on its CPU clock)"
+            )
+        return OrtCostModel(device=device, **kw)
+    if "weights" in kw:
+        raise CostModelError("measured: unknown option 'weights' (only measured:ort-* takes it)")
     from tensor_eqsat.cost.measured import MeasuredCostModel
 
     return MeasuredCostModel(device=arg or "auto", **kw)
@@ -55,7 +68,17 @@ COST_MODELS: dict[str, Factory] = {"roofline": _roofline, "measured": _measured,
 """Registered cost-model names and their factories."""
 
 _EXTRA_OPTIONS = {
-    "measured": {"threads", "clock", "warmup", "repeats", "max_seconds", "cache_path", "persistent", "seed"}
+    "measured": {
+        "threads",
+        "clock",
+        "warmup",
+        "repeats",
+        "max_seconds",
+        "cache_path",
+        "persistent",
+        "seed",
+        "weights",
+    }
 }
 
 
@@ -70,7 +93,7 @@ def parse_cost_model(
 
     weight_ops, taso_compat: passed to the model (see :class:`~tensor_eqsat.cost.model.KernelCostModel`).
     options: model-specific keywords (``measured``: threads, clock, warmup, repeats, max_seconds,
-        cache_path, persistent, seed).
+        cache_path, persistent, seed; ``measured:ort-*``: the same but clock, and weights).
 
     Raises CostModelError for an unknown name, profile, device or option.
 
@@ -86,7 +109,7 @@ def parse_cost_model(
         profiles = ", ".join(profile_names())
         raise CostModelError(
             f"unknown cost model {spec!r} (known: {known}; e.g. roofline:PROFILE with PROFILE one of "
-            f"{profiles}, or measured:cpu / measured:cuda)"
+            f"{profiles}, or measured:cpu / measured:cuda / measured:ort-cpu)"
         )
     allowed = _EXTRA_OPTIONS.get(name, set())
     unknown = sorted(set(options) - allowed)

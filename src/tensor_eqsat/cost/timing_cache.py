@@ -80,10 +80,10 @@ def encode_attrs(attrs: Attrs) -> str:
     return json.dumps(attrs, separators=(",", ":"))
 
 
-def encode_shapes(shapes: Sequence[Shape]) -> str:
+def shapes_key(shapes: Sequence[Shape]) -> str:
     """Canonical text of input shapes.
 
-    >>> encode_shapes([(1, 64), (64, 8)])
+    >>> shapes_key([(1, 64), (64, 8)])
     '[[1,64],[64,8]]'
     """
     return json.dumps([list(s) for s in shapes], separators=(",", ":"))

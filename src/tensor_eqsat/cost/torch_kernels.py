@@ -26,7 +26,7 @@ from typing import Any
 
 from tensor_eqsat.ir.ops import decode_shapes, same_padding
 from tensor_eqsat.ir.opspec import Attrs, OpSpec
-from tensor_eqsat.ir.types import Shape
+from tensor_eqsat.ir.types import Activation, Shape
 
 Kernel = Callable[[], Any]
 _Builder = Callable[[Any, list[Any], Mapping[str, Any]], Kernel]
@@ -40,7 +40,8 @@ def _sym_pad(size: int, kernel: int, stride: int, padding: str) -> int:
 
 
 def _activation(torch: Any, act: str) -> Callable[[Any], Any] | None:
-    return {"none": None, "relu": torch.relu_, "sigmoid": torch.sigmoid_, "tanh": torch.tanh_}[act]
+    fn: Callable[[Any], Any] | None = Activation(act).torch_fn(torch, inplace=True)
+    return fn
 
 
 def _with_act(torch: Any, fn: Kernel, act: str) -> Kernel:

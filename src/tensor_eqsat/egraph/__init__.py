@@ -1,10 +1,10 @@
 """The e-graph engine: EGraph, EClass, ENode, analyses, Graph conversion."""
 
 from tensor_eqsat.egraph.analysis import Analysis, MergeConflict, NoAnalysis, TensorAnalysis, TensorData
+from tensor_eqsat.egraph.convert import from_classes, from_graph, to_graph
 from tensor_eqsat.egraph.cycles import creates_cycle, find_cycle
 from tensor_eqsat.egraph.egraph import EGraph
 from tensor_eqsat.egraph.enode import EClass, ENode
-from tensor_eqsat.egraph.graph import from_graph, to_graph
 
 __all__ = [
     "Analysis",
@@ -17,6 +17,7 @@ __all__ = [
     "TensorData",
     "creates_cycle",
     "find_cycle",
+    "from_classes",
     "from_graph",
     "to_graph",
 ]

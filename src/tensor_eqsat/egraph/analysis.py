@@ -14,7 +14,7 @@ make *tuple-valued* classes whose ``shapes`` has one entry per output; the struc
 This mirrors TENSAT's split/split_0/split_1 with one ``get`` op instead of an op per index, keeps
 ``(get index=0 (split ...))`` patterns literal, and gives every tensor-valued class exactly one
 shape. ``get`` is not in the op registry; this module is the one place that gives it meaning
-(``graph.py`` in this package turns it back into a ``(node, index)`` reference).
+(``convert.py`` in this package turns it back into a ``(node, index)`` reference).
 
 :class:`NoAnalysis` is the trivial analysis for languages that are not tensors (toy arithmetic
 in tests, e-graphs imported from other tools).

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from tensor_eqsat.egraph.analysis import Analysis, TensorAnalysis
 from tensor_eqsat.egraph.enode import EClass, ENode
+from tensor_eqsat.egraph.internals import EGraphInternals
 from tensor_eqsat.egraph.unionfind import UnionFind
 
 if TYPE_CHECKING:
@@ -103,15 +104,15 @@ class EGraph:
         self._cache_version = -1
 
     # ------------------------------------------------------------------------------------------
-    # Construction from / to graphs (implemented in graph.py; here for discoverability)
+    # Construction from / to graphs (implemented in convert.py; here for discoverability)
     # ------------------------------------------------------------------------------------------
     @classmethod
     def from_graph(cls, graph: Graph, *, cycle_filter: bool = True) -> EGraph:
         """The e-graph of a tensor graph, with :attr:`roots` = the graph's outputs in order.
 
-        See :func:`tensor_eqsat.egraph.graph.from_graph`.
+        See :func:`tensor_eqsat.egraph.convert.from_graph`.
         """
-        from tensor_eqsat.egraph.graph import from_graph
+        from tensor_eqsat.egraph.convert import from_graph
 
         return from_graph(graph, cycle_filter=cycle_filter)
 
@@ -123,108 +124,26 @@ class EGraph:
         roots: Sequence[int] = (),
         analysis: Analysis | None = None,
     ) -> EGraph:
-        """Build an e-graph from a list of classes, each a list of ``(op, attrs, children)``
-        nodes whose children are indices into ``classes``; cycles are allowed. For importers of
+        """An e-graph from a list of classes of ``(op, attrs, children)`` nodes, children being
+        indices into ``classes``; cycles are allowed (``cycle_filter=False``). For importers of
         e-graphs written by other tools (egraph-serialize JSON).
 
-        Class ``i`` gets id ``i`` unless congruence merges it with another (identical nodes in
-        two classes unify them); ``roots`` are class indices. The analysis defaults to
-        :class:`~tensor_eqsat.egraph.analysis.NoAnalysis`; a class's value is the merge of the
-        values of those of its nodes whose children get values (a least fixpoint), and a class
-        that never gets one raises ValueError. The result has ``cycle_filter=False``: an imported
-        e-graph may be cyclic, and extraction must cope with that.
+        See :func:`tensor_eqsat.egraph.convert.from_classes`.
 
         >>> eg = EGraph.from_classes([[("x", (), [])], [("f", (), [0]), ("g", (), [1])]], roots=[1])
         >>> [str(n) for n in eg.nodes(1)], eg.roots
         (['(f #0)', '(g #1)'], [1])
         """
-        from tensor_eqsat.egraph.analysis import NoAnalysis
+        from tensor_eqsat.egraph.convert import from_classes
 
-        eg = cls(NoAnalysis() if analysis is None else analysis, cycle_filter=False)
-        n = len(classes)
-        for i, nodes in enumerate(classes):
-            if not nodes:
-                raise ValueError(f"class {i} has no nodes")
-            for op, _, children in nodes:
-                for c in children:
-                    if not 0 <= c < n:
-                        raise ValueError(f"class {i}: node {op!r} has child {c}, not a class index")
-        # Analysis values as a least fixpoint: a node contributes once all its children have one.
-        make = eg.analysis.make
-        merge = eg.analysis.merge
-        data: dict[int, Any] = {}
-        changed = True
-        while changed:
-            changed = False
-            for i, nodes in enumerate(classes):
-                for op, attrs, children in nodes:
-                    if all(c in data for c in children):
-                        value = make(op, tuple(attrs), [data[c] for c in children])
-                        if i not in data:
-                            data[i] = value
-                            changed = True
-                            continue
-                        old = data[i]
-                        new = merge(old, value)
-                        if new is not old and new != old:
-                            data[i] = new
-                            changed = True
-        missing = [i for i in range(n) if i not in data]
-        if missing:
-            raise ValueError(f"classes {missing[:10]} never get an analysis value (no well-founded node)")
-        for i in range(n):
-            eg._uf.make_set()
-            eg._class_nodes[i] = ()
-            eg._parents[i] = ()
-            eg._data[i] = data[i]
-        pending_unions: list[tuple[int, int]] = []
-        for i, nodes in enumerate(classes):
-            for op, attrs, children in nodes:
-                node = _enode(op, tuple(attrs), tuple(children))
-                other = eg._memo.get(node)
-                if other is not None:
-                    pending_unions.append((eg._node_class[other], i))
-                    continue
-                nid = len(eg._nodes)
-                eg._nodes.append(node)
-                eg._node_class.append(i)
-                eg._memo[node] = nid
-                eg._class_nodes[i] = (*eg._class_nodes[i], nid)
-                for c in set(node[2]):
-                    eg._parents[c] = (*eg._parents[c], nid)
-                eg._op_index.setdefault(op, {})[i] = None
-                eg._num_enodes += 1
-        for a, b in pending_unions:
-            eg._union_imported(a, b)
-        eg.roots = roots
-        eg.rebuild()
-        return eg
-
-    def _union_imported(self, a: int, b: int) -> None:
-        """union() that tolerates a class without nodes of its own (duplicates during import)."""
-        a, b = self.find(a), self.find(b)
-        if a == b:
-            return
-        if not self._class_nodes[b]:
-            a, b = b, a
-        if not self._class_nodes[a]:
-            # Fold the empty class a into b.
-            merged = self.analysis.merge(self._data[b], self._data[a])
-            self._uf.link(b, a)
-            del self._class_nodes[a]
-            self._pending.extend(self._parents.pop(a))
-            del self._data[a]
-            self._data[b] = merged
-            self._version += 1
-            return
-        self.union(a, b)
+        return from_classes(classes, roots=roots, analysis=analysis, egraph_type=cls)
 
     def to_graph(self, choice: Mapping[int, ENode]) -> Graph:
         """The graph chosen by ``choice`` (class id -> e-node) for the roots.
 
-        See :func:`tensor_eqsat.egraph.graph.to_graph`.
+        See :func:`tensor_eqsat.egraph.convert.to_graph`.
         """
-        from tensor_eqsat.egraph.graph import to_graph
+        from tensor_eqsat.egraph.convert import to_graph
 
         return to_graph(self, choice)
 
@@ -274,6 +193,12 @@ class EGraph:
         """For the rewrite engine: add a node with canonical children that is not in the
         hash-cons, with its analysis value computed beforehand."""
         return self._add_new(_enode(op, attrs, children), value, ceiling)
+
+    @property
+    def internals(self) -> EGraphInternals:
+        """The tables the rewrite engine reads (:mod:`tensor_eqsat.egraph.internals`); not for
+        other callers."""
+        return EGraphInternals(self)
 
     def _match_context(self) -> tuple[Any, ...]:
         """For the rewrite engine: the containers e-matching reads."""
@@ -690,11 +615,6 @@ class EGraph:
     def version(self) -> int:
         """A counter that changes whenever the e-graph changes (for caches keyed on one e-graph)."""
         return self._version
-
-    @property
-    def is_clean(self) -> bool:
-        """True when no rebuild is pending."""
-        return not (self._pending or self._analysis_pending or self._dirty)
 
     def data(self, cid: int) -> Any:
         """The analysis value of class ``cid`` (:class:`TensorData` for tensor e-graphs)."""

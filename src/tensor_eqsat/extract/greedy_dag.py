@@ -45,7 +45,7 @@ import numpy as np
 
 from tensor_eqsat.extract.guard import closes_cycle
 from tensor_eqsat.extract.problem import ExtractionError, ExtractionProblem
-from tensor_eqsat.extract.result import ExtractionResult
+from tensor_eqsat.extract.result import ExtractionResult, greedy_result
 
 _LOOP_BITS = 24
 """Sum up to this many new classes bit by bit; above, one numpy dot product is faster."""
@@ -71,18 +71,8 @@ class GreedyDagExtractor:
         start = time.perf_counter()
         state = _DagState(problem)
         rounds = state.run(self.max_rounds)
-        choices = state.choices
-        missing = [problem.class_keys[r] for r in problem.roots if choices[r] < 0]
-        if missing:
-            raise ExtractionError(f"greedy-dag: no valid extraction for root class(es) {missing!r}")
-        return ExtractionResult(
-            problem=problem,
-            choices=tuple(choices),
-            extractor=self.name,
-            reported_cost=state.roots_total(),
-            time_s=time.perf_counter() - start,
-            stats={"pricings": state.pricings, "cyclic_rounds": rounds},
-        )
+        stats = {"pricings": state.pricings, "cyclic_rounds": rounds}
+        return greedy_result(problem, self.name, state.choices, state.roots_total, start, stats)
 
 
 class _DagState:

@@ -58,8 +58,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from tensor_eqsat.extract.guard import closes_cycle
-from tensor_eqsat.extract.problem import ClassOrder, ExtractionError, ExtractionProblem
-from tensor_eqsat.extract.result import ExtractionResult
+from tensor_eqsat.extract.problem import ClassOrder, ExtractionProblem
+from tensor_eqsat.extract.result import ExtractionResult, greedy_result
 
 History = dict[int, float]
 
@@ -83,18 +83,8 @@ class GreedyOcfExtractor:
         start = time.perf_counter()
         state = OcfState(problem)
         sweeps = state.run(self.order)
-        choices = state.choices
-        missing = [problem.class_keys[r] for r in problem.roots if choices[r] < 0]
-        if missing:
-            raise ExtractionError(f"greedy-ocf: no valid extraction for root class(es) {missing!r}")
-        return ExtractionResult(
-            problem=problem,
-            choices=tuple(choices),
-            extractor=self.name,
-            reported_cost=state.root_cost(),
-            time_s=time.perf_counter() - start,
-            stats={"sweeps": sweeps, "pricings": state.pricings},
-        )
+        stats = {"sweeps": sweeps, "pricings": state.pricings}
+        return greedy_result(problem, self.name, state.choices, state.root_cost, start, stats)
 
 
 # A node's history as the authors' code builds it (a copy of its first contributing child's
@@ -104,10 +94,6 @@ class GreedyOcfExtractor:
 # are therefore never copied. (A list, not a class: one is made per pricing.)
 NodeHistory = list[Any]
 _BASE, _EXTRA, _REUSE, _FULL = 0, 1, 2, 3
-
-
-def _is_empty(nh: NodeHistory) -> bool:
-    return not nh[_BASE] and not nh[_EXTRA]
 
 
 def _full(nh: NodeHistory) -> History:

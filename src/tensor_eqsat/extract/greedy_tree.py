@@ -31,8 +31,8 @@ from __future__ import annotations
 import time
 
 from tensor_eqsat.extract.guard import closes_cycle
-from tensor_eqsat.extract.problem import ClassOrder, ExtractionError, ExtractionProblem
-from tensor_eqsat.extract.result import ExtractionResult
+from tensor_eqsat.extract.problem import ClassOrder, ExtractionProblem
+from tensor_eqsat.extract.result import ExtractionResult, greedy_result
 
 
 class GreedyTreeExtractor:
@@ -52,20 +52,14 @@ class GreedyTreeExtractor:
         """Extract; raises ExtractionError if a root class has no acyclic, non-blacklisted choice."""
         start = time.perf_counter()
         costs, choices, sweeps = tree_fixpoint(problem, self.order)
-        missing = [problem.class_keys[r] for r in problem.roots if choices[r] < 0]
-        if missing:
-            raise ExtractionError(f"greedy-tree: no valid extraction for root class(es) {missing!r}")
-        reported = 0.0
-        for r in problem.roots:
-            reported += costs[r]  # type: ignore[operator]
-        return ExtractionResult(
-            problem=problem,
-            choices=tuple(choices),
-            extractor=self.name,
-            reported_cost=reported,
-            time_s=time.perf_counter() - start,
-            stats={"sweeps": sweeps},
-        )
+
+        def reported() -> float:
+            total = 0.0
+            for r in problem.roots:
+                total += costs[r]  # type: ignore[operator]
+            return total
+
+        return greedy_result(problem, self.name, choices, reported, start, {"sweeps": sweeps})
 
 
 def tree_fixpoint(

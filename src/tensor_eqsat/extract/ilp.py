@@ -408,7 +408,11 @@ class IlpExtractor:
         """
         cfg = self.config
         start = time.perf_counter()
-        greedy = GreedyDagExtractor().extract(problem)
+        try:
+            greedy = GreedyDagExtractor().extract(problem)
+        except ExtractionError as exc:
+            # The greedy-dag bound found no answer, so none exists: say so as the ILP's error.
+            raise ExtractionError(str(exc).replace("greedy-dag:", "ilp:", 1)) from None
         ub = greedy.dag_cost()
         stats: dict[str, object] = {"backend": cfg.backend.value, "greedy_dag_cost": ub}
         if hint is not None:

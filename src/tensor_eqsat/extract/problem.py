@@ -294,6 +294,13 @@ class ExtractionProblem:
         num_c = len(self.class_keys)
         if len(set(self.class_keys)) != num_c:
             raise ExtractionError("class keys are not unique")
+        # Every extraction costs at most the sum of all costs: when that sum is finite, no
+        # extractor can overflow to inf (where they would disagree on what is cheapest).
+        if n and not math.isfinite(sum(self.node_cost)) and all(map(math.isfinite, self.node_cost)):
+            raise ExtractionError(
+                f"costs too large: their sum overflows to infinity (largest {max(self.node_cost):g}); "
+                "scale them down"
+            )
         for i, (cost, ch) in enumerate(zip(self.node_cost, self.node_children, strict=True)):
             if not math.isfinite(cost) or cost < 0.0:
                 raise ExtractionError(

@@ -16,7 +16,8 @@ Only classes reachable from the roots through chosen nodes matter; choices elsew
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -190,3 +191,28 @@ class ExtractionResult:
                 str(p.class_keys[c]): str(p.node_keys[self.choices[c]]) for c in reversed(self.topo_classes())
             }
         return out
+
+
+def greedy_result(
+    problem: ExtractionProblem,
+    extractor: str,
+    choices: Sequence[int],
+    reported_cost: Callable[[], float],
+    start: float,
+    stats: Mapping[str, Any],
+) -> ExtractionResult:
+    """The result of a greedy extractor, shared by the three: ExtractionError naming the root
+    classes left without a choice (``-1``: every candidate was blacklisted or closed a cycle),
+    else the result timed from ``start`` (a ``time.perf_counter()`` value). ``reported_cost`` is
+    only called once every root has a choice."""
+    missing = [problem.class_keys[r] for r in problem.roots if choices[r] < 0]
+    if missing:
+        raise ExtractionError(f"{extractor}: no valid extraction for root class(es) {missing!r}")
+    return ExtractionResult(
+        problem=problem,
+        choices=tuple(choices),
+        extractor=extractor,
+        reported_cost=reported_cost(),
+        time_s=time.perf_counter() - start,
+        stats=dict(stats),
+    )

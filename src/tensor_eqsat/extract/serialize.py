@@ -30,12 +30,12 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
 
 from tensor_eqsat.errors import FormatError
 from tensor_eqsat.extract.problem import ExtractionError, ExtractionProblem
+from tensor_eqsat.outputs import atomic_write
 
 
 def load_problem(path: str | Path) -> ExtractionProblem:
@@ -64,6 +64,8 @@ def problem_from_json(text: str, source: str = "<string>") -> ExtractionProblem:
         ) from None
     except ValueError as exc:
         raise FormatError(f"{source}: {exc}") from None
+    except RecursionError:
+        raise FormatError(f"{source}: invalid JSON: nested too deeply") from None
     return problem_from_dict(data, source=source, text=text)
 
 
@@ -107,7 +109,10 @@ def problem_from_dict(data: Any, source: str = "<dict>", text: str | None = None
         cost = node.get("cost", 1.0)
         if isinstance(cost, bool) or not isinstance(cost, (int, float)):
             raise fail(f"cost must be a number, got {cost!r}", nid)
-        cost = float(cost)
+        try:
+            cost = float(cost)
+        except OverflowError:
+            raise fail(f"cost {str(cost)[:20]}... ({len(str(cost))} digits) is too large", nid) from None
         if not math.isfinite(cost):
             raise fail(f"cost must be finite, got {cost!r}", nid)
         if cost < 0.0:
@@ -205,10 +210,5 @@ def problem_to_json(problem: ExtractionProblem, *, indent: int | None = None) ->
 
 
 def save_problem(problem: ExtractionProblem, path: str | Path, *, indent: int | None = None) -> None:
-    """Write a problem as an egraph-serialize JSON file."""
-    Path(path).write_text(problem_to_json(problem, indent=indent) + "\n", encoding="utf-8")
-
-
-def class_id_map(problem: ExtractionProblem) -> dict[Hashable, int]:
-    """External class id -> class index."""
-    return {k: i for i, k in enumerate(problem.class_keys)}
+    """Write a problem as an egraph-serialize JSON file, atomically (see :mod:`tensor_eqsat.outputs`)."""
+    atomic_write(path, problem_to_json(problem, indent=indent) + "\n")

@@ -2,6 +2,7 @@
 equivalence checks, measured latency. onnx/onnxruntime and torch are optional extras, imported
 when first used."""
 
+from tensor_eqsat.io.equivalence import OutputCheck, VerificationError, VerifyReport, export_verified, verify
 from tensor_eqsat.io.from_torch import from_torch, torch_to_onnx
 from tensor_eqsat.io.latency import LatencyComparison, LatencyReport, compare_latency, measure_latency
 from tensor_eqsat.io.onnx_export import export_onnx
@@ -9,7 +10,6 @@ from tensor_eqsat.io.onnx_import import UnsupportedOpError, import_onnx, onnx_ou
 from tensor_eqsat.io.plan import observable_outputs
 from tensor_eqsat.io.runtime import ort_session, run_onnx
 from tensor_eqsat.io.torch_exec import TorchProgram, run_torch
-from tensor_eqsat.io.verify import OutputCheck, VerificationError, VerifyReport, export_verified, verify
 
 __all__ = [
     "LatencyComparison",

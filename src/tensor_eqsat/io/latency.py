@@ -102,7 +102,7 @@ def prepare_runner(
 
     model: a Graph, ``.json`` or ``.onnx`` path, or onnx.ModelProto.
     """
-    from tensor_eqsat.io.verify import load_any
+    from tensor_eqsat.io.equivalence import load_any
 
     loaded = load_any(model)
     if backend == "ort":
@@ -115,7 +115,7 @@ def prepare_runner(
             loaded = export_onnx(loaded, seed=seed)
         dev = "cuda" if device.startswith("cuda") else "cpu"
         sess = ort_session(loaded, threads=threads, optimization=ort_optimization, device=dev)
-        feed = random_feed(input_specs(loaded), seed)
+        feed = random_feed(input_specs(loaded), seed, loaded)
 
         def run_ort() -> None:
             sess.run(None, feed)

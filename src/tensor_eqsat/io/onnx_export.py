@@ -46,11 +46,13 @@ from tensor_eqsat.io.opaque import convert_payload, decode_payload, payload_opse
 from tensor_eqsat.io.plan import fold_weights, live_nodes, observable_outputs, weight_only_nodes
 from tensor_eqsat.ir.graph import Graph, Node, TensorRef
 from tensor_eqsat.ir.ops import same_padding
+from tensor_eqsat.ir.types import Activation
+from tensor_eqsat.outputs import OutputError, atomic_target
 
 if TYPE_CHECKING:
     import onnx
 
-ONNX_ACTIVATIONS = {"relu": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh"}
+ONNX_ACTIVATIONS = {a.value: a.onnx_op for a in Activation if a.onnx_op is not None}
 
 OP_MIN_OPSET = {"layernorm": 17, "gelu": 20}
 """Ops whose ONNX counterpart needs a newer opset than :data:`MIN_OPSET`."""
@@ -101,7 +103,10 @@ def export_onnx(
         names = list(output_names)
     if len(set(names)) != len(names):
         raise GraphError(f"export: output names are not unique: {names}")
-    clash = sorted(set(names) & leaf_names)
+    # An output may keep a leaf's name only when it is that leaf (an input passed through, a
+    # constant output): ONNX lists the value itself as the output.
+    same = {name for ref, name in zip(outputs, names, strict=True) if _leaf_named(graph, ref, name)}
+    clash = sorted((set(names) & leaf_names) - same)
     if clash:
         raise GraphError(f"export: output names {clash} are already input or weight names")
     ctx = _Exporter(onnx, graph, outputs, names, opset, seed)
@@ -116,10 +121,17 @@ def export_onnx(
             else:
                 onnx.checker.check_model(model, full_check=True)
         except Exception as exc:
-            raise TensorEqsatError(f"export produced an invalid ONNX model: {exc}") from exc
+            text = " ".join(str(exc).split())  # the checker's message spans lines
+            raise TensorEqsatError(f"export produced an invalid ONNX model: {text}") from exc
     if path is not None:
         save_model(model, path)
     return model
+
+
+def _leaf_named(graph: Graph, ref: TensorRef, name: str) -> bool:
+    """True when output ``ref`` is an input or weight called ``name``."""
+    node = graph.nodes[ref[0]]
+    return node.spec.is_leaf and graph.name_of(node.id) == name
 
 
 LARGE_MODEL_BYTES = 1_800_000_000
@@ -130,21 +142,24 @@ def save_model(model: onnx.ModelProto, path: str | os.PathLike[str]) -> None:
     """Save atomically; a model over :data:`LARGE_MODEL_BYTES` keeps its tensors in ``<name>.data``."""
     onnx = require_onnx()
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    if model.ByteSize() > LARGE_MODEL_BYTES:
-        # Saving with external data rewrites the tensors in place: save a copy.
-        copy = onnx.ModelProto()
-        copy.CopyFrom(model)
-        onnx.save_model(
-            copy,
-            str(tmp),
-            save_as_external_data=True,
-            all_tensors_to_one_file=True,
-            location=f"{path.name}.data",
-        )
-    else:
-        onnx.save_model(model, str(tmp))
-    os.replace(tmp, path)
+    with atomic_target(path) as tmp:
+        try:
+            if model.ByteSize() > LARGE_MODEL_BYTES:
+                # Saving with external data rewrites the tensors in place: save a copy. The data
+                # file sits beside the (symlink-resolved) target, under the target's name.
+                copy = onnx.ModelProto()
+                copy.CopyFrom(model)
+                onnx.save_model(
+                    copy,
+                    str(tmp),
+                    save_as_external_data=True,
+                    all_tensors_to_one_file=True,
+                    location=f"{Path(os.path.realpath(path)).name}.data",
+                )
+            else:
+                onnx.save_model(model, str(tmp))
+        except OSError as exc:
+            raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 @dataclass
@@ -216,11 +231,15 @@ class _Exporter:
                 direct[ref] = name
         values = fold_weights(g, const, seed=self.seed)
         graph_inputs = []
+        from tensor_eqsat.io.inputs import graph_inputs as input_infos
+
+        infos = input_infos(g)
         for n in g.nodes:
             if n.op == "input":
                 name = g.name_of(n.id)
                 self.names[(n.id, 0)] = name
-                graph_inputs.append(helper.make_tensor_value_info(name, FLOAT, list(n.shapes[0])))
+                elem = infos[name].elem_type if name in infos else FLOAT
+                graph_inputs.append(helper.make_tensor_value_info(name, elem, list(n.shapes[0])))
         consumers = _live_consumers(g, live)
         for n in g.nodes:
             if n.id not in live or n.op == "input":
@@ -254,7 +273,7 @@ class _Exporter:
         done: set[TensorRef] = set()
         for ref, name in zip(self.outputs, self.output_names, strict=True):
             src = self.names[ref]
-            if direct.get(ref) != name or ref in done:
+            if src != name and (direct.get(ref) != name or ref in done):
                 self.node("Identity", [src], [name])
             done.add(ref)
             elem = self.elem_types.get(ref, FLOAT)

@@ -10,9 +10,9 @@ A constant becomes an IR weight, with its data, when a modelled op reads it as a
 
 The per-operator mapping lives in :mod:`tensor_eqsat.io.onnx_ops` (full table in
 docs/interop.md); operators it does not map become ``opaque`` ops, or an
-:class:`UnsupportedOpError` under ``strict=True``. This module also finds the Erf GELU pattern
-(``x * 0.5 * (1 + erf(x / sqrt 2))`` in any association, or ``erf(x * 1/sqrt 2)``) and turns it
-into one ``gelu``.
+:class:`UnsupportedOpError` under ``strict=True``. The Erf GELU pattern
+(``x * 0.5 * (1 + erf(x / sqrt 2))`` in any association, or ``erf(x * 1/sqrt 2)``) is found by
+:mod:`tensor_eqsat.io.onnx_gelu` and imported as one ``gelu``.
 
 Alternatives rejected: TASO's importer skipped unknown ops and treated Pad as a no-op (silent
 wrong answers, reference/taso.md §5).
@@ -21,13 +21,13 @@ wrong answers, reference/taso.md §5).
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tensor_eqsat.errors import FormatError, TensorEqsatError
+from tensor_eqsat.io.inputs import with_input_shapes
 from tensor_eqsat.io.onnx_common import (
     FLOAT,
     MIN_OPSET,
@@ -40,6 +40,7 @@ from tensor_eqsat.io.onnx_common import (
     require_ort,
 )
 from tensor_eqsat.io.onnx_export import LARGE_MODEL_BYTES
+from tensor_eqsat.io.onnx_gelu import find_gelu
 from tensor_eqsat.io.onnx_ops import ACTIVATIONS, HANDLERS, Ins, OnnxAttrs, Unsupported, Value
 from tensor_eqsat.io.opaque import ConstSlot, Slot, TensorSlot, build_opaque
 from tensor_eqsat.ir.graph import Graph, Tensor
@@ -75,8 +76,10 @@ def import_onnx(
     input_shapes: static shapes for inputs whose ONNX shape has symbolic dims (e.g. the batch).
 
     Initializers become weights carrying their data, so the Graph computes the model's function.
-    Raises FormatError (unreadable or invalid model, inconsistent shapes, non-float inputs,
-    dynamic shapes), UnsupportedOpError under strict.
+    Inputs of any element type are accepted; the nodes reading a non-float input become opaque
+    (see :mod:`tensor_eqsat.io.inputs`).
+    Raises FormatError (unreadable or invalid model, inconsistent shapes, dynamic shapes),
+    UnsupportedOpError under strict.
 
     >>> import onnx
     >>> from onnx import helper, TensorProto as T
@@ -158,30 +161,7 @@ class Importer:
 
     def _prepare(self, model: onnx.ModelProto, input_shapes: dict[str, Sequence[int]]) -> onnx.ModelProto:
         onnx = self.onnx
-        m = onnx.ModelProto()
-        m.CopyFrom(model)
-        inits = {t.name for t in m.graph.initializer} | set(self.detached)
-        declared = {i.name for i in m.graph.input if i.name not in inits}
-        unknown = sorted(set(input_shapes) - declared)
-        if unknown:
-            raise FormatError(f"{self.source}: input_shapes names unknown inputs {unknown}")
-        for inp in m.graph.input:
-            if inp.name in input_shapes:
-                dims = [int(d) for d in input_shapes[inp.name]]
-                shape = inp.type.tensor_type.shape
-                if len(shape.dim) != len(dims):
-                    raise FormatError(
-                        f"{self.source}: input {inp.name!r} has rank {len(shape.dim)}, "
-                        f"input_shapes gives {len(dims)} dims"
-                    )
-                for dim, v in zip(shape.dim, dims, strict=True):
-                    dim.Clear()
-                    dim.dim_value = v
-        if input_shapes:
-            # Shapes recorded for the old input shapes would contradict the new ones: re-infer.
-            del m.graph.value_info[:]
-            for out in m.graph.output:
-                out.type.tensor_type.ClearField("shape")
+        m = with_input_shapes(model, input_shapes, self.source, extra_constants=set(self.detached))
         m = self._check(m)
         opset = default_opset(m)
         if opset < MIN_OPSET:
@@ -248,10 +228,14 @@ class Importer:
                 if arr is not None:  # other forms (sparse) are folded by onnxruntime below
                     self.values[node.output[0]] = Value(_elem_type(onnx, arr), tuple(arr.shape), const=arr)
                     self.skip.add(i)
-        self._find_gelu()
+        self.gelu, fused = find_gelu(
+            self.nodes, self.producer, self.consumers, self.graph_outputs, self._scalar
+        )
+        self.skip.update(fused)
         for i, node in enumerate(self.nodes):
             if i in self.skip:
                 continue
+            self._refuse_subgraphs(i, node)
             self._import_node(i, node)
         outs = []
         for o in graph.output:
@@ -271,26 +255,40 @@ class Importer:
             log.info("%s: kept %d opaque nodes: %s", self.source, len(self.opaque_ops), kinds)
         return _prune(self.g)
 
+    def _refuse_subgraphs(self, i: int, node: onnx.NodeProto) -> None:
+        """Control flow (If, Loop, Scan: nodes with graph attributes) is one clear error."""
+        graph_kinds = (self.onnx.AttributeProto.GRAPH, self.onnx.AttributeProto.GRAPHS)
+        if any(a.type in graph_kinds for a in node.attribute):
+            name = f" {node.name!r}" if node.name else ""
+            raise FormatError(
+                f"{self.source}: node {i} ({node.op_type}{name}): control flow with subgraphs "
+                "(If, Loop, Scan) is not supported; export the model with the branch taken "
+                "(e.g. torch.onnx.export of a traced model)"
+            )
+
     def _add_input(self, inp: onnx.ValueInfoProto) -> None:
         tt = inp.type.tensor_type
         if not inp.type.HasField("tensor_type"):
             raise FormatError(f"{self.source}: input {inp.name!r} is not a tensor")
-        if tt.elem_type != FLOAT:
-            raise FormatError(
-                f"{self.source}: input {inp.name!r} has element type {elem_type_name(tt.elem_type)}; "
-                "graphs take float32 inputs only"
-            )
         dims = []
         for d in tt.shape.dim:
             if not d.HasField("dim_value"):
                 raise FormatError(
                     f"{self.source}: input {inp.name!r} has a symbolic dim {d.dim_param!r}; "
-                    "give static shapes with input_shapes={...}"
+                    "give static shapes with --input-shape NAME=D0,D1,... (input_shapes={...} in Python)"
                 )
             dims.append(int(d.dim_value))
         t = self.g.input(tuple(dims), name=inp.name)
         self.used.add(inp.name)
-        self.values[inp.name] = Value(FLOAT, tuple(dims), tensor=t)
+        # An input of another type (token ids, a mask) can only feed opaque nodes, whose payloads
+        # then declare its type (io/inputs.py); the float32 tensors they produce are rewritable.
+        self.values[inp.name] = Value(tt.elem_type, tuple(dims), tensor=t)
+
+    def _scalar(self, name: str) -> float | None:
+        v = self.values.get(name)
+        if v is None or v.const is None or v.const.size != 1 or v.const.dtype.kind != "f":
+            return None
+        return float(v.const.reshape(-1)[0])
 
     def where(self, i: int, node: onnx.NodeProto) -> str:
         name = f" {node.name!r}" if node.name else ""
@@ -531,88 +529,6 @@ class Importer:
         self.opaque_ops.append("Pad")
         return self.g.add("opaque", [x], **attrs)[0]
 
-    # -- GELU pattern ------------------------------------------------------------------------------
-    def _scalar(self, name: str) -> float | None:
-        v = self.values.get(name)
-        if v is None or v.const is None or v.const.size != 1 or v.const.dtype.kind != "f":
-            return None
-        return float(v.const.reshape(-1)[0])
-
-    def _only_user(self, name: str, op_type: str) -> int | None:
-        users = self.consumers.get(name, [])
-        if len(users) != 1 or name in self.graph_outputs:
-            return None
-        j = users[0]
-        return j if self.nodes[j].op_type == op_type and self.nodes[j].domain in ("", "ai.onnx") else None
-
-    def _mul_other(self, j: int, name: str) -> str | None:
-        node = self.nodes[j]
-        if node.op_type != "Mul" or len(node.input) != 2 or name not in node.input:
-            return None
-        a, b = node.input
-        return b if a == name else a
-
-    def _find_gelu(self) -> None:
-        """Find ``x * 0.5 * (1 + erf(x / sqrt 2))`` (any association) and mark it for one gelu."""
-        for ie, erf in enumerate(self.nodes):
-            if erf.op_type != "Erf" or erf.domain not in ("", "ai.onnx"):
-                continue
-            idiv = self.producer.get(erf.input[0])
-            if idiv is None or self._only_user(erf.input[0], "Erf") is None:
-                continue
-            div = self.nodes[idiv]
-            x = None
-            if div.op_type == "Div" and _close(self._scalar(div.input[1]), math.sqrt(2.0)):
-                x = div.input[0]
-            elif div.op_type == "Mul":
-                for a, b in (div.input, div.input[::-1]):
-                    if _close(self._scalar(b), 1.0 / math.sqrt(2.0)):
-                        x = a
-            if x is None or self._scalar(x) is not None:
-                continue
-            iadd = self._only_user(erf.output[0], "Add")
-            if iadd is None:
-                continue
-            add = self.nodes[iadd]
-            other = add.input[1] if add.input[0] == erf.output[0] else add.input[0]
-            if not _close(self._scalar(other), 1.0):
-                continue
-            s = add.output[0]
-            found = self._gelu_tail(x, s)
-            if found is None:
-                continue
-            final, inner = found
-            self.gelu[final] = x
-            self.skip.update({idiv, ie, iadd, *inner})
-
-    def _gelu_tail(self, x: str, s: str) -> tuple[int, list[int]] | None:
-        """The final Mul of ``x * 0.5 * s`` and the inner nodes, for the three associations."""
-        users = self.consumers.get(s, [])
-        if len(users) != 1 or s in self.graph_outputs:
-            return None
-        m = users[0]
-        other = self._mul_other(m, s)
-        if other is None:
-            return None
-        mout = self.nodes[m].output[0]
-        if other == x:  # (x * s) * 0.5
-            m2 = self._only_user(mout, "Mul")
-            if m2 is not None and _close(self._scalar(self._mul_other(m2, mout) or ""), 0.5):
-                return m2, [m]
-            return None
-        if _close(self._scalar(other), 0.5):  # x * (s * 0.5)
-            m2 = self._only_user(mout, "Mul")
-            if m2 is not None and self._mul_other(m2, mout) == x:
-                return m2, [m]
-            return None
-        ip = self.producer.get(other)  # (x * 0.5) * s
-        if ip is None or self._only_user(other, "Mul") is None:
-            return None
-        half = self._mul_other(ip, x)
-        if half is not None and _close(self._scalar(half), 0.5):
-            return m, [ip]
-        return None
-
 
 # ---------------------------------------------------------------------------------------------
 # Small helpers
@@ -646,13 +562,11 @@ def _elem_type(onnx: Any, arr: np.ndarray) -> int:
     return int(onnx.helper.np_dtype_to_tensor_dtype(arr.dtype))
 
 
-def _close(v: float | None, target: float) -> bool:
-    return v is not None and abs(v - target) <= 1e-4 * max(1.0, abs(target))
-
-
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+    """An exception's message on one line: onnx's and onnxruntime's span several, and their first
+    line alone stops mid-sentence ("... however input 'b' of node: ")."""
+    text = " ".join(str(exc).split())
+    return text or type(exc).__name__
 
 
 def _prune(g: Graph) -> Graph:

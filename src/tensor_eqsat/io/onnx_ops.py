@@ -44,12 +44,12 @@ from tensor_eqsat.errors import FormatError
 from tensor_eqsat.io.onnx_common import FLOAT
 from tensor_eqsat.ir.graph import Tensor
 from tensor_eqsat.ir.ops import same_padding
-from tensor_eqsat.ir.types import Shape, volume
+from tensor_eqsat.ir.types import Activation, Shape, volume
 
 if TYPE_CHECKING:
     from tensor_eqsat.io.onnx_import import Importer
 
-ACTIVATIONS = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh"}
+ACTIVATIONS = {a.onnx_op: a.value for a in Activation if a.onnx_op is not None}
 
 
 class Unsupported(Exception):

@@ -111,7 +111,8 @@ def build_opaque(
     try:
         onnx.checker.check_model(model)
     except Exception as exc:
-        raise FormatError(f"{where}: cannot keep {node.op_type} as an opaque node: {exc}") from exc
+        text = " ".join(str(exc).split())  # the checker's message spans lines
+        raise FormatError(f"{where}: cannot keep {node.op_type} as an opaque node: {text}") from exc
     return {
         "op_type": node.op_type,
         "domain": node.domain,

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tensor_eqsat.errors import FormatError, TensorEqsatError
-from tensor_eqsat.io.onnx_common import describe_source, elem_type_name, load_model, require_ort
+from tensor_eqsat.io.onnx_common import describe_source, load_model, require_ort
 from tensor_eqsat.io.onnx_export import LARGE_MODEL_BYTES, export_onnx, save_model
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.ir.interpreter import random_input
@@ -60,16 +60,21 @@ def input_specs(model: onnx.ModelProto) -> list[InputSpec]:
     return out
 
 
-def random_feed(specs: list[InputSpec], seed: int = 0) -> dict[str, np.ndarray]:
-    """Seeded random float32 inputs, the interpreter's values for the same names and seed."""
+def random_feed(
+    specs: list[InputSpec], seed: int = 0, model: onnx.ModelProto | None = None
+) -> dict[str, np.ndarray]:
+    """Seeded random inputs, the interpreter's values for the same names and seed: float32 for
+    float inputs; for others valid data (token ids within the embedding table ``model`` gathers
+    them from, masks of 0/1; see :mod:`tensor_eqsat.io.inputs`)."""
+    from tensor_eqsat.io.inputs import InputInfo, input_value, model_inputs
+
+    infos = model_inputs(model) if model is not None else {}
     feed = {}
     for s in specs:
-        if s.elem_type != 1:
-            raise FormatError(
-                f"input {s.name!r} has element type {elem_type_name(s.elem_type)}; "
-                "random inputs are float32 only (pass the input explicitly)"
-            )
-        feed[s.name] = random_input(s.name, s.shape, seed)
+        if s.elem_type == 1:
+            feed[s.name] = random_input(s.name, s.shape, seed)
+        else:
+            feed[s.name] = input_value(s.name, s.shape, infos.get(s.name, InputInfo(s.elem_type)), seed)
     return feed
 
 
@@ -123,8 +128,8 @@ def _session(ort: Any, what: Any, opts: Any, providers: list[str], name: str) ->
     try:
         return ort.InferenceSession(what, sess_options=opts, providers=providers)
     except Exception as exc:
-        text = str(exc).strip().splitlines()
-        raise FormatError(f"{name}: onnxruntime cannot load the model: {text[0] if text else exc}") from exc
+        text = " ".join(str(exc).split()) or type(exc).__name__  # one line, not cut mid-sentence
+        raise FormatError(f"{name}: onnxruntime cannot load the model: {text}") from exc
 
 
 def _providers(ort: Any, device: str) -> list[str]:
@@ -163,5 +168,5 @@ def run_onnx(
     if unknown:
         raise TensorEqsatError(f"values given for unknown inputs {unknown}")
     missing = [s for s in input_specs(model) if s.name not in given] if len(given) < len(names) else []
-    feed = {**given, **random_feed(missing, seed)}
+    feed = {**given, **random_feed(missing, seed, model)}
     return [np.asarray(o) for o in sess.run(None, feed)]

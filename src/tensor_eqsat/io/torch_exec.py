@@ -31,8 +31,12 @@ import numpy as np
 from tensor_eqsat.errors import GraphError, TensorEqsatError
 from tensor_eqsat.io.plan import fold_weights, live_nodes, observable_outputs, weight_only_nodes
 from tensor_eqsat.ir.graph import Graph, Node, TensorRef
-from tensor_eqsat.ir.interpreter import random_input
+from tensor_eqsat.ir.interpreter import random_inputs
 from tensor_eqsat.ir.ops import same_padding
+from tensor_eqsat.ir.types import Activation
+
+__doctest_requires__ = ("torch",)
+"""The doctests below run PyTorch; without the torch extra they are skipped (see conftest.py)."""
 
 
 def require_torch() -> Any:
@@ -138,7 +142,7 @@ class TorchProgram:
 
     def random_inputs(self, seed: int = 0) -> dict[str, Any]:
         """The interpreter's seeded random inputs, as tensors on the program's device."""
-        return {name: self._tensor(random_input(name, shape, seed)) for name, shape in self.inputs}
+        return {name: self._tensor(arr) for name, arr in random_inputs(self.graph, seed).items()}
 
     def __call__(self, inputs: Mapping[str, Any]) -> list[Any]:
         """Run once; ``inputs`` maps input names to tensors (or arrays) on any device."""
@@ -174,13 +178,8 @@ class TorchProgram:
         return fn
 
     def _act(self, name: str) -> Callable[[Any], Any]:
-        torch = self.torch
-        return {
-            "none": lambda x: x,
-            "relu": torch.relu,
-            "sigmoid": torch.sigmoid,
-            "tanh": torch.tanh,
-        }[name]
+        fn = Activation(name).torch_fn(self.torch)
+        return fn if fn is not None else lambda x: x
 
     def _op_ewadd(self, n: Node, a: dict[str, Any]) -> Step:
         return lambda x: (x[0] + x[1],)
@@ -331,7 +330,8 @@ def run_torch(
     for name, arr in (inputs or {}).items():
         if name not in feed:
             raise GraphError(f"value given for unknown input {name!r}")
-        feed[name] = np.asarray(arr, dtype=np.float32)
+        arr = np.asarray(arr)
+        feed[name] = arr if arr.dtype.kind in "iub" else arr.astype(np.float32)  # ids, masks stay
     with torch_threads(threads):
         outs = prog(feed)
     return [o.detach().cpu().numpy() for o in outs]

@@ -53,6 +53,32 @@ def _positive_weights(graph: Graph) -> set[int]:
     return out
 
 
+def random_inputs(graph: Graph, seed: int = 0) -> dict[str, np.ndarray]:
+    """Seeded valid data for every input of ``graph``: :func:`random_input` for float32 ones;
+    token ids within their embedding table and 0/1 masks for the others (see io/inputs.py)."""
+    typed = _typed_inputs(graph, {}, seed)
+    out = {}
+    for n in graph.inputs():
+        name = graph.name_of(n.id)
+        out[name] = typed[name] if name in typed else random_input(name, n.shapes[0], seed)
+    return out
+
+
+def _typed_inputs(graph: Graph, given: Mapping[str, np.ndarray], seed: int) -> dict[str, np.ndarray]:
+    """Valid data for missing inputs that are not float32 (token ids, masks): only opaque ONNX
+    nodes read those, and io.inputs knows their types and index ranges."""
+    if not any(n.op == "opaque" for n in graph.nodes):
+        return {}
+    from tensor_eqsat.io.inputs import graph_inputs, input_value
+
+    shapes = {graph.name_of(n.id): n.shapes[0] for n in graph.inputs()}
+    out = {}
+    for name, info in graph_inputs(graph).items():
+        if name not in given and info.elem_type != 1:
+            out[name] = input_value(name, shapes[name], info, seed)
+    return out
+
+
 def leaf_values(
     graph: Graph,
     inputs: Mapping[str, np.ndarray] | None = None,
@@ -64,6 +90,7 @@ def leaf_values(
     weights = dict(weights or {})
     positive = _positive_weights(graph)
     values: dict[str, np.ndarray] = {}
+    typed = _typed_inputs(graph, inputs, seed)
     for n in graph.nodes:
         if not n.spec.is_leaf:
             continue
@@ -71,9 +98,13 @@ def leaf_values(
         shape = n.shapes[0]
         given = inputs.get(name) if n.op == "input" else weights.get(name, graph.weight_data.get(name))
         if given is not None:
-            arr = np.asarray(given, dtype=np.float32)
+            arr = np.asarray(given)
+            if n.op != "input" or arr.dtype.kind not in "iub":  # token ids and masks stay integers
+                arr = arr.astype(np.float32, copy=False)
             if arr.shape != shape:
                 raise GraphError(f"{n.op} {name!r}: value has shape {arr.shape}, expected {shape}")
+        elif n.op == "input" and name in typed:
+            arr = typed[name]
         elif n.op == "input":
             arr = random_input(name, shape, seed)
         else:

@@ -6,6 +6,7 @@ and FLOP-count factories. Nothing here registers an op.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -39,15 +40,14 @@ def fmt_shape(shape: Shape) -> str:
 
 def activate(x: np.ndarray, act: str) -> np.ndarray:
     """Apply the fused activation ``act`` (an :class:`~tensor_eqsat.ir.types.Activation` value)."""
-    if act == "none":
+    kind = Activation(act)
+    if kind is Activation.NONE:
         return x
-    if act == "relu":
+    if kind is Activation.RELU:
         return np.maximum(x, 0).astype(x.dtype, copy=False)
-    if act == "sigmoid":
+    if kind is Activation.SIGMOID:
         return sigmoid_numpy(x)
-    if act == "tanh":
-        return np.tanh(x)
-    raise AssertionError(act)
+    return np.tanh(x)
 
 
 def sigmoid_numpy(x: np.ndarray) -> np.ndarray:
@@ -75,9 +75,14 @@ def out_volume_flops(factor: int) -> Any:
     return flops
 
 
+MAX_ELEMENTS = 2**60
+"""The most elements a tensor may have: its size in bytes (8 per element at most) must fit the
+64-bit sizes of numpy, ONNX and PyTorch, so no shape reaches them that they cannot express."""
+
+
 def shape_ok(v: tuple[int, ...]) -> bool:
-    """Attribute check: every dim >= 1."""
-    return all(d >= 1 for d in v)
+    """Attribute check: every dim >= 1, and at most :data:`MAX_ELEMENTS` elements in all."""
+    return all(d >= 1 for d in v) and math.prod(v) <= MAX_ELEMENTS
 
 
 def same_shape(shapes: Sequence[Shape], a: A) -> tuple[Shape, ...]:

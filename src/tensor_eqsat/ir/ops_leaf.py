@@ -38,7 +38,12 @@ for _leaf in ("input", "weight"):
             name=_leaf,
             inputs=(),
             attrs=(
-                AttrSpec("shape", "ints", check=shape_ok, check_msg="every dim must be >= 1"),
+                AttrSpec(
+                    "shape",
+                    "ints",
+                    check=shape_ok,
+                    check_msg="every dim must be >= 1, and the tensor at most 2**60 elements",
+                ),
                 AttrSpec("name", "str", check=bool, check_msg="must be non-empty"),
             ),
             infer=_leaf_infer(_leaf),

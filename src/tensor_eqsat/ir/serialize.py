@@ -24,6 +24,7 @@ import numpy as np
 from tensor_eqsat.errors import FormatError, TensorEqsatError
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.ir.ops import get_op
+from tensor_eqsat.outputs import atomic_write
 
 FORMAT = "tensor-eqsat-graph"
 VERSION = 1
@@ -155,11 +156,12 @@ def loads(text: str, source: str = "<string>") -> Graph:
 
 
 def save(graph: Graph, path: str | os.PathLike[str], *, include_weights: bool = True) -> None:
-    """Write a graph as JSON atomically (a temp file renamed into place: never half-written)."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(dumps(graph, include_weights=include_weights), encoding="utf-8")
-    os.replace(tmp, path)
+    """Write a graph as JSON atomically (a temp file renamed into place: never half-written).
+
+    A symlink is followed (its target is replaced); see :func:`tensor_eqsat.outputs.atomic_write`.
+    Raises OutputError naming the path when it cannot be written.
+    """
+    atomic_write(path, dumps(graph, include_weights=include_weights))
 
 
 def load(path: str | os.PathLike[str]) -> Graph:

@@ -248,7 +248,7 @@ class Searcher:
     def match_class(self, egraph: EGraph, cid: int, subst: Subst | None = None) -> list[Subst]:
         """Every substitution under which the pattern matches class ``cid`` (e-graph rebuilt),
         extending ``subst`` if given."""
-        ctx = egraph._match_context()
+        ctx = egraph.internals.match_context()
         out = []
         for s in self._match(cid, {} if subst is None else subst, ctx):
             pairs = s.get(_DEFERRED)
@@ -263,12 +263,13 @@ class Searcher:
     def search(self, egraph: EGraph, limit: int | None = None) -> list[Match]:
         """All matches (at most ``limit``), in a deterministic order. Rebuilds first."""
         egraph.rebuild()
-        ctx = egraph._match_context()
-        stamp = egraph._blacklist_version
+        internals = egraph.internals
+        ctx = internals.match_context()
+        stamp = internals.blacklist_version
         if self.root_op is None:
-            candidates: Iterable[int] = list(egraph._class_nodes)
+            candidates: Iterable[int] = list(internals.class_nodes)
         else:
-            candidates = egraph._op_index.get(self.root_op, ())
+            candidates = internals.op_index.get(self.root_op, ())
         match = self._match
         out: list[Match] = []
         empty: Subst = {}
@@ -303,10 +304,11 @@ class Plan:
 
     def __init__(self, egraph: EGraph) -> None:
         self.egraph = egraph
-        self.find = egraph._uf.find
-        self.memo = egraph._memo
-        self.node_class = egraph._node_class
-        self.data = egraph._data
+        internals = egraph.internals
+        self.find = internals.find
+        self.memo = internals.memo
+        self.node_class = internals.node_class
+        self.data = internals.data
         self.make = egraph.analysis.make
         self.steps: list[tuple[str, tuple[Any, ...], tuple[int, ...], Any]] = []
         self.index: dict[tuple[str, tuple[Any, ...], tuple[int, ...]], int] = {}
@@ -433,7 +435,7 @@ def commit(plan: Plan, ref: int, ids: list[int], *, ceiling: float | None = None
 
     ceiling: height of the class the result is about to join (keeps new classes below it).
     """
-    add_new = plan.egraph._add_new_node
+    add_new = plan.egraph.internals.add_new_node
     steps = plan.steps
     for k in range(len(ids), len(steps)):
         op, attrs, refs, value = steps[k]

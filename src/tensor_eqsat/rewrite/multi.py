@@ -223,8 +223,8 @@ class MultiRewrite:
         else:
             seconds = [({back1[k]: v for k, v in m.subst.items()}, m) for m in second]
         concat = self._concat_keys if isinstance(egraph.analysis, TensorAnalysis) else ()
-        data = egraph._data
-        find = egraph._uf.find
+        data = egraph.internals.data
+        find = egraph.internals.find
 
         def key(s: Subst, side: int) -> tuple[object, ...] | None:
             out: list[object] = [s[v] for v in shared]
@@ -302,7 +302,7 @@ class MultiRewrite:
             stats.stale += 1
             return
         subst = pair.subst
-        version = egraph._blacklist_version
+        version = egraph.internals.blacklist_version
         if pair.first.stamp != version or pair.second.stamp != version:
             s1 = revalidate(egraph, self._searchers[0], c1, subst)
             s2 = revalidate(egraph, self._searchers[1], c2, subst)
@@ -325,7 +325,8 @@ class MultiRewrite:
             return
         ceiling: Any = None
         if egraph.cycle_filter:
-            ceiling = min(egraph._height[c1], egraph._height[c2])
+            height = egraph.internals.height
+            ceiling = min(height[c1], height[c2])
         ids: list[int] = []
         root1 = commit(plan, r1, ids, ceiling=ceiling)
         root2 = commit(plan, r2, ids, ceiling=ceiling)

@@ -111,11 +111,6 @@ class PNode:
     def __str__(self) -> str:
         return format_pattern(self)
 
-    @property
-    def is_ground_attrs(self) -> bool:
-        """True when every attribute is a literal (no variables or expressions)."""
-        return all(_is_literal(v) for _, v in self.attrs)
-
 
 Pattern = Union[Var, PNode]  # noqa: UP007
 

@@ -239,10 +239,10 @@ class Rewrite:
         return _with_seconds(report, time.perf_counter() - t0)
 
     def _apply_one(self, egraph: EGraph, m: Match, stats: _Counts) -> None:
-        find = egraph._uf.find
+        find = egraph.internals.find
         cid = find(m.eclass)
         subst = m.subst
-        if m.stamp != egraph._blacklist_version:
+        if m.stamp != egraph.internals.blacklist_version:
             fresh = revalidate(egraph, self.searcher, cid, subst)
             if fresh is None:
                 stats.stale += 1
@@ -263,7 +263,7 @@ class Rewrite:
         if creates_cycle(egraph, plan.inputs, (cid,)):
             stats.cycle += 1
             return
-        ceiling = egraph._height[cid] if egraph.cycle_filter else None
+        ceiling = egraph.internals.height[cid] if egraph.cycle_filter else None
         root = commit(plan, ref, [], ceiling=ceiling)
         egraph.union(cid, root)
         stats.applied += 1
@@ -273,7 +273,7 @@ def check_merge(egraph: EGraph, rule: str, cid: int, value: object) -> None:
     """Raise MergeConflict, naming the rule, if a right-hand side's analysis value cannot be
     merged with the class it is about to join (the rule is unsound, e.g. changes a shape)."""
     try:
-        egraph.analysis.merge(egraph._data[egraph.find(cid)], value)
+        egraph.analysis.merge(egraph.internals.data[egraph.find(cid)], value)
     except MergeConflict as exc:
         raise MergeConflict(f"rule {rule}: right-hand side does not fit e-class {cid}: {exc}") from None
 

@@ -47,7 +47,7 @@ from tensor_eqsat.rewrite.pattern import (
     value_vars,
     walk,
 )
-from tensor_eqsat.rules.spec import RuleSpec
+from tensor_eqsat.rules.rule_spec import RuleSpec
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -177,7 +177,7 @@ def _node_shapes(p: PNode, child_outs: list[tuple[Shape, ...]], inst: Instance) 
 _CANON: dict[tuple[str, tuple[tuple[str, Any], ...]], tuple[Any, ...]] = {}
 
 
-def holds(cond: Condition, inst: Instance) -> bool:
+def condition_holds(cond: Condition, inst: Instance) -> bool:
     """Whether a side condition holds under an instance."""
     return check_condition(cond, inst.attrs, inst.shapes.__getitem__)
 
@@ -470,7 +470,7 @@ class InstanceSearch:
     def _judge(self, i: int, inst: Instance, outs: list[tuple[Shape, ...] | None]) -> bool:
         it = self.items[i]
         if isinstance(it.node, Condition):
-            return holds(it.node, inst)
+            return condition_holds(it.node, inst)
         ins = tuple(outs[c] if isinstance(c, int) else (tuple(inst.shapes[c]),) for c in it.children)
         key = (
             i,

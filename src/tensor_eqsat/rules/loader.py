@@ -38,7 +38,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tensor_eqsat.errors import FormatError
+from tensor_eqsat.errors import FormatError, parse_enum
 from tensor_eqsat.rewrite.pattern import (
     AttrVar,
     Condition,
@@ -55,7 +55,7 @@ from tensor_eqsat.rewrite.pattern import (
     value_vars,
     walk,
 )
-from tensor_eqsat.rules.spec import RuleKind, RuleSpec
+from tensor_eqsat.rules.rule_spec import RuleKind, RuleSpec
 
 _NAME = re.compile(r"[A-Za-z0-9_.\-]+")
 _PAIRS_PER_KIND = {RuleKind.SINGLE: 1, RuleKind.MULTI: 2}
@@ -76,6 +76,37 @@ class _Draft:
     line: int
     pairs: list[tuple[Pattern, Pattern, int]] = field(default_factory=list)
     conditions: list[tuple[Condition, int]] = field(default_factory=list)
+
+
+MAX_PATTERN_DEPTH = 64
+"""The deepest pattern a rule may have. TASO's rules are at most a few levels deep; the bound
+keeps every recursive pass over patterns (matching, verification, printing) far from Python's
+recursion limit, so a hostile file gets a clear error instead of a crash."""
+
+
+def _depth(p: Pattern) -> int:
+    """Depth of a pattern, computed without recursion (a variable is depth 1)."""
+    deepest, stack = 0, [(p, 1)]
+    while stack:
+        node, d = stack.pop()
+        deepest = max(deepest, d)
+        if isinstance(node, PNode):
+            stack.extend((c, d + 1) for c in node.children)
+    return deepest
+
+
+def _parse_bounded(text: str, where: str) -> Pattern:
+    """parse_pattern, refusing patterns deeper than :data:`MAX_PATTERN_DEPTH`."""
+    try:
+        pattern = parse_pattern(text, where)
+    except RecursionError:
+        depth = None
+    else:
+        depth = _depth(pattern)
+        if depth <= MAX_PATTERN_DEPTH:
+            return pattern
+    shown = "" if depth is None else f" ({depth} levels)"
+    raise RuleFileError(f"{where}: pattern nested too deeply{shown}; at most {MAX_PATTERN_DEPTH} levels")
 
 
 def parse_rules(text: str, source: str = "<rules>") -> list[RuleSpec]:
@@ -116,8 +147,8 @@ def parse_rules(text: str, source: str = "<rules>") -> list[RuleSpec]:
             if line.count("=>") != 1:
                 raise RuleFileError(f"{where}: a pair has exactly one '=>'")
             mid = line.index("=>")
-            lhs = parse_pattern(line[:mid], where)
-            rhs = parse_pattern(" " * (mid + 2) + line[mid + 2 :], where)
+            lhs = _parse_bounded(line[:mid], where)
+            rhs = _parse_bounded(" " * (mid + 2) + line[mid + 2 :], where)
             current.pairs.append((lhs, rhs, lineno))
         else:
             raise RuleFileError(f"{where}: expected 'LHS => RHS', 'if CONDITION' or 'rule ID NAME KIND'")
@@ -136,6 +167,8 @@ def load_rule_file(path: str | Path) -> list[RuleSpec]:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise RuleFileError(f"{p}: cannot read rule file ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise RuleFileError(f"{p}: not a UTF-8 text file (byte {exc.start}: {exc.reason})") from None
     return parse_rules(text, str(p))
 
 
@@ -176,10 +209,7 @@ def _parse_header(body: str, where: str, lineno: int) -> _Draft:
         raise RuleFileError(f"{where}: rule id must be a non-negative integer, got {id_text!r}")
     if not _NAME.fullmatch(name):
         raise RuleFileError(f"{where}: rule name {name!r} may only hold letters, digits, '_', '-' and '.'")
-    try:
-        kind = RuleKind(kind_text)
-    except ValueError:
-        raise RuleFileError(f"{where}: unknown rule kind {kind_text!r} (expected single or multi)") from None
+    kind = parse_enum(RuleKind, kind_text, "rule kind", RuleFileError, where=f"{where}: ")
     if flags and flags != ["symmetric"]:
         raise RuleFileError(f"{where}: unknown flag {flags[0]!r} ({usage})")
     symmetric = bool(flags)

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from tensor_eqsat.rewrite.multi import MultiRewrite
 from tensor_eqsat.rewrite.rewrite import Rewrite
-from tensor_eqsat.rules.spec import RuleKind, RuleSpec
+from tensor_eqsat.rules.rule_spec import RuleKind, RuleSpec
 
 
 def to_rewrite(rule: RuleSpec) -> Rewrite | MultiRewrite:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from tensor_eqsat.errors import FormatError
 from tensor_eqsat.rules.loader import RuleFileError, check_unique, load_rule_files, parse_rules
-from tensor_eqsat.rules.spec import RuleKind, RuleSpec
+from tensor_eqsat.rules.rule_spec import RuleKind, RuleSpec
 
 _PACKAGE = "tensor_eqsat.rules"
 
@@ -150,6 +150,28 @@ def load_rule_set(name: str = DEFAULT_SET) -> RuleSet:
                 raise RuleFileError(f"{r.source}: overrides rule {r.id}, which the set does not have")
             rules[r.id] = r
     return RuleSet(name, tuple(rules[k] for k in sorted(rules)))
+
+
+def resolve_rule_set(spec: str) -> RuleSet:
+    """A built-in rule set by name, or the rules of a rule file by path.
+
+    A spec naming a built-in set is that set; anything else is read as a rule file. Raises
+    FormatError (RuleFileError for a malformed file) naming the spec.
+
+    >>> resolve_rule_set("taso").name
+    'taso'
+    >>> resolve_rule_set("no-such-set")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    tensor_eqsat.errors.FormatError: unknown rule set 'no-such-set' and no such rule file (known sets: ...)
+    """
+    if spec in RULE_SETS:
+        return load_rule_set(spec)
+    if not Path(spec).is_file():
+        raise FormatError(
+            f"unknown rule set {spec!r} and no such rule file (known sets: {', '.join(RULE_SETS)})"
+        )
+    return RuleSet.from_files([spec], name=spec)
 
 
 def load_rules(*, set_name: str | None = None, files: Sequence[str | Path] = ()) -> RuleSet:

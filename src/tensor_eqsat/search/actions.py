@@ -1,7 +1,7 @@
 """The action space of the search: a rule set compiled to the engine's rewrites, in id order.
 
 The paper's actions are the 139 rules by index: 124 single-pattern rules (0-123) and 15
-multi-pattern rules (124-138). A rule file's :class:`~tensor_eqsat.rules.spec.RuleSpec` is plain
+multi-pattern rules (124-138). A rule file's :class:`~tensor_eqsat.rules.rule_spec.RuleSpec` is plain
 data; the rules module's adapter (:func:`~tensor_eqsat.rules.rewrites.to_rewrite`) turns each into
 a :class:`~tensor_eqsat.rewrite.rewrite.Rewrite` or a :class:`~tensor_eqsat.rewrite.multi.MultiRewrite`,
 and this module keeps the rule id beside it, so that logs and rule counts speak of rule ids while
@@ -10,14 +10,15 @@ the engine keys its statistics by rule name.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from tensor_eqsat.rewrite.multi import MultiRewrite
 from tensor_eqsat.rewrite.rewrite import Rewrite
 from tensor_eqsat.rules.rewrites import to_rewrite
+from tensor_eqsat.rules.rule_spec import RuleKind, RuleSpec
 from tensor_eqsat.rules.sets import RuleSet
-from tensor_eqsat.rules.spec import RuleKind, RuleSpec
 
 AnyRewrite = Rewrite | MultiRewrite
 
@@ -59,12 +60,17 @@ class Actions:
     def multi(self) -> list[MultiRewrite]:
         return [r for r in self.rewrites if isinstance(r, MultiRewrite)]
 
+    @functools.cached_property
+    def id_by_name(self) -> dict[str, int]:
+        """Rule name -> rule id (the engine keys its statistics by name, reports use ids)."""
+        return {r.name: i for r, i in zip(self.rewrites, self.ids, strict=True)}
+
     def id_of(self, name: str) -> int:
         """The rule id of a rule name; KeyError naming it otherwise."""
-        for r, i in zip(self.rewrites, self.ids, strict=True):
-            if r.name == name:
-                return i
-        raise KeyError(f"no rule named {name!r} in rule set {self.set_name!r}")
+        try:
+            return self.id_by_name[name]
+        except KeyError:
+            raise KeyError(f"no rule named {name!r} in rule set {self.set_name!r}") from None
 
     def names(self) -> Sequence[str]:
         return [r.name for r in self.rewrites]

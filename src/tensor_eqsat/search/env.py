@@ -38,6 +38,7 @@ from tensor_eqsat.rewrite.ematch import Searcher
 from tensor_eqsat.rewrite.multi import MultiRewrite, canonical_form
 from tensor_eqsat.rewrite.rewrite import Rewrite, apply_rule
 from tensor_eqsat.search.mcts import StepResult
+from tensor_eqsat.search.stop import StopReason
 
 if TYPE_CHECKING:
     from tensor_eqsat.egraph.egraph import EGraph
@@ -246,7 +247,7 @@ class EGraphEnv:
         eg = self.egraph
         if eg.num_enodes >= cfg.node_limit:
             # egg checks its limits before an iteration: a full e-graph is not touched
-            return StepResult(self.cost(), False, True, "node limit", self._info(rule.name, None))
+            return StepResult(self.cost(), False, True, StopReason.NODE_LIMIT, self._info(rule.name, None))
         t0 = time.perf_counter()
         deadline = None if cfg.step_time_limit is None else t0 + cfg.step_time_limit
         # Exact node limit: the application stops once the e-graph reaches the limit, so a step
@@ -261,9 +262,9 @@ class EGraphEnv:
         cost = self.cost()
         reason = None
         if eg.num_enodes >= cfg.node_limit:
-            reason = "node limit"
+            reason = StopReason.NODE_LIMIT
         elif deadline is not None and time.perf_counter() >= deadline:
-            reason = "step time limit"
+            reason = StopReason.STEP_TIME_LIMIT
         info = self._info(rule.name, report)
         return StepResult(cost, report.changed, reason is not None, reason, info)
 

@@ -57,6 +57,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from tensor_eqsat.search.stop import StopReason
+
 log = logging.getLogger(__name__)
 
 
@@ -67,14 +69,15 @@ class StepResult:
     cost: the main extractor's cost of the new state.
     changed: False if the action changed nothing (the state is identical to the previous one).
     done: the new state is terminal (e.g. the e-graph reached its node limit).
-    reason: why the state is terminal, for reports (e.g. ``"node limit"``); None if not done.
+    reason: why the state is terminal (e.g. :attr:`StopReason.NODE_LIMIT`); None if not done, and
+        :attr:`StopReason.TERMINAL` is reported for a terminal state without one.
     info: environment-specific statistics copied into the step log (rule name, e-graph size...).
     """
 
     cost: float
     changed: bool
     done: bool = False
-    reason: str | None = None
+    reason: StopReason | None = None
     info: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -123,18 +126,6 @@ class FinalChoice(Enum):
     """Best mean value, ties to the lowest action (the paper)."""
     MOST_VISITED = "most-visited"
     """Most visits, ties to the lowest action."""
-
-
-class MctsStop(Enum):
-    """Why :meth:`Mcts.run` stopped."""
-
-    SATURATED = "saturated"
-    """Every action at the root is pruned or changes nothing."""
-    TERMINAL = "terminal"
-    """The environment reported done; :attr:`MctsReport.terminal_reason` says why."""
-    STEP_LIMIT = "step limit"
-    TIME_LIMIT = "time limit"
-    COST_THRESHOLD = "cost threshold"
 
 
 @dataclass(frozen=True)
@@ -226,7 +217,7 @@ class ChildStats:
 
 
 @dataclass(frozen=True)
-class Plan:
+class StepPlan:
     """The outcome of one planning step.
 
     action: the chosen action, or None if every root action is pruned or saturated.
@@ -265,8 +256,8 @@ class MctsStep:
     best_cost: float
     changed: bool
     done: bool
-    reason: str | None
-    plan: Plan
+    reason: StopReason | None
+    plan: StepPlan
     step_seconds: float
     elapsed: float
     info: Mapping[str, Any]
@@ -276,8 +267,7 @@ class MctsStep:
 class MctsReport:
     """The result of :meth:`Mcts.run`; the environment passed in holds the final state."""
 
-    stop_reason: MctsStop
-    terminal_reason: str | None
+    stop_reason: StopReason
     steps: tuple[MctsStep, ...]
     initial_cost: float
     final_cost: float
@@ -374,10 +364,10 @@ class Mcts:
     ...     def step(self, a):
     ...         if a == 0:
     ...             self._cost = 9.0
-    ...             return StepResult(9.0, True, done=True, reason="end")
+    ...             return StepResult(9.0, True, done=True)
     ...         self.ones += 1
     ...         self._cost = 5.0 if self.ones == 2 else 10.0
-    ...         return StepResult(self._cost, True, done=self.ones == 2, reason="end")
+    ...         return StepResult(self._cost, True, done=self.ones == 2)
     ...     def pruned_actions(self): return frozenset()
     ...     def copy(self): return Trap(self.ones, self._cost)
     >>> report = Mcts(budget=16, seed=0).run(Trap())
@@ -452,20 +442,19 @@ class Mcts:
         best = cost = initial
         steps: list[MctsStep] = []
         reuse: _Node | None = None
-        stop: MctsStop | None = None
-        terminal_reason: str | None = None
+        stop: StopReason | None = None
         while stop is None:
             if len(steps) >= cfg.max_steps:
-                stop = MctsStop.STEP_LIMIT
+                stop = StopReason.STEP_LIMIT
                 break
             if deadline is not None and time.perf_counter() >= deadline:
-                stop = MctsStop.TIME_LIMIT
+                stop = StopReason.TIME_LIMIT
                 break
             index = len(steps)
             progress = None if on_simulation is None else functools.partial(on_simulation, index)
             plan, root = self._plan(env, reuse, deadline, progress)
             if plan.action is None:
-                stop = MctsStop.SATURATED
+                stop = StopReason.SATURATED
                 break
             ts = time.perf_counter()
             result = env.step(plan.action)
@@ -500,14 +489,12 @@ class Mcts:
             if on_step is not None:
                 on_step(step)
             if result.done:
-                stop = MctsStop.TERMINAL
-                terminal_reason = result.reason
+                stop = result.reason or StopReason.TERMINAL
             elif cfg.cost_threshold is not None and cost < cfg.cost_threshold:
-                stop = MctsStop.COST_THRESHOLD
+                stop = StopReason.COST_THRESHOLD
             reuse = self._reuse(root, plan.action) if cfg.subtree_reuse else None
         return MctsReport(
             stop_reason=stop,
-            terminal_reason=terminal_reason,
             steps=tuple(steps),
             initial_cost=initial,
             final_cost=cost,
@@ -524,7 +511,7 @@ class Mcts:
 
     # ------------------------------------------------------------------ planning
 
-    def plan(self, env: Environment) -> Plan:
+    def plan(self, env: Environment) -> StepPlan:
         """One planning step on a fresh tree rooted at a copy of ``env`` (``env`` is untouched)."""
         plan, _ = self._plan(env, None, None, None)
         return plan
@@ -539,7 +526,7 @@ class Mcts:
         reuse: _Node | None,
         deadline: float | None,
         progress: Callable[[int, int], None] | None,
-    ) -> tuple[Plan, _Node]:
+    ) -> tuple[StepPlan, _Node]:
         cfg = self.config
         t0 = time.perf_counter()
         root = reuse if reuse is not None else self._new_node(env.copy(), env.cost())
@@ -589,7 +576,7 @@ class Mcts:
             for a, c in enumerate(root.children)
             if c is not None
         )
-        plan = Plan(
+        plan = StepPlan(
             action=action,
             simulations=simulations,
             inherited_visits=inherited,

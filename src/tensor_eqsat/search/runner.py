@@ -23,26 +23,17 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import TYPE_CHECKING
 
 from tensor_eqsat.rewrite.ematch import Match
 from tensor_eqsat.rewrite.multi import MultiRewrite
 from tensor_eqsat.rewrite.rewrite import Rewrite
+from tensor_eqsat.search.stop import StopReason
 
 if TYPE_CHECKING:
     from tensor_eqsat.egraph.egraph import EGraph
 
 log = logging.getLogger(__name__)
-
-
-class StopReason(Enum):
-    """Why a run stopped."""
-
-    SATURATED = "saturated"
-    NODE_LIMIT = "node limit"
-    ITERATION_LIMIT = "iteration limit"
-    TIME_LIMIT = "time limit"
 
 
 @dataclass(frozen=True)

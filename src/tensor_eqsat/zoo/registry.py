@@ -7,10 +7,14 @@ models in the paper's table order and ``info(name)`` returns a :class:`ModelInfo
 ``k_multi`` is the number of runner iterations in which TENSAT's multi-pattern rules run in the
 TENSAT baseline. For the nine TENSAT models it is the value of the paper's artifact
 (``run_exp_main.sh``). For ViT-Base/Large/Huge and TT the paper chose k_multi by raising it
-until the e-graph saturated or hit the 2,000-node limit; that needs the saturation runner,
-which does not exist yet. Their values here (2, 2, 1 and 2) are **provisional**: they are the
-ones printed in the paper's Table 2 for the paper's own, unpublished definitions of these
-models, and ``k_multi_provisional`` is True until they are re-derived on these definitions.
+until the e-graph saturated or hit the 2,000-node limit, a procedure that can be run with the
+saturation runner (:mod:`tensor_eqsat.search.runner`) but has not been run on these
+definitions yet. Their values here (2, 2, 1 and 2) are **provisional**: they are the ones
+printed in the paper's Table 2 for the paper's own, unpublished definitions of these models, and
+``k_multi_provisional`` is True until they are re-derived on these definitions.
+
+``rule_set`` is the other per-model fact ``optimize()`` reads: the paper's rules, or for NASRNN
+the variant in which one multi-pattern rule is replaced.
 
 Alternatives rejected: a registration decorator in every builder module (the table would be
 spread over 10 files) and one builder per name for the ViT sizes (three copies of one
@@ -52,6 +56,9 @@ class ModelInfo:
     tensat: True for the nine models rebuilt exactly as TENSAT builds them.
     reference: where the definition comes from.
     presets: builder parameters fixed by this entry (e.g. the ViT size).
+    rule_set: the rule set ``optimize()`` uses for this model by default. Default ``taso`` (the
+        paper's 139 rules); NASRNN uses ``taso-nasrnn``, in which the paper replaced one
+        multi-pattern rule (TASO could not run its result).
     """
 
     name: str
@@ -62,6 +69,7 @@ class ModelInfo:
     tensat: bool = True
     k_multi_provisional: bool = False
     presets: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    rule_set: str = "taso"
 
     def defaults(self) -> dict[str, Any]:
         """The parameters the default model is built with (builder defaults, then presets)."""
@@ -94,7 +102,7 @@ _MODELS: tuple[ModelInfo, ...] = (
     ModelInfo("inceptionv3", "Inception-v3", inceptionv3, 2, _TENSAT + " (model/inceptionv3.model)"),
     ModelInfo("mobilenetv2", "MobileNet-v2", mobilenetv2, 1, _TENSAT + " (model/mobilenetv2.model)"),
     ModelInfo("nasneta", "NASNet-A", nasneta, 1, _TENSAT + " (src/nasneta.rs)"),
-    ModelInfo("nasrnn", "NASRNN", nasrnn, 3, _TENSAT + " (src/nasrnn.rs)"),
+    ModelInfo("nasrnn", "NASRNN", nasrnn, 3, _TENSAT + " (src/nasrnn.rs)", rule_set="taso-nasrnn"),
     ModelInfo("resnet50", "ResNet-50 (no stem)", resnet50, 4, _TENSAT + " (src/resnet50.rs)"),
     ModelInfo("resnext50", "ResNeXt-50 32x4d", resnext50, 4, _TENSAT + " (src/resnext50.rs)"),
     ModelInfo("squeezenet", "SqueezeNet 1.1", squeezenet, 3, _TENSAT + " (model/squeezenet.model)"),

@@ -110,7 +110,7 @@ def test_run_records_validate_their_numbers():
 
 
 def test_accuracy_is_computed_once_per_model_and_cost_model(tmp_path):
-    from tensor_eqsat.bench.accuracy import record_accuracy
+    from tensor_eqsat.bench.accuracy_table import record_accuracy
 
     seen = []
     with ResultsDB(tmp_path / "r.sqlite") as db:

@@ -10,13 +10,13 @@ from tensor_eqsat.bench import (
     PAPER_CONFIGS,
     BenchError,
     Configuration,
-    SearchKind,
     Settings,
     build_grid,
     configuration,
     paper_grid,
 )
 from tensor_eqsat.bench.grid import parse_seeds
+from tensor_eqsat.config import Search
 
 
 def test_configurations_are_the_papers_pairs_plus_dag_and_tensat():
@@ -35,7 +35,7 @@ def test_configurations_are_the_papers_pairs_plus_dag_and_tensat():
     assert CONFIGURATIONS["dag-ilp"].main_extractor == "greedy-dag"
     tensat = CONFIGURATIONS["tensat"]
     assert (tensat.search, tensat.main_extractor, tensat.final_extractor) == (
-        SearchKind.SATURATE,
+        Search.SATURATE,
         None,
         "ilp",
     )
@@ -44,9 +44,9 @@ def test_configurations_are_the_papers_pairs_plus_dag_and_tensat():
 
 def test_bad_configurations_are_rejected():
     with pytest.raises(BenchError, match="unknown extractor 'greedy'"):
-        Configuration("x", SearchKind.MCTS, "greedy", "ilp")
+        Configuration("x", Search.MCTS, "greedy", "ilp")
     with pytest.raises(BenchError, match="MCTS needs a main extractor"):
-        Configuration("x", SearchKind.MCTS, None, "ilp")
+        Configuration("x", Search.MCTS, None, "ilp")
     with pytest.raises(BenchError, match=r"unknown configuration 'ocf/ilp'.*ocf-ilp"):
         configuration("ocf/ilp")
 

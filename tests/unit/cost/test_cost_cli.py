@@ -48,12 +48,12 @@ def test_options(graph_file, capsys):
     assert out["cost_ms"] == 3.0 and out["weight_ops"] == "count"
 
 
-def test_table_goes_to_stderr(graph_file, capsys):
+def test_table_is_the_result_on_stdout(graph_file, capsys):
     path, _ = graph_file
     assert main(["cost", str(path)]) == 0
     captured = capsys.readouterr()
-    assert captured.out == ""
-    assert "conv2d" in captured.err and "total" in captured.err
+    assert captured.err == ""
+    assert "conv2d" in captured.out and "total" in captured.out
 
 
 def test_bad_cost_model_is_a_clear_error(graph_file, capsys):
@@ -65,3 +65,20 @@ def test_bad_cost_model_is_a_clear_error(graph_file, capsys):
 def test_missing_file(tmp_path, capsys):
     assert main(["cost", str(tmp_path / "none.json")]) == 2
     assert "none.json" in capsys.readouterr().err
+
+
+def test_target_picks_the_cost_model(graph_file, tmp_path, capsys, monkeypatch):
+    path, g = graph_file
+    assert main(["cost", str(path), "--target", "p100", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["target"] == "p100" and out["cost_model"] == "roofline:p100"
+    pytest.importorskip("onnxruntime")
+    from tensor_eqsat.io import export_onnx
+
+    monkeypatch.setenv("TENSOR_EQSAT_CACHE_DIR", str(tmp_path / "cache"))
+    onnx_path = tmp_path / "g.onnx"
+    export_onnx(g, onnx_path)
+    assert main(["cost", str(onnx_path), "--json"]) == 0  # an ONNX file runs in onnxruntime
+    out = json.loads(capsys.readouterr().out)
+    assert out["target"] == "ort-cpu" and out["cost_model"] == "measured:ort-cpu"
+    assert out["cost_ms"] > 0 and out["count_by_op"]["conv2d"] == 2

@@ -91,3 +91,38 @@ def test_validation_names_the_field(edit, message):
     edit(data)
     with pytest.raises(FormatError, match=message):
         profile_from_dict(data, "my.json")
+
+
+def test_op_overrides_are_validated_and_used():
+    from tensor_eqsat.cost import RooflineCostModel
+
+    data = _data()
+    data["ops"] = {
+        "poolmax": {"unit": "vector", "compute_efficiency": 0.5, "bandwidth_efficiency": 1.0, "launch_us": 1}
+    }
+    prof = profile_from_dict(data)
+    assert set(prof.ops) == {"poolmax"} and profile_from_dict(prof.to_dict()).ops == prof.ops
+    pool = ((3, 3), (1, 1), "same", "none")
+    x = ((1, 16, 32, 32),)
+    m = RooflineCostModel(profile=prof)
+    # the override makes max pools cheaper than average pools of the same shape
+    assert m.op_cost("poolmax", pool, x, False) < m.op_cost("poolavg", pool, x, False)
+    data["ops"] = {"poolmin": data["ops"]["poolmax"]}
+    with pytest.raises(FormatError, match="unknown op or variant 'poolmin'"):
+        profile_from_dict(data)
+
+
+def test_cpu_profile_prices_pools_and_depthwise_convs_by_their_own_kernels():
+    from tensor_eqsat.cost import RooflineCostModel
+
+    prof = load_profile("cpu")
+    assert {"poolmax", "poolavg", "conv2d:depthwise"} <= set(prof.ops)
+    m = RooflineCostModel(profile="cpu")
+    x = (1, 64, 56, 56)
+    dw = m.op_cost("conv2d", ((1, 1), "same", "none"), (x, (64, 1, 3, 3)), False)
+    dense = m.op_cost("conv2d", ((1, 1), "same", "none"), (x, (64, 64, 3, 3)), False)
+    assert dw < dense
+    # a pool's fixed work per output: a 2x2 window costs more than 4/9 of a 3x3 one
+    two = m.op_cost("poolmax", ((2, 2), (2, 2), "valid", "none"), (x,), False)
+    three = m.op_cost("poolmax", ((3, 3), (2, 2), "valid", "none"), (x,), False)
+    assert 4 / 9 * three < two < three

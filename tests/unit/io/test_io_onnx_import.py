@@ -7,10 +7,12 @@ import math
 import numpy as np
 import pytest
 from io_helpers import check_import, make_model, rand
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 from tensor_eqsat.errors import FormatError
+from tensor_eqsat.io.onnx_export import export_onnx
 from tensor_eqsat.io.onnx_import import UnsupportedOpError, import_onnx
+from tensor_eqsat.io.runtime import run_onnx
 from tensor_eqsat.ir.interpreter import run
 
 N = helper.make_node
@@ -623,16 +625,60 @@ def test_symbolic_dims_need_input_shapes():
         import_onnx(m, input_shapes={"nope": (1,)})
 
 
-def test_non_float_input_is_a_clear_error():
+def test_non_float_inputs_feed_opaque_nodes():
+    # Token ids index an embedding table (Gather), a mask is cast to float: both nodes become
+    # opaque, the float32 tensors they produce are modelled, and the input types survive.
+    table = numpy_helper.from_array(np.arange(40, dtype=np.float32).reshape(10, 4), "table")
     graph = helper.make_graph(
-        [N("Cast", ["ids"], ["y"], to=TensorProto.FLOAT)],
+        [
+            N("Gather", ["table", "ids"], ["emb"]),
+            N("Cast", ["mask"], ["m"], to=TensorProto.FLOAT),
+            N("Unsqueeze", ["m", "ax"], ["m2"]),
+            N("Mul", ["emb", "m2"], ["y0"]),
+            N("Relu", ["y0"], ["y"]),
+        ],
         "g",
-        [helper.make_tensor_value_info("ids", TensorProto.INT64, [3])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])],
+        [
+            helper.make_tensor_value_info("ids", TensorProto.INT64, [2, 3]),
+            helper.make_tensor_value_info("mask", TensorProto.BOOL, [2, 3]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, 4])],
+        [table, numpy_helper.from_array(np.array([-1], dtype=np.int64), "ax")],
     )
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    with pytest.raises(FormatError, match="'ids' has element type int64"):
-        import_onnx(m)
+    g = import_onnx(m)
+    assert g.op_counts() == {"opaque": 2, "reshape": 1, "ewmul": 1, "relu": 1}
+    from tensor_eqsat.io.inputs import InputInfo, graph_inputs, make_feed, model_inputs
+
+    assert graph_inputs(g) == {"ids": InputInfo(TensorProto.INT64, 10), "mask": InputInfo(TensorProto.BOOL)}
+    assert model_inputs(m) == graph_inputs(g)
+    feed = make_feed({"ids": (2, 3), "mask": (2, 3)}, graph_inputs(g), seed=1)
+    assert feed["ids"].dtype == np.int64 and feed["ids"].min() >= 0 and feed["ids"].max() < 10
+    assert feed["mask"].dtype == np.bool_
+    table_data = np.arange(40, dtype=np.float32).reshape(10, 4)
+    want = np.maximum(table_data[feed["ids"]] * feed["mask"][..., None], 0)
+    (got,) = run(g, feed)
+    np.testing.assert_array_equal(got, want)
+    out = export_onnx(g)
+    assert [(i.name, i.type.tensor_type.elem_type) for i in out.graph.input] == [
+        ("ids", TensorProto.INT64),
+        ("mask", TensorProto.BOOL),
+    ]
+    (ort_out,) = run_onnx(out, feed)
+    np.testing.assert_array_equal(ort_out, want)
+    # Missing inputs get valid data in the interpreter too (ids within the table).
+    (again,) = run(g)
+    assert again.shape == (2, 3, 4)
+    # And in PyTorch execution (--measure-backend torch), given or not.
+    pytest.importorskip("torch")
+    from tensor_eqsat.io.torch_exec import TorchProgram, run_torch
+
+    (by_torch,) = run_torch(g, feed)
+    np.testing.assert_array_equal(by_torch, want)
+    prog = TorchProgram(g)
+    assert str(prog.random_inputs(0)["ids"].dtype) == "torch.int64"
+    (out_t,) = prog(prog.random_inputs(0))
+    assert tuple(out_t.shape) == (2, 3, 4)
 
 
 def test_truncated_and_garbage_files_name_the_file(tmp_path):

@@ -7,7 +7,8 @@ import pytest
 
 from tensor_eqsat.egraph import find_cycle
 from tensor_eqsat.rewrite import apply_rule, lookup_pattern
-from tensor_eqsat.search.runner import Runner, StopReason
+from tensor_eqsat.search.runner import Runner
+from tensor_eqsat.search.stop import StopReason
 from toylang import MATH_RULES, PAPER_RULES, add, ast_size_best, new_egraph, rule, term
 
 

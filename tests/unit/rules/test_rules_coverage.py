@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tensor_eqsat.rewrite.pattern import Pattern, PNode, Var
+from tensor_eqsat.rewrite.pattern import Expr, Pattern, PNode, Var, eval_value
+from tensor_eqsat.rules.rule_spec import RuleKind, RuleSpec
 from tensor_eqsat.rules.sets import load_rule_set
-from tensor_eqsat.rules.spec import RuleKind, RuleSpec
 
 PRE_DEFINED_RULES = [
     "(conv2d 1 1 0 0 ?input_1 ?input_2)=>(conv2d 1 1 0 0 ?input_1 (merge ?input_2 2))",
@@ -99,11 +99,19 @@ def from_tensat(e: object) -> Tree:
 _EXTRA = {"split": {"sizes"}, "merge": {"groups"}}
 
 
+def at_rank_2(v: object) -> object:
+    """An axis written for any rank, such as ``(sub (rank ?a) 1)``, at rank 2: TENSAT's rules
+    were written for matrices, and a rank-general rule must be TENSAT's rule there."""
+    if isinstance(v, Expr):
+        return eval_value(v, {}, lambda name: (2, 2))
+    return v
+
+
 def from_ours(p: Pattern) -> Tree:
     if isinstance(p, Var):
         return ("?", p.name)
     assert isinstance(p, PNode)
-    attrs = tuple((k, v) for k, v in p.attrs if k not in _EXTRA.get(p.op, set()))
+    attrs = tuple((k, at_rank_2(v)) for k, v in p.attrs if k not in _EXTRA.get(p.op, set()))
     return (p.op, attrs, tuple(from_ours(c) for c in p.children))
 
 

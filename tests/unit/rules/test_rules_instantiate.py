@@ -7,8 +7,8 @@ import random
 
 from tensor_eqsat.rules.instantiate import Instance, InstanceSearch, ShapeSpace, explore, pattern_shapes
 from tensor_eqsat.rules.loader import parse_rules
+from tensor_eqsat.rules.rule_spec import RuleSpec
 from tensor_eqsat.rules.sets import load_rule_set
-from tensor_eqsat.rules.spec import RuleSpec
 
 
 def one(text: str) -> RuleSpec:

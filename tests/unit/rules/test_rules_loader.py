@@ -7,7 +7,7 @@ import pytest
 from tensor_eqsat.errors import FormatError
 from tensor_eqsat.rewrite.pattern import PNode, Var, parse_condition, parse_pattern
 from tensor_eqsat.rules.loader import RuleFileError, load_rule_file, load_rule_files, parse_rules
-from tensor_eqsat.rules.spec import RuleKind
+from tensor_eqsat.rules.rule_spec import RuleKind
 
 _SPLIT = "(split axis=1 sizes=[(dim ?b 1) (dim ?c 1)] (matmul ?a (concat axis=1 ?b ?c)))"
 GOOD = f"""\

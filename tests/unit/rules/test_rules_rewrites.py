@@ -13,9 +13,9 @@ from tensor_eqsat.rewrite import MultiRewrite, Rewrite, apply_rule, lookup_patte
 from tensor_eqsat.rewrite.pattern import PROJECTION, Pattern, PNode, Var
 from tensor_eqsat.rules.instantiate import Instance, explore, node_attrs, pattern_shapes
 from tensor_eqsat.rules.rewrites import runner_rules, to_rewrite, to_rewrites
+from tensor_eqsat.rules.rule_spec import RuleKind, RuleSpec
 from tensor_eqsat.rules.sets import load_rule_set, rule_set_names
-from tensor_eqsat.rules.spec import RuleKind, RuleSpec
-from tensor_eqsat.rules.verify import build_graph
+from tensor_eqsat.rules.soundness import build_graph
 
 
 def test_all_rules_load_into_the_engine():

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tensor_eqsat.search.mcts import StepResult
+from tensor_eqsat.search.stop import StopReason
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,9 @@ class FactsEnv:
         if changed:
             self.facts = self.facts | {rule.adds}
         done = self.size >= self.limit
-        return StepResult(self.cost(), changed, done, "node limit" if done else None, {"size": self.size})
+        return StepResult(
+            self.cost(), changed, done, StopReason.NODE_LIMIT if done else None, {"size": self.size}
+        )
 
     def pruned_actions(self) -> frozenset[int]:
         return frozenset(i for i, r in enumerate(self.rules) if not r.needs <= self.facts)

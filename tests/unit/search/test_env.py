@@ -6,7 +6,8 @@ import pytest
 
 from tensor_eqsat.rewrite import MultiRewrite
 from tensor_eqsat.search.env import EGraphEnv, PruneMode
-from tensor_eqsat.search.mcts import Mcts, MctsStop
+from tensor_eqsat.search.mcts import Mcts
+from tensor_eqsat.search.stop import StopReason
 from toylang import PAPER_RULES, add, ast_size_best, new_egraph, term
 
 START = "(div (mul (sym name=a) (num value=2)) (num value=2))"
@@ -49,7 +50,7 @@ def test_figure2_mcts_finds_a():
     assert report.final_cost == 1.0
     assert ast_size_best(env.egraph, env.egraph.roots[0]) == (1, "(sym a)")
     assert [NAMES[a] for a in report.actions[:3]] == ["mul-div-assoc", "div-self", "mul-one"]
-    assert report.stop_reason is MctsStop.TERMINAL and report.terminal_reason == "node limit"
+    assert report.stop_reason is StopReason.NODE_LIMIT
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -65,7 +66,7 @@ def test_step_reports_change_size_and_done():
     r = env.step(NAMES.index("mul-div-assoc"))
     assert r.changed and not r.done and r.info["enodes"] == 6 and r.info["applied"] == 1
     r = env.step(NAMES.index("div-self"))
-    assert r.changed and r.done and r.reason == "node limit" and r.cost == 3.0
+    assert r.changed and r.done and r.reason is StopReason.NODE_LIMIT and r.cost == 3.0
     r = env.step(NAMES.index("mul-one"))  # a full e-graph is not touched
     assert not r.changed and r.done and r.info["enodes"] == 7
 
@@ -125,7 +126,7 @@ def test_same_seed_same_run_on_the_egraph():
 def test_figure2_saturation_baseline_misses_a_under_the_node_limit():
     """TENSAT applies every rule each iteration in rule order: x*2 -> x<<1 comes first and the
     e-graph is full before x/x -> 1 can fire."""
-    from tensor_eqsat.search.runner import Runner, StopReason
+    from tensor_eqsat.search.runner import Runner
 
     env = paper_env()
     report = Runner(PAPER_RULES, node_limit=8).run(env.egraph)

@@ -11,10 +11,10 @@ from tensor_eqsat.search.mcts import (
     FinalChoice,
     Mcts,
     MctsConfig,
-    MctsStop,
     RolloutPolicy,
     _Node,
 )
+from tensor_eqsat.search.stop import StopReason
 
 GAMMA = 0.99
 
@@ -32,8 +32,7 @@ def test_fixed_order_misses_the_optimum_that_mcts_finds():
     report = Mcts(budget=16, seed=0).run(env)
     assert report.actions == [1, 2, 0]
     assert report.final_cost == env.cost() == 5.0
-    assert report.stop_reason is MctsStop.TERMINAL
-    assert report.terminal_reason == "node limit"
+    assert report.stop_reason is StopReason.NODE_LIMIT
     assert [s.reward for s in report.steps] == [0.0, 4.0, 1.0]
     assert report.steps[-1].info == {"size": 8}
 
@@ -171,7 +170,7 @@ def test_planning_goes_past_the_budget_until_a_root_child_changed_something(seed
 def test_run_stops_saturated_when_every_root_action_is_pruned():
     rules = [FactRule(frozenset({"never"}), "x", 1, 1.0)] * 3
     report = Mcts(seed=0).run(FactsEnv(rules, limit=100))
-    assert report.stop_reason is MctsStop.SATURATED
+    assert report.stop_reason is StopReason.SATURATED
     assert report.steps == ()
     assert report.final_cost == report.initial_cost == 10.0
 
@@ -182,7 +181,7 @@ def test_run_stops_saturated_when_every_root_action_changes_nothing():
     mcts = Mcts(seed=0)
     plan = mcts.plan(env)
     assert plan.action is None and plan.simulations == 3
-    assert mcts.run(env).stop_reason is MctsStop.SATURATED
+    assert mcts.run(env).stop_reason is StopReason.SATURATED
 
 
 def test_saturated_leaf_aborts_planning_unless_treated_as_terminal():
@@ -193,7 +192,7 @@ def test_saturated_leaf_aborts_planning_unless_treated_as_terminal():
     assert not plan.aborted and plan.simulations == 10 and plan.action == 0
     report = Mcts(budget=10, seed=0).run(FactsEnv(rules, limit=100))
     assert report.actions == [0]
-    assert report.stop_reason is MctsStop.SATURATED
+    assert report.stop_reason is StopReason.SATURATED
 
 
 def test_rollout_policies_choose_from_all_or_from_unpruned_actions():
@@ -208,16 +207,16 @@ def test_rollout_policies_choose_from_all_or_from_unpruned_actions():
 
 def test_step_limit_and_cost_threshold():
     report = Mcts(budget=2, seed=0, max_steps=3).run(CountingEnv())
-    assert report.stop_reason is MctsStop.STEP_LIMIT
+    assert report.stop_reason is StopReason.STEP_LIMIT
     assert len(report.steps) == 3 and report.final_cost == 997.0
     report = Mcts(budget=2, seed=0, cost_threshold=998.0).run(CountingEnv())
-    assert report.stop_reason is MctsStop.COST_THRESHOLD
+    assert report.stop_reason is StopReason.COST_THRESHOLD
     assert len(report.steps) == 3
 
 
 def test_time_limit_cuts_planning_short_but_always_chooses():
     report = Mcts(budget=10**6, seed=0, time_limit=0.05, max_rollout_depth=0).run(CountingEnv())
-    assert report.stop_reason is MctsStop.TIME_LIMIT
+    assert report.stop_reason is StopReason.TIME_LIMIT
     assert report.steps
     assert all(1 <= s.plan.simulations < 10**6 for s in report.steps)
 

@@ -7,7 +7,8 @@ import pytest
 from tensor_eqsat.egraph import find_cycle, from_graph
 from tensor_eqsat.ir import Graph
 from tensor_eqsat.rewrite import MultiRewrite, Rewrite
-from tensor_eqsat.search.runner import Runner, RunnerConfig, StopReason
+from tensor_eqsat.search.runner import Runner, RunnerConfig
+from tensor_eqsat.search.stop import StopReason
 
 _BODY = "(split axis=1 sizes=[(dim ?w1 1) (dim ?w2 1)] (matmul ?x (concat axis=1 ?w1 ?w2)))"
 MERGE = MultiRewrite.parse(

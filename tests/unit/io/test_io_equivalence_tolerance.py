@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from tensor_eqsat import Graph
-from tensor_eqsat.io.verify import _compare, verify
+from tensor_eqsat.io.equivalence import _compare, verify
 
 
 def test_cancellation_near_zero_is_judged_against_the_output_scale():

@@ -1,4 +1,4 @@
-"""Graph <-> EGraph conversion.
+"""Graph <-> EGraph conversion, and e-graphs built from a list of classes.
 
 ``from_graph`` adds every node of a :class:`~tensor_eqsat.ir.graph.Graph` (leaves keep their
 ``name`` attribute, so each input and weight is its own class) and sets the roots to the graph's
@@ -11,14 +11,19 @@ elimination).
 node turns back into a ``(node, index)`` reference, input and weight names are kept, and the
 source graph's weight data is copied, so the reference interpreter computes the same values for
 the original and the rebuilt graph.
+
+``from_classes`` builds an e-graph from classes of ``(op, attrs, children)`` nodes, for importers
+of e-graphs written by other tools (egraph-serialize JSON); cycles and ops outside the registry
+are allowed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-from tensor_eqsat.egraph.analysis import TensorAnalysis
-from tensor_eqsat.egraph.egraph import EGraph
+from tensor_eqsat.egraph.analysis import Analysis, NoAnalysis, TensorAnalysis
+from tensor_eqsat.egraph.egraph import EGraph, _enode
 from tensor_eqsat.egraph.enode import ENode
 from tensor_eqsat.errors import GraphError
 from tensor_eqsat.ir.graph import Graph, TensorRef
@@ -132,3 +137,106 @@ def _realize(
             continue
         outs = graph.add_node(node.op, node.attrs, [_tensor(done, find(c)) for c in children])
         done[cid] = (outs[0].node, 0 if len(outs) == 1 else None)
+
+
+def from_classes(
+    classes: Sequence[Sequence[tuple[str, tuple[Any, ...], Sequence[int]]]],
+    *,
+    roots: Sequence[int] = (),
+    analysis: Analysis | None = None,
+    egraph_type: type[EGraph] = EGraph,
+) -> EGraph:
+    """Build an e-graph from a list of classes, each a list of ``(op, attrs, children)``
+    nodes whose children are indices into ``classes``; cycles are allowed. For importers of
+    e-graphs written by other tools (egraph-serialize JSON).
+
+    Class ``i`` gets id ``i`` unless congruence merges it with another (identical nodes in
+    two classes unify them); ``roots`` are class indices. The analysis defaults to
+    :class:`~tensor_eqsat.egraph.analysis.NoAnalysis`; a class's value is the merge of the
+    values of those of its nodes whose children get values (a least fixpoint), and a class
+    that never gets one raises ValueError. The result has ``cycle_filter=False``: an imported
+    e-graph may be cyclic, and extraction must cope with that.
+
+    >>> eg = from_classes([[("x", (), [])], [("f", (), [0]), ("g", (), [1])]], roots=[1])
+    >>> [str(n) for n in eg.nodes(1)], eg.roots
+    (['(f #0)', '(g #1)'], [1])
+    """
+    eg = egraph_type(NoAnalysis() if analysis is None else analysis, cycle_filter=False)
+    n = len(classes)
+    for i, nodes in enumerate(classes):
+        if not nodes:
+            raise ValueError(f"class {i} has no nodes")
+        for op, _, children in nodes:
+            for c in children:
+                if not 0 <= c < n:
+                    raise ValueError(f"class {i}: node {op!r} has child {c}, not a class index")
+    # Analysis values as a least fixpoint: a node contributes once all its children have one.
+    make = eg.analysis.make
+    merge = eg.analysis.merge
+    data: dict[int, Any] = {}
+    changed = True
+    while changed:
+        changed = False
+        for i, nodes in enumerate(classes):
+            for op, attrs, children in nodes:
+                if all(c in data for c in children):
+                    value = make(op, tuple(attrs), [data[c] for c in children])
+                    if i not in data:
+                        data[i] = value
+                        changed = True
+                        continue
+                    old = data[i]
+                    new = merge(old, value)
+                    if new is not old and new != old:
+                        data[i] = new
+                        changed = True
+    missing = [i for i in range(n) if i not in data]
+    if missing:
+        raise ValueError(f"classes {missing[:10]} never get an analysis value (no well-founded node)")
+    for i in range(n):
+        eg._uf.make_set()
+        eg._class_nodes[i] = ()
+        eg._parents[i] = ()
+        eg._data[i] = data[i]
+    pending_unions: list[tuple[int, int]] = []
+    for i, nodes in enumerate(classes):
+        for op, attrs, children in nodes:
+            node = _enode(op, tuple(attrs), tuple(children))
+            other = eg._memo.get(node)
+            if other is not None:
+                pending_unions.append((eg._node_class[other], i))
+                continue
+            nid = len(eg._nodes)
+            eg._nodes.append(node)
+            eg._node_class.append(i)
+            eg._memo[node] = nid
+            eg._class_nodes[i] = (*eg._class_nodes[i], nid)
+            for c in set(node[2]):
+                eg._parents[c] = (*eg._parents[c], nid)
+            eg._op_index.setdefault(op, {})[i] = None
+            eg._num_enodes += 1
+    for a, b in pending_unions:
+        _union_imported(eg, a, b)
+    eg.roots = roots
+    eg.rebuild()
+    return eg
+
+
+def _union_imported(self: EGraph, a: int, b: int) -> None:
+    """union() that tolerates a class without nodes of its own (duplicates during import)."""
+    a, b = self.find(a), self.find(b)
+    if a == b:
+        return
+    if not self._class_nodes[b]:
+        a, b = b, a
+    if not self._class_nodes[a]:
+        # Fold the empty class a into b.
+        merged = self.analysis.merge(self._data[b], self._data[a])
+        self._uf.link(b, a)
+        del self._class_nodes[a]
+        self._pending.extend(self._parents.pop(a))
+        del self._data[a]
+        self._data[b] = merged
+        self._version += 1
+        return
+    self.union(a, b)

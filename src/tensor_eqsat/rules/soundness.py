@@ -9,8 +9,14 @@ For each rule:
    dozens to a few hundred instances.
 2. For **every** instance the output shapes of the two sides of each pair must agree (a rule
    whose right side has another shape than its left is wrong whatever the data).
-3. For up to 24 instances, chosen greedily to cover the most features (ranks, dims of 1,
-   parities and orders of dims across variables), both sides are built as one
+3. **Ranks 2, 3 and 4.** Base instances are lifted to higher ranks by leading (batch) dims: all
+   operands of rank >= 2 together (batched operands), and one at a time (an operand broadcast
+   against a batched one). Lifts that type-check join the instances, so a rule written for
+   matrices is also checked on stacks of them, the way transformers use it.
+4. For up to 24 instances, chosen greedily to cover the most features (the instance's top
+   rank, each variable's rank, dims of 1, parities and orders of dims across variables, so
+   every top rank from 2 to 4 under which the rule type-checks is among them), both sides are
+   built as one
    :class:`~tensor_eqsat.ir.graph.Graph` (variables are weights with seeded data), run by the
    reference interpreter and compared: ``max|lhs - rhs| <= rtol * max(1, max|lhs|, max|rhs|)``.
    Multi rules compare both pairs.
@@ -42,7 +48,7 @@ from tensor_eqsat.ir.ops import get_op
 from tensor_eqsat.ir.types import Shape
 from tensor_eqsat.rewrite.pattern import PROJECTION, Pattern, PNode, Var, walk
 from tensor_eqsat.rules.instantiate import Instance, InstanceSearch, InvalidInstance, ShapeSpace, node_attrs
-from tensor_eqsat.rules.spec import RuleSpec
+from tensor_eqsat.rules.rule_spec import RuleSpec
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +109,7 @@ class RuleVerdict:
 
     verified: True when every instance agreed and at least one was found.
     shape_checks / numeric_checks: instances compared by output shape / by value.
+    ranks: the top ranks (largest variable rank) of the instances compared by value.
     counterexample: the first disagreement, if any.
     reason: why the rule is not verified (empty when it is).
     seconds: wall time spent on the rule.
@@ -116,12 +123,14 @@ class RuleVerdict:
     counterexample: Counterexample | None = None
     reason: str = ""
     seconds: float = 0.0
+    ranks: tuple[int, ...] = ()
 
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {
             "verified": self.verified,
             "shape_checks": self.shape_checks,
             "numeric_checks": self.numeric_checks,
+            "ranks": list(self.ranks),
             "seconds": round(self.seconds, 4),
         }
         if self.reason:
@@ -141,7 +150,7 @@ class RuleVerdict:
 
 
 @dataclass(frozen=True)
-class VerifyReport:
+class SoundnessReport:
     """Verdicts for a list of rules, in order."""
 
     verdicts: tuple[RuleVerdict, ...]
@@ -274,6 +283,7 @@ def _features(inst: Instance) -> frozenset[tuple[object, ...]]:
     breaks only for an even kernel next to an odd one, for a dim of 1 against a larger one, or for
     one channel count dividing another, shows up as a feature only its counterexamples have."""
     feats: set[tuple[object, ...]] = {("rank", v, len(s)) for v, s in inst.shapes.items()}
+    feats.add(("top rank", _top_rank(inst)))
     feats.update(("attr", k, repr(v)) for k, v in inst.attrs.items())
     items = sorted(inst.shapes.items())
     for v, s in items:
@@ -286,14 +296,81 @@ def _features(inst: Instance) -> frozenset[tuple[object, ...]]:
     return frozenset(feats)
 
 
+def _top_rank(inst: Instance) -> int:
+    return max((len(s) for s in inst.shapes.values()), default=0)
+
+
+LIFT_RANKS = (2, 3, 4)
+"""Top ranks every rule is lifted to, where it type-checks (matrices, and stacks of them)."""
+
+_LEADS = {1: ((2,), (1,)), 2: ((2, 3), (3, 1)), 3: ((2, 1, 3),)}
+
+
+def _proper_subsets(names: Sequence[str]) -> list[tuple[str, ...]]:
+    """Non-empty proper subsets, smallest first (all single names when there are many)."""
+    if len(names) > 5:
+        return [(v,) for v in names]
+    return [c for k in range(1, len(names)) for c in itertools.combinations(names, k)]
+
+
+def _lifted(search: InstanceSearch, bases: Sequence[Instance], limit: int = 4) -> list[Instance]:
+    """Instances moved to each top rank of :data:`LIFT_RANKS`: leading (batch) dims added to
+    every variable of rank >= 2 at once (batched operands) or to some of them (operands
+    broadcast against unbatched ones); or, to reach a lower rank, leading dims dropped from
+    every variable. Only those that type-check are kept, at most ``limit`` per target rank and
+    mode."""
+    out: list[Instance] = []
+    seen: set[tuple[object, ...]] = set()
+    for target in LIFT_RANKS:
+        for mode in ("all", "one"):
+            kept = 0
+            for base in bases:
+                if kept >= limit:
+                    break
+                mats = [v for v, s in base.shapes.items() if len(s) >= 2]
+                top = _top_rank(base)
+                if not mats or top == target:
+                    continue
+                options: list[dict[str, Shape]] = []
+                if top > target:
+                    if mode == "all":  # leading dims dropped, as broadcasting aligns on the right
+                        options.append({v: s[max(0, len(s) - target) :] for v, s in base.shapes.items()})
+                else:
+                    groups = [mats] if mode == "all" else _proper_subsets(mats)
+                    for lead in _LEADS.get(target - top, ()):
+                        options.extend(
+                            {v: ((*lead, *s) if v in group else s) for v, s in base.shapes.items()}
+                            for group in groups
+                        )
+                for shapes in options:
+                    cand = Instance(shapes, dict(base.attrs))
+                    key = cand.key()
+                    if key in seen or _top_rank(cand) != target or not search.check(cand):
+                        continue
+                    seen.add(key)
+                    out.append(cand)
+                    kept += 1
+    return out
+
+
 def _diverse(instances: Sequence[Instance], count: int) -> list[Instance]:
     """Up to ``count`` instances chosen greedily to cover the most :func:`_features` not yet
-    covered (lazy greedy; ties go to the earlier instance, so base instances come first)."""
+    covered (lazy greedy; ties go to the earlier instance, so base instances come first). The
+    first instance of each top rank in :data:`LIFT_RANKS` is taken before the greedy choice, so
+    that every such rank is run on numbers."""
     feats = [_features(i) for i in instances]
     covered: set[tuple[object, ...]] = set()
-    heap = [(-len(f), k) for k, f in enumerate(feats)]
-    heapq.heapify(heap)
     picked: list[Instance] = []
+    first: dict[int, int] = {}
+    for k, inst in enumerate(instances):
+        first.setdefault(_top_rank(inst), k)
+    for r in LIFT_RANKS:
+        if r in first and len(picked) < count:
+            picked.append(instances[first[r]])
+            covered |= feats[first[r]]
+    taken = set(first[r] for r in LIFT_RANKS if r in first)
+    heap = [(-len(f - covered), k) for k, f in enumerate(feats) if k not in taken]
+    heapq.heapify(heap)
     while heap and len(picked) < count:
         _, k = heapq.heappop(heap)
         gain = len(feats[k] - covered)
@@ -327,9 +404,16 @@ def verify_rule(rule: RuleSpec, config: VerifyConfig | None = None) -> RuleVerdi
     start = time.perf_counter()
 
     def verdict(
-        ok: bool, shapes: int, numeric: int, cex: Counterexample | None = None, reason: str = ""
+        ok: bool,
+        shapes: int,
+        numeric: int,
+        cex: Counterexample | None = None,
+        reason: str = "",
+        ranks: tuple[int, ...] = (),
     ) -> RuleVerdict:
-        return RuleVerdict(rule.id, rule.name, ok, shapes, numeric, cex, reason, time.perf_counter() - start)
+        return RuleVerdict(
+            rule.id, rule.name, ok, shapes, numeric, cex, reason, time.perf_counter() - start, ranks
+        )
 
     search = InstanceSearch(rule, config.space)
     instances = search.explore(seed=config.seed, searches=config.searches, limit=config.limit)
@@ -350,6 +434,17 @@ def verify_rule(rule: RuleSpec, config: VerifyConfig | None = None) -> RuleVerdi
                 return verdict(
                     False, n + 1, 0, Counterexample(inst, k, "shape", lhs[0], rhs[0]), "output shapes differ"
                 )
+    known = {i.key() for i in instances}
+    lifts = [i for i in _lifted(search, instances[: max(1, config.searches)]) if i.key() not in known]
+    for n, inst in enumerate(lifts, start=len(instances)):
+        outputs = search.outputs(inst)
+        assert outputs is not None
+        for k, (lhs, rhs) in enumerate(outputs):
+            if lhs != rhs:
+                return verdict(
+                    False, n + 1, 0, Counterexample(inst, k, "shape", lhs[0], rhs[0]), "output shapes differ"
+                )
+    instances = [*instances, *lifts]
     picked = _diverse(instances, config.numeric)
     for n, inst in enumerate(picked):
         cex = check_instance(rule, inst, seed=config.seed + n, rtol=config.rtol)
@@ -357,14 +452,15 @@ def verify_rule(rule: RuleSpec, config: VerifyConfig | None = None) -> RuleVerdi
             return verdict(
                 False, len(instances), n + 1, cex, "values differ" if cex.problem == "value" else cex.problem
             )
-    return verdict(True, len(instances), len(picked))
+    ranks = tuple(sorted({_top_rank(i) for i in picked}))
+    return verdict(True, len(instances), len(picked), ranks=ranks)
 
 
 def verify_rules(
     rules: Iterable[RuleSpec],
     config: VerifyConfig | None = None,
     progress: Callable[[RuleVerdict], None] | None = None,
-) -> VerifyReport:
+) -> SoundnessReport:
     """Verify each rule; ``progress`` is called with each verdict as it is reached.
 
     Rules equal except for id, name and source are verified once and share the outcome.
@@ -385,6 +481,7 @@ def verify_rules(
                 prev.counterexample,
                 prev.reason,
                 0.0,
+                prev.ranks,
             )
         else:
             v = verify_rule(rule, config)
@@ -394,14 +491,14 @@ def verify_rules(
         out.append(v)
         if progress is not None:
             progress(v)
-    return VerifyReport(tuple(out), time.perf_counter() - start)
+    return SoundnessReport(tuple(out), time.perf_counter() - start)
 
 
 __all__ = [
     "Counterexample",
     "RuleVerdict",
+    "SoundnessReport",
     "VerifyConfig",
-    "VerifyReport",
     "build_graph",
     "check_instance",
     "leaf_data",

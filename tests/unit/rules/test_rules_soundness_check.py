@@ -8,11 +8,12 @@ import dataclasses
 import numpy as np
 import pytest
 
+from tensor_eqsat.rewrite.pattern import PNode
 from tensor_eqsat.rules.instantiate import Instance
 from tensor_eqsat.rules.loader import parse_rules
+from tensor_eqsat.rules.rule_spec import RuleSpec
 from tensor_eqsat.rules.sets import load_rule_set
-from tensor_eqsat.rules.spec import RuleSpec
-from tensor_eqsat.rules.verify import (
+from tensor_eqsat.rules.soundness import (
     VerifyConfig,
     build_graph,
     check_instance,
@@ -88,7 +89,10 @@ def drop_conditions(rule: RuleSpec) -> RuleSpec:
     ("rule_id", "problem"),
     [
         (110, "shape"),  # concat-hoist: ewadd broadcasting along the concat axis
-        (72, "shape"),  # batched matmul: axis 1 is no longer the column axis
+        (72, "shape"),  # a batched weight times a matrix: the product's column axis is not ?a's
+        (2, "shape"),  # rank-general row-axis concats: a batched ?c moves the product's row axis
+        (7, "shape"),  # rank-general column-axis concats: a batched ?b moves the column axis
+        (73, "shape"),
         (114, "value"),  # grouped conv: concatenated weights interleave the groups differently
         (58, "value"),  # a 1x1 kernel broadcast into a 3x3 one is not a 1x1 conv
     ],
@@ -99,6 +103,57 @@ def test_builtin_rules_fail_without_their_conditions(rule_id, problem):
     verdict = verify_rule(drop_conditions(rule))
     assert not verdict.verified
     assert verdict.counterexample is not None and verdict.counterexample.problem == problem
+
+
+@pytest.mark.parametrize(
+    ("rule_id", "shapes"),
+    [
+        # A batched weight times a matrix whose row count happens to equal the two column counts:
+        # the product's split then type-checks along the wrong axis. The search does not reach
+        # this coincidence on its own, so the instance is given.
+        (128, {"a": (2, 2), "b": (1, 2, 1), "c": (1, 2, 1)}),
+        (129, {"a": (2, 2), "b": (4, 2, 3), "c": (2, 2)}),
+    ],
+)
+def test_matmul_split_rules_need_their_rank_condition(rule_id, shapes):
+    from tensor_eqsat.rules.instantiate import InstanceSearch
+
+    rule = load_rule_set("taso").by_id(rule_id)
+    inst = Instance(shapes)
+    unconditioned = InstanceSearch(drop_conditions(rule))
+    assert unconditioned.check(inst)
+    outputs = unconditioned.outputs(inst)
+    assert outputs is not None and any(lhs != rhs for lhs, rhs in outputs)
+    assert not InstanceSearch(rule).check(inst)  # the condition excludes it
+
+
+def test_every_builtin_rule_is_checked_at_ranks_2_3_and_4():
+    # Rules over matrices and elementwise ops run on numbers at top ranks 2, 3 and 4 (batched
+    # and broadcast operands); rules with a conv, pool, merge or enlarge only exist at rank 4.
+    four_d = {"conv2d", "poolmax", "poolavg", "merge", "enlarge", "batchnorm"}
+    from tensor_eqsat.rewrite.pattern import walk
+
+    for v, rule in zip(verify_rules(load_rule_set("taso")).verdicts, load_rule_set("taso"), strict=True):
+        ops = {q.op for p in (*rule.lhs, *rule.rhs) for q in walk(p) if isinstance(q, PNode)}
+        expected = {4} if ops & four_d else {2, 3, 4}
+        assert expected <= set(v.ranks), (rule.id, v.ranks)
+
+
+def test_rank_general_rules_hold_for_a_rank_3_activation_times_rank_2_weights():
+    rules = load_rule_set("taso")
+    cases = {
+        72: {"a": (2, 5, 4), "b": (4, 3), "c": (4, 6)},
+        128: {"a": (2, 5, 4), "b": (4, 3), "c": (4, 6)},
+        69: {"a": (2, 5, 4), "b": (4, 3), "c": (2, 5, 2), "d": (2, 3)},
+        129: {"a": (2, 5, 4), "b": (4, 3), "c": (2, 1, 4)},
+    }
+    for rule_id, shapes in cases.items():
+        rule = rules.by_id(rule_id)
+        inst = Instance(shapes)
+        from tensor_eqsat.rules.instantiate import InstanceSearch
+
+        assert InstanceSearch(rule).check(inst), rule_id
+        assert check_instance(rule, inst) is None, rule_id
 
 
 def test_enlarge_rule_needs_its_kernel_parity_condition():

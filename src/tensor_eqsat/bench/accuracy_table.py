@@ -10,6 +10,12 @@ choice, so the ILP's value is the true cost and the table measures the estimates
 paper reports OCF exact on 12 of 13 models, NASNet-A over-estimated, and DCF off by factors up
 to 10^27.
 
+:func:`record_accuracy` stores the table in the results database: one
+:class:`~tensor_eqsat.bench.db.AccuracyRecord` per (model, cost model, extractor), skipping models
+already stored for that cost model, like finished runs. It is always computed on the paper's
+(full) models, whatever reduced parameters a sweep's runs use: it describes the benchmark, not a
+run. It lives in bench/, not extract/, because it builds the zoo's models.
+
 Example::
 
     rows = accuracy_table(cost_model="roofline:a100", models=["resnet50"])
@@ -19,10 +25,11 @@ Example::
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from tensor_eqsat import zoo
+from tensor_eqsat.bench.db import AccuracyRecord, ResultsDB
 from tensor_eqsat.cost import DEFAULT_SPEC, parse_cost_model
 from tensor_eqsat.egraph import EGraph
 from tensor_eqsat.extract.egraph_problem import problem_from_egraph
@@ -88,3 +95,30 @@ def accuracy_table(
             times[kind.value] = result.time_s
         rows.append(AccuracyRow(name, spec, problem.num_nodes, predicted, times))
     return rows
+
+
+def record_accuracy(
+    db: ResultsDB,
+    models: Sequence[str],
+    cost_model: str,
+    *,
+    ilp_time_limit: float = 60.0,
+    on_model: Callable[[str, dict[str, float]], None] | None = None,
+) -> list[str]:
+    """Compute and store the accuracy rows of ``models`` missing from ``db``; returns the models
+    computed now.
+
+    ilp_time_limit: seconds per ILP solve. Default 60.
+    on_model: called with (model, extractor -> predicted ms) after each model, for progress.
+    """
+    done = {r.model for r in db.accuracy() if r.cost_model == cost_model}
+    todo = [m for m in dict.fromkeys(models) if m not in done]
+    for model in todo:
+        [row] = accuracy_table(cost_model=cost_model, models=[model], ilp_time_limit=ilp_time_limit)
+        db.add_accuracy(
+            AccuracyRecord(model, cost_model, ext, predicted, row.time_s[ext])
+            for ext, predicted in row.predicted.items()
+        )
+        if on_model is not None:
+            on_model(model, dict(row.predicted))
+    return todo

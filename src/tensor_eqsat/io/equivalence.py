@@ -23,17 +23,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from tensor_eqsat.errors import TensorEqsatError
+from tensor_eqsat.io.inputs import InputInfo, graph_inputs, make_feed, model_inputs
 from tensor_eqsat.io.onnx_common import load_model
 from tensor_eqsat.io.plan import observable_outputs
 from tensor_eqsat.ir.graph import Graph
-from tensor_eqsat.ir.interpreter import random_input, run_all
+from tensor_eqsat.ir.interpreter import run_all
 from tensor_eqsat.ir.serialize import load as load_json
 from tensor_eqsat.ir.types import Shape
 
@@ -126,6 +127,7 @@ class _Side:
     inputs: dict[str, Shape]
     run: Runner
     backend: str
+    infos: dict[str, InputInfo] = field(default_factory=dict)
 
 
 def load_any(source: Any) -> Any:
@@ -146,29 +148,28 @@ def _prepare(source: Any, backend: str, seed: int) -> _Side:
         from tensor_eqsat.io.runtime import input_specs, ort_session
 
         proto = export_onnx(model, seed=seed) if isinstance(model, Graph) else model
-        sess = ort_session(proto)
-        specs = {}
-        for s in input_specs(proto):
-            if s.elem_type != 1:
-                raise TensorEqsatError(
-                    f"verify: input {s.name!r} is not float32; random inputs are drawn for float32 only"
-                )
-            specs[s.name] = s.shape
+        # A file is opened by its path, so onnxruntime's errors name the file.
+        from_file = isinstance(source, str | os.PathLike) and not isinstance(model, Graph)
+        sess = ort_session(source if from_file else proto)
+        specs = {s.name: s.shape for s in input_specs(proto)}
 
         def run_ort(feed: Mapping[str, np.ndarray]) -> list[np.ndarray]:
             try:
                 return [np.asarray(o) for o in sess.run(None, dict(feed))]
             except Exception as exc:
-                raise TensorEqsatError(f"onnxruntime failed to run the model: {exc}") from exc
+                text = " ".join(str(exc).split())  # onnxruntime's message spans lines
+                raise TensorEqsatError(f"onnxruntime failed to run the model: {text}") from exc
 
-        return _Side(specs, run_ort, "onnxruntime")
+        return _Side(specs, run_ort, "onnxruntime", model_inputs(proto))
     graph = model if isinstance(model, Graph) else _import(model)
     specs = {graph.name_of(n.id): n.shapes[0] for n in graph.inputs()}
     if backend == "torch":
         from tensor_eqsat.io.torch_exec import TorchProgram
 
         prog = TorchProgram(graph, seed=seed)
-        return _Side(specs, lambda feed: [t.detach().cpu().numpy() for t in prog(feed)], "torch")
+        return _Side(
+            specs, lambda feed: [t.detach().cpu().numpy() for t in prog(feed)], "torch", graph_inputs(graph)
+        )
     if backend != "interpreter":
         raise TensorEqsatError(f"unknown backend {backend!r} (expected one of {', '.join(BACKENDS)})")
     outs = observable_outputs(graph)
@@ -178,7 +179,7 @@ def _prepare(source: Any, backend: str, seed: int) -> _Side:
         return [values[r] for r in outs]
 
     # run_all computes what graph.outputs need, which covers the noops' inputs.
-    return _Side(specs, interpret, "interpreter")
+    return _Side(specs, interpret, "interpreter", graph_inputs(graph))
 
 
 def _import(model: Any) -> Graph:
@@ -231,7 +232,9 @@ def verify(
     stats: list[list[float]] = []
     shapes: list[Shape] = []
     for t in range(trials):
-        feed = {name: random_input(name, shape, seed + t) for name, shape in a.inputs.items()}
+        # Token ids within their embedding table, masks of 0/1 (io/inputs.py); a type known to
+        # one side only (an ONNX original, a Graph result) is taken from that side.
+        feed = make_feed(a.inputs, {**b.infos, **a.infos}, seed + t)
         xs, ys = a.run(feed), b.run(feed)
         if len(xs) != len(ys):
             return report(False, (), f"{len(xs)} outputs vs {len(ys)}")
@@ -329,7 +332,9 @@ def export_verified(
     model = export_onnx(optimized, output_names=output_names, seed=seed)
     report = None
     if check:
-        report = verify(source, model, rtol=rtol, atol=atol, trials=trials, seed=seed)
+        # The original by path when it is a file, so errors name it.
+        reference = original if isinstance(original, str | os.PathLike) else source
+        report = verify(reference, model, rtol=rtol, atol=atol, trials=trials, seed=seed)
         if not report.ok:
             raise VerificationError(f"{path}: not written, the optimized model {report.summary()}", report)
     save_model(model, path)

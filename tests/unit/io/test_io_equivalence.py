@@ -8,8 +8,8 @@ from io_helpers import make_model, rand
 from onnx import helper
 
 from tensor_eqsat.errors import TensorEqsatError
+from tensor_eqsat.io.equivalence import _compare, verify
 from tensor_eqsat.io.onnx_export import export_onnx
-from tensor_eqsat.io.verify import _compare, verify
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.ir.serialize import save
 
@@ -96,7 +96,7 @@ def test_compare_handles_non_finite_and_integer_outputs():
 
 
 def test_export_verified_writes_only_equivalent_models(tmp_path):
-    from tensor_eqsat.io.verify import VerificationError, export_verified
+    from tensor_eqsat.io.equivalence import VerificationError, export_verified
 
     w = rand(3, 4)
     original = make_model(

@@ -1,0 +1,223 @@
+"""``OptimizeConfig``: every setting of one ``optimize()`` run, in one frozen, validated record.
+
+The configuration nests the settings of the parts it drives: :class:`~tensor_eqsat.search.mcts.MctsConfig`
+(the paper's search), :class:`~tensor_eqsat.search.runner.RunnerConfig` (TENSAT's saturation) and
+:class:`~tensor_eqsat.extract.ilp.IlpConfig` (ILP extraction). The CLI, ``bench.Settings`` and
+library callers all build one, so a setting is declared once: here or in the nested config.
+``optimize(graph, config=None, **overrides)`` applies overrides with
+:meth:`OptimizeConfig.with_overrides`, the pattern ``Mcts`` and ``EGraphEnv`` use.
+
+Adding a setting (e.g. a target device, guard settings, parallel rollout workers):
+
+1. Add a field with a default to :class:`OptimizeConfig` (or to the nested config it belongs
+   to), state the default in the docstring, and validate it in ``__post_init__``.
+2. Read it where it is used: in :meth:`OptimizeConfig.construction` for construction settings,
+   or in ``optimize()`` for pipeline settings.
+3. If it should be recorded with the run, add it to
+   :class:`~tensor_eqsat.optimize.OptimizeSettings` and its ``to_dict()`` (new keys only: the
+   existing keys are read by the results database and by users' scripts).
+4. Give the CLI a flag that sets it in ``commands/optimize.py`` (``_config``), and
+   ``bench.Settings`` a field if sweeps vary it.
+
+A nested setting can be overridden by its own name when that name is not also a top-level field
+(``optimize(g, budget=16)`` sets ``mcts.budget``); ILP settings take an ``ilp_`` prefix
+(``ilp_time_limit``); anything else needs the nested object (``mcts=MctsConfig(...)``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+from tensor_eqsat.cost.model import CostModel
+from tensor_eqsat.cost.spec import DEFAULT_SPEC, parse_cost_model
+from tensor_eqsat.errors import ConfigError, parse_enum
+from tensor_eqsat.extract.ilp import IlpConfig
+from tensor_eqsat.extract.registry import Extractor, ExtractorKind, make_extractor, parse_kind
+from tensor_eqsat.rules.rule_spec import RuleSpec
+from tensor_eqsat.rules.sets import RuleSet
+from tensor_eqsat.search.construction import Construction, MctsConstruction, Saturation
+from tensor_eqsat.search.env import ExtractorCost
+from tensor_eqsat.search.mcts import MctsConfig
+from tensor_eqsat.search.runner import RunnerConfig
+
+if TYPE_CHECKING:
+    pass
+
+TENSAT_ITER_LIMIT = 10_000
+"""TENSAT's iteration limit in the paper's baseline runs (``run_exp_main.sh``: n_iter)."""
+TENSAT_TIME_LIMIT = 3600.0
+"""TENSAT's saturation time limit in the paper's baseline runs (n_sec), seconds."""
+
+
+class Search(Enum):
+    """The built-in constructions, by name (any :class:`Construction` object may be given too)."""
+
+    MCTS = "mcts"
+    SATURATE = "saturate"
+
+
+ExtractorChoice = ExtractorKind | str | Extractor
+
+
+@dataclass(frozen=True)
+class OptimizeConfig:
+    """Every setting of :func:`~tensor_eqsat.optimize.optimize`. Defaults are the paper's best
+    practical setting.
+
+    search: ``"mcts"`` (the paper), ``"saturate"`` (TENSAT), or a
+        :class:`~tensor_eqsat.search.construction.Construction` object. Default mcts.
+    main_extractor: the extractor whose cost rewards MCTS: ``greedy-tree`` (the paper's DCF),
+        ``greedy-ocf`` (OCF), ``greedy-dag``, ``ilp``, or an Extractor object. Default
+        greedy-ocf. Unused by saturation.
+    final_extractor: the extractor of the result, by name or as an object. Default ilp.
+    cost_model: a cost-model spec (``roofline``, ``roofline:p100``, ``measured:cpu``, ...) or a
+        CostModel. Default ``roofline`` (the A100 profile).
+    node_limit: construction stops once the e-graph has this many e-nodes; multi-pattern rules
+        may add at most this many at once (the artifact: n_nodes = node_multi = 2000). Default 2000.
+    k_multi: saturation iterations with multi-pattern rules. Default None: the zoo model's value
+        when the graph is a zoo model (a name, or ``model=``), else 1.
+    seed: seeds every random choice. Default 0.
+    time_limit: seconds for construction (MCTS planning stops early; saturation stops between
+        rules). Default None: none for MCTS, ``runner.time_limit`` (TENSAT's 3600 s) for
+        saturation. The final extraction is bounded by ``ilp.time_limit`` on top.
+    rules: ``"default"`` (the model's rule set, see ``ModelInfo.rule_set``: the paper's 139
+        rules, the NASRNN variant for ``nasrnn``), a rule set name, the path of a rule file, a
+        RuleSet or RuleSpecs.
+        Default ``"default"``.
+    model: the zoo name of the graph when it is a Graph built from the zoo (for k_multi and the
+        rule set). Default None.
+    mcts: the search's settings. Default ``MctsConfig()`` (budget 128, rollouts of up to 11
+        steps); its ``time_limit`` is replaced by ``time_limit`` above.
+    runner: saturation limits. Default TENSAT's baseline: ``iter_limit`` 10,000 and
+        ``time_limit`` 3600 s; its ``node_limit``, ``node_multi`` and ``k_multi`` are taken from
+        the fields above.
+    ilp: ILP settings, for the main and the final extractor. Default ``IlpConfig(time_limit=600)``
+        (the artifact's 600 s per solve).
+    alternatives: extractors (names) whose extractions of the final e-graph are returned beside
+        the result (``OptimizeResult.alternatives``), as further candidates for the never-slower
+        guard (:mod:`tensor_eqsat.target.guard`), which measures them on the target and keeps the
+        fastest. Default ``()``: none.
+
+    Raises ConfigError (a TensorEqsatError and a ValueError) for an unknown search or extractor
+    name, or an out-of-range value.
+
+    >>> cfg = OptimizeConfig().with_overrides(budget=16, search="saturate", ilp_time_limit=60)
+    >>> cfg.mcts.budget, cfg.search_name, cfg.ilp.time_limit
+    (16, 'saturate', 60)
+    """
+
+    search: Search | str | Construction = Search.MCTS
+    main_extractor: ExtractorChoice = ExtractorKind.GREEDY_OCF
+    final_extractor: ExtractorChoice = ExtractorKind.ILP
+    cost_model: str | CostModel = DEFAULT_SPEC
+    node_limit: int = 2000
+    k_multi: int | None = None
+    seed: int = 0
+    time_limit: float | None = None
+    rules: str | RuleSet | Sequence[RuleSpec] = "default"
+    model: str | None = None
+    mcts: MctsConfig = field(default_factory=MctsConfig)
+    runner: RunnerConfig = field(
+        default_factory=lambda: RunnerConfig(iter_limit=TENSAT_ITER_LIMIT, time_limit=TENSAT_TIME_LIMIT)
+    )
+    ilp: IlpConfig = field(default_factory=lambda: IlpConfig(time_limit=600.0))
+    alternatives: tuple[ExtractorKind | str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if isinstance(self.search, str | Search):
+            object.__setattr__(self, "search", _parse_search(self.search))
+        elif not isinstance(self.search, Construction):
+            raise ConfigError(f"search: expected a name or a Construction, got {type(self.search).__name__}")
+        for name in ("main_extractor", "final_extractor"):
+            value = getattr(self, name)
+            if not isinstance(value, Extractor):
+                object.__setattr__(self, name, parse_kind(value))
+        object.__setattr__(self, "alternatives", tuple(parse_kind(k) for k in self.alternatives))
+        if not isinstance(self.node_limit, int) or self.node_limit < 1:
+            raise ConfigError(f"node_limit must be a positive integer, got {self.node_limit!r}")
+        if self.k_multi is not None and self.k_multi < 0:
+            raise ConfigError(f"k_multi must be at least 0, got {self.k_multi}")
+        if self.time_limit is not None and not self.time_limit > 0:
+            raise ConfigError(f"time_limit must be positive or None, got {self.time_limit!r}")
+
+    def with_overrides(self, **overrides: Any) -> OptimizeConfig:
+        """A copy with ``overrides`` applied: top-level fields (nested configs included) first,
+        then nested settings by name (see the module docstring). ConfigError for unknown names."""
+        top = {f.name for f in dataclasses.fields(self)}
+        cfg = replace(self, **{k: v for k, v in overrides.items() if k in top}) if overrides else self
+        nested: dict[str, dict[str, Any]] = {"mcts": {}, "runner": {}, "ilp": {}}
+        for key, value in overrides.items():
+            if key in top:
+                continue
+            nested[_nested_owner(key)][key.removeprefix("ilp_")] = value
+        changes = {name: replace(getattr(cfg, name), **kv) for name, kv in nested.items() if kv}
+        return replace(cfg, **changes) if changes else cfg
+
+    @property
+    def search_name(self) -> str:
+        """The construction's name (``mcts``, ``saturate`` or a custom one)."""
+        search = self.search
+        return search.value if isinstance(search, Search) else str(getattr(search, "name", search))
+
+    def extractor(self, which: str) -> Extractor:
+        """A fresh main (``which="main"``) or final extractor."""
+        choice = self.main_extractor if which == "main" else self.final_extractor
+        return choice if isinstance(choice, Extractor) else make_extractor(choice, ilp_config=self.ilp)
+
+    def extractor_name(self, which: str) -> str:
+        choice = self.main_extractor if which == "main" else self.final_extractor
+        return choice.value if isinstance(choice, ExtractorKind) else str(getattr(choice, "name", choice))
+
+    def cost_model_object(self) -> CostModel:
+        """The cost model (parsing a spec string)."""
+        return parse_cost_model(self.cost_model) if isinstance(self.cost_model, str) else self.cost_model
+
+    def mcts_settings(self) -> MctsConfig:
+        """The MCTS settings as used: ``mcts`` with this config's time limit."""
+        return replace(self.mcts, time_limit=self.time_limit)
+
+    def construction(self, cost_model: CostModel, k_multi: int) -> Construction:
+        """The construction to run (a built-in one made from these settings, or ``search``)."""
+        if self.search is Search.SATURATE:
+            n = self.node_limit
+            return Saturation(replace(self.runner, node_limit=n, node_multi=n, k_multi=k_multi))
+        if self.search is Search.MCTS:
+            # A picklable cost function: with ``mcts.workers`` > 1, states are priced in workers.
+            main_cost = ExtractorCost(self.extractor("main"), cost_model)
+            return MctsConstruction(self.mcts, main_cost, self.node_limit)
+        assert isinstance(self.search, Construction)
+        return self.search
+
+
+_NESTED = {
+    "mcts": {f.name for f in dataclasses.fields(MctsConfig)},
+    "runner": {f.name for f in dataclasses.fields(RunnerConfig)},
+    "ilp": {"ilp_" + f.name for f in dataclasses.fields(IlpConfig)},
+}
+
+
+def setting_names() -> list[str]:
+    """Every name :meth:`OptimizeConfig.with_overrides` accepts: the fields, then the nested
+    settings reachable by name (``budget``, ``iter_limit``, ``ilp_time_limit``, ...)."""
+    top = [f.name for f in dataclasses.fields(OptimizeConfig)]
+    counts: dict[str, int] = {}
+    for keys in _NESTED.values():
+        for k in keys:
+            counts[k] = counts.get(k, 0) + 1
+    return top + sorted(k for k, n in counts.items() if n == 1 and k not in top)
+
+
+def _nested_owner(key: str) -> str:
+    owners = [name for name, keys in _NESTED.items() if key in keys]
+    if len(owners) != 1:
+        why = "is ambiguous" if owners else "is not a setting"
+        raise ConfigError(f"{key!r} {why}; pass mcts=, runner= or ilp= (see OptimizeConfig)")
+    return owners[0]
+
+
+def _parse_search(search: Search | str) -> Search:
+    return parse_enum(Search, search, "search")

@@ -1,0 +1,354 @@
+"""The never-slower guard: keep the optimized model only if it runs measurably faster.
+
+A cost model is a prediction; the user's question is whether the model they brought runs faster
+where they run it. So after extraction the original and a few distinct candidate graphs (the
+final extraction, and what else the caller has: other extractions, saturation's result) are
+timed in the target's runtime (:class:`~tensor_eqsat.target.targets.Target`), and the original is
+kept unless the fastest candidate beats it by more than the measurement noise.
+
+Method (:func:`time_alternating`): every model is prepared once (session built, warm-up runs),
+then timed in ``blocks`` alternating blocks of ``runs / blocks`` runs, the order rotating from
+block to block so that load drift on a shared machine affects every model alike; with one CPU
+thread the clock is the calling thread's CPU time (:func:`run_clock`). The original is timed as
+two separate arms (two sessions of the same model); their difference is the self-vs-self noise. Speedups are
+ratios of medians. A candidate wins only when its speedup exceeds ``noise_pct`` (the larger of the
+self-vs-self difference, the relative half interquartile range of the candidate's per-block time
+ratios to the original, and ``min_gain_pct``).
+
+Alternatives rejected: trusting the cost model (issue 14: a +5.5 % prediction ran 10.5x slower);
+a statistical test per candidate (the runs are not independent on a loaded machine; the
+alternating blocks and the self-vs-self arm bound what matters, a drift between models).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import statistics
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from tensor_eqsat.errors import TensorEqsatError
+from tensor_eqsat.ir.graph import Graph
+from tensor_eqsat.target.targets import Target, TargetError
+
+log = logging.getLogger(__name__)
+
+KEPT_ORIGINAL = "no measured gain: original kept"
+
+
+@dataclass(frozen=True)
+class Measured:
+    """The measured latency of the original and of the model handed back (milliseconds).
+
+    speedup_pct: (original − optimized) / original × 100; 0 when the original is kept.
+    noise_pct: the gain a candidate had to beat. runs: timed runs per model.
+    """
+
+    original_ms: float
+    optimized_ms: float
+    speedup_pct: float
+    noise_pct: float
+    runs: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class CandidateTiming:
+    """One timed candidate: its label, median ms and measured speedup over the original (%)."""
+
+    label: str
+    median_ms: float
+    speedup_pct: float
+    duplicate_of: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class GuardReport:
+    """What the guard measured and decided.
+
+    kept_original: True when no candidate was faster beyond the noise.
+    chosen: the label of the model handed back (``"original"`` when kept).
+    measured: the headline figures. candidates: every candidate, timed or recognised as a
+    duplicate. self_noise_pct: |original arm 1 − original arm 2| / original × 100.
+    """
+
+    target: str
+    backend: str
+    device: str
+    threads: int
+    kept_original: bool
+    chosen: str
+    measured: Measured
+    candidates: tuple[CandidateTiming, ...] = field(default_factory=tuple)
+    self_noise_pct: float = 0.0
+    seconds: float = 0.0
+
+    @property
+    def message(self) -> str:
+        """One line for the user."""
+        m = self.measured
+        if self.kept_original and all(c.duplicate_of is not None for c in self.candidates):
+            same = "the optimized graph is the original"
+            figures = f"{m.original_ms:.3f} ms on {self.target}, noise ±{m.noise_pct:.1f} %"
+            return f"{KEPT_ORIGINAL} ({same}; {figures})"
+        if self.kept_original:
+            best = max((c.speedup_pct for c in self.candidates if c.duplicate_of is None), default=0.0)
+            return (
+                f"{KEPT_ORIGINAL} (best candidate {best:+.1f} %, noise ±{m.noise_pct:.1f} %; "
+                f"{m.original_ms:.3f} ms on {self.target})"
+            )
+        return (
+            f"measured on {self.target}: {m.original_ms:.3f} ms -> {m.optimized_ms:.3f} ms, "
+            f"{m.speedup_pct:+.1f} % (noise ±{m.noise_pct:.1f} %, {self.chosen})"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "backend": self.backend,
+            "device": self.device,
+            "threads": self.threads,
+            "kept_original": self.kept_original,
+            "chosen": self.chosen,
+            "measured": self.measured.to_dict(),
+            "candidates": [c.to_dict() for c in self.candidates],
+            "self_noise_pct": self.self_noise_pct,
+            "seconds": self.seconds,
+            "message": self.message,
+        }
+
+
+def graph_fingerprint(graph: Graph) -> str:
+    """A hash of a graph's structure (ops, attributes, wiring, outputs): equal graphs run alike."""
+    h = hashlib.sha256()
+    for n in graph.nodes:
+        h.update(repr((n.op, n.attrs, n.inputs)).encode())
+    h.update(repr(graph.outputs).encode())
+    return h.hexdigest()
+
+
+@contextmanager
+def _threads(backend: str, threads: int) -> Iterator[None]:
+    if backend == "torch":
+        from tensor_eqsat.io.torch_exec import torch_threads
+
+        with torch_threads(threads):
+            yield
+    else:
+        yield
+
+
+def _time(fn: Callable[[], None], n: int, clock: Callable[[], int] = time.perf_counter_ns) -> list[float]:
+    out = []
+    for _ in range(n):
+        t0 = clock()
+        fn()
+        out.append((clock() - t0) / 1e6)
+    return out
+
+
+def run_clock(device: str, threads: int) -> Callable[[], int]:
+    """The clock that times one inference: the calling thread's CPU time for one CPU thread.
+
+    With one intra-op thread onnxruntime and PyTorch compute on the calling thread, and its CPU
+    time does not grow while other processes hold the core, so timings on a shared machine are
+    far steadier than wall time (which includes the waits). Otherwise wall time.
+    """
+    return time.thread_time_ns if device == "cpu" and threads == 1 else time.perf_counter_ns
+
+
+@dataclass(frozen=True)
+class AlternatingTimes:
+    """Per model: every timed run (ms) and the median of each block."""
+
+    times: list[list[float]]
+    block_medians: list[list[float]]
+
+    def median(self, i: int) -> float:
+        return statistics.median(self.times[i])
+
+
+def time_alternating(
+    models: Sequence[Any],
+    target: Target,
+    *,
+    threads: int = 1,
+    runs: int = 40,
+    blocks: int = 8,
+    warmup: int = 5,
+    seed: int = 0,
+) -> AlternatingTimes:
+    """Time ``models`` (Graphs, ONNX paths or ModelProtos) on ``target`` in alternating blocks.
+
+    Each model is prepared once and warmed up; then ``blocks`` blocks of ``runs / blocks`` runs
+    per model, the order rotating from block to block. Raises TargetError when the target cannot
+    be measured here.
+    """
+    from tensor_eqsat.io.latency import prepare_runner
+
+    why = target.unavailable()
+    if why is not None or target.backend is None or target.device is None:
+        raise TargetError(f"target {target.name} cannot be measured here: {why}")
+    if blocks < 1 or runs < blocks:
+        raise TensorEqsatError(f"need runs >= blocks >= 1, got runs={runs}, blocks={blocks}")
+    clock = run_clock(target.device, threads)
+    kw: dict[str, Any] = {
+        "backend": target.backend,
+        "threads": threads,
+        "device": target.device,
+        "seed": seed,
+    }
+    with _threads(target.backend, threads):
+        arms = [prepare_runner(m, **kw)[0] for m in models]
+        for fn in arms:
+            _time(fn, warmup, clock)
+        times: list[list[float]] = [[] for _ in arms]
+        medians: list[list[float]] = [[] for _ in arms]
+        per = [runs // blocks + (1 if k < runs % blocks else 0) for k in range(blocks)]
+        for k, n in enumerate(per):
+            order = list(range(len(arms)))
+            order = order[k % len(arms) :] + order[: k % len(arms)]
+            for a in order:
+                ts = _time(arms[a], n, clock)
+                times[a].extend(ts)
+                medians[a].append(statistics.median(ts))
+    return AlternatingTimes(times, medians)
+
+
+def _half_iqr(values: Sequence[float]) -> float:
+    if len(values) < 4:
+        return 0.0
+    q = statistics.quantiles(values, n=4)
+    return (q[2] - q[0]) / 2
+
+
+def guard(
+    original: Any,
+    candidates: Sequence[tuple[str, Graph]],
+    target: Target,
+    *,
+    original_graph: Graph | None = None,
+    threads: int = 1,
+    runs: int = 40,
+    blocks: int = 8,
+    warmup: int = 5,
+    seed: int = 0,
+    min_gain_pct: float = 1.0,
+) -> tuple[int | None, GuardReport]:
+    """Time the original and the candidates on ``target``; pick the fastest beyond the noise.
+
+    original: the model as the user brought it (a Graph, an ONNX path or ModelProto).
+    candidates: (label, graph) pairs, best-predicted first; duplicates (same structure as the
+        original or an earlier candidate) are not timed twice.
+    original_graph: the original as a Graph, to recognise candidates identical to it. Default:
+        ``original`` when it is a Graph.
+    threads: intra-op threads. Default 1. runs: timed runs per model. Default 40.
+    blocks: alternating blocks (at least 2). Default 8. warmup: untimed runs per model. Default 5.
+    seed: seed of the random inputs. Default 0.
+    min_gain_pct: the smallest gain ever accepted, whatever the noise. Default 1.0.
+
+    Returns the index in ``candidates`` of the model to hand back (None: keep the original) and the
+    report. Raises TargetError when the target cannot be measured here.
+
+    >>> from tensor_eqsat.target.targets import get_target
+    >>> g = Graph(); x = g.input((1, 256), name="x"); w = g.weight((256, 256), name="w")
+    >>> g.output(g.matmul(g.matmul(x, w), w))
+    >>> h = Graph(); y = h.input((1, 256), name="x"); h.output(h.relu(y))  # a stand-in candidate
+    >>> choice, report = guard(g, [("final", h)], get_target("ort-cpu"), runs=8, blocks=2)
+    >>> report.measured.runs, report.backend
+    (8, 'ort')
+    """
+    why = target.unavailable()
+    if why is not None or target.backend is None or target.device is None:
+        raise TargetError(f"target {target.name} cannot be measured here: {why}")
+    if blocks < 2 or runs < blocks:
+        raise TensorEqsatError(f"guard: need runs >= blocks >= 2, got runs={runs}, blocks={blocks}")
+    t0 = time.perf_counter()
+    backend, device = target.backend, target.device
+    base = original_graph if original_graph is not None else original if isinstance(original, Graph) else None
+    seen: dict[str, str] = {}
+    if base is not None:
+        seen[graph_fingerprint(base)] = "original"
+    distinct: list[tuple[int, str]] = []
+    duplicates: dict[int, str] = {}
+    for i, (label, g) in enumerate(candidates):
+        fp = graph_fingerprint(g)
+        if fp in seen:
+            duplicates[i] = seen[fp]
+        else:
+            seen[fp] = label
+            distinct.append((i, label))
+    tk: dict[str, Any] = {"threads": threads, "runs": runs, "warmup": warmup, "seed": seed}
+    if not distinct:
+        # Nothing differs from the original: time it (as two arms, for the noise figure) anyway,
+        # so the report has figures.
+        same = time_alternating([original, original], target, blocks=blocks, **tk)
+        ms = statistics.median(same.times[0] + same.times[1])
+        self_noise = abs(same.median(0) - same.median(1)) / ms * 100.0
+        report = GuardReport(
+            target=target.name,
+            backend=backend,
+            device=device,
+            threads=threads,
+            kept_original=True,
+            chosen="original",
+            measured=Measured(ms, ms, 0.0, self_noise, runs),
+            candidates=tuple(
+                CandidateTiming(label, ms, 0.0, duplicates[i]) for i, (label, _) in enumerate(candidates)
+            ),
+            self_noise_pct=self_noise,
+            seconds=time.perf_counter() - t0,
+        )
+        return None, report
+    # The original twice: the second arm is the self-vs-self noise.
+    models = [original, original, *(candidates[i][1] for i, _ in distinct)]
+    timed = time_alternating(models, target, blocks=blocks, **tk)
+    times, per_block = timed.times, timed.block_medians
+    orig_ms = statistics.median(times[0] + times[1])
+    self_noise = abs(statistics.median(times[0]) - statistics.median(times[1])) / orig_ms * 100.0
+    orig_blocks = [(a + b) / 2 for a, b in zip(per_block[0], per_block[1], strict=True)]
+    timings: dict[int, CandidateTiming] = {}
+    noise: dict[int, float] = {}
+    for arm, (i, label) in enumerate(distinct, start=2):
+        ms = statistics.median(times[arm])
+        timings[i] = CandidateTiming(label, ms, (orig_ms - ms) / orig_ms * 100.0)
+        ratios = [c / o for o, c in zip(orig_blocks, per_block[arm], strict=True)]
+        spread = _half_iqr(ratios) / statistics.median(ratios) * 100.0
+        noise[i] = max(self_noise, spread, min_gain_pct)
+    for i, ref in duplicates.items():
+        src = next((t for t in timings.values() if t.label == ref), None)
+        ms = src.median_ms if src is not None else orig_ms
+        timings[i] = CandidateTiming(candidates[i][0], ms, (orig_ms - ms) / orig_ms * 100.0, ref)
+    best = min(timings[i].median_ms for i, _ in distinct)
+    best_i = next(i for i, _ in distinct if timings[i].median_ms == best)
+    wins = timings[best_i].speedup_pct > noise[best_i]
+    chosen_ms = timings[best_i].median_ms if wins else orig_ms
+    report = GuardReport(
+        target=target.name,
+        backend=backend,
+        device=device,
+        threads=threads,
+        kept_original=not wins,
+        chosen=candidates[best_i][0] if wins else "original",
+        measured=Measured(
+            original_ms=orig_ms,
+            optimized_ms=chosen_ms,
+            speedup_pct=timings[best_i].speedup_pct if wins else 0.0,
+            noise_pct=noise[best_i],
+            runs=runs,
+        ),
+        candidates=tuple(timings[i] for i in range(len(candidates))),
+        self_noise_pct=self_noise,
+        seconds=time.perf_counter() - t0,
+    )
+    log.info("guard on %s: %s", target.name, report.message)
+    return (best_i if wins else None), report

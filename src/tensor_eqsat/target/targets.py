@@ -1,0 +1,122 @@
+"""Targets: where a model will run, the cost model that prices graphs for it, and how to measure it.
+
+A target names a runtime and device (``--target``). Each maps to the cost-model spec the search
+uses and, when the model can be run there, to the backend and device that measure it (the
+never-slower guard, :mod:`tensor_eqsat.target.guard`):
+
+================  ======================  ==========================================
+target            cost model              measured with
+================  ======================  ==========================================
+``ort-cpu``       ``measured:ort-cpu``    onnxruntime on this CPU
+``torch-cpu``     ``measured:cpu``        PyTorch eager on this CPU
+``cuda``          ``measured:cuda``       PyTorch on the local GPU (when there is one)
+``cpu-roofline``  ``roofline:cpu``        onnxruntime on this CPU (an analytic CPU model)
+``a100``          ``roofline:a100``       not here (analytic GPU profile)
+``p100``          ``roofline:p100``       not here
+``h100``          ``roofline:h100``       not here
+================  ======================  ==========================================
+
+Defaults (:func:`default_target`): an ONNX file runs in onnxruntime, so it defaults to
+``ort-cpu``; zoo models and graph JSON keep ``a100``, the roofline that reproduces the paper.
+
+Alternatives rejected: inferring the target from ``--cost-model`` (a cost model is a means, the
+target is the user's question, and several targets share a cost-model family); measuring analytic
+GPU targets on the CPU (a different machine's ranking).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+
+from tensor_eqsat.errors import TensorEqsatError
+
+
+class TargetError(TensorEqsatError):
+    """An unknown target, or one that cannot be used on this machine."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """One place a model can run.
+
+    name: the ``--target`` name. cost_model: the cost-model spec that prices graphs for it.
+    backend: ``"ort"`` or ``"torch"``, the runtime that measures it; None for analytic targets.
+    device: ``"cpu"`` or ``"cuda"`` for measurable targets. description: one line for help texts.
+    """
+
+    name: str
+    cost_model: str
+    backend: str | None
+    device: str | None
+    description: str
+
+    def unavailable(self) -> str | None:
+        """Why this target cannot be measured on this machine, or None when it can."""
+        if self.backend is None:
+            return f"{self.name} is an analytic profile of another device; nothing here runs like it"
+        module = "onnxruntime" if self.backend == "ort" else "torch"
+        if importlib.util.find_spec(module) is None:
+            extra = "onnx" if self.backend == "ort" else "torch"
+            return f"{module} is not installed (pip install 'tensor-eqsat[{extra}]')"
+        if self.device == "cuda":
+            import torch
+
+            if not torch.cuda.is_available():
+                return "no CUDA device is available"
+        return None
+
+    @property
+    def measurable(self) -> bool:
+        """Whether models for this target can be timed here."""
+        return self.unavailable() is None
+
+
+TARGETS: dict[str, Target] = {
+    t.name: t
+    for t in (
+        Target("ort-cpu", "measured:ort-cpu", "ort", "cpu", "ONNX Runtime on this CPU"),
+        Target("torch-cpu", "measured:cpu", "torch", "cpu", "PyTorch eager on this CPU"),
+        Target("cuda", "measured:cuda", "torch", "cuda", "PyTorch on the local CUDA GPU"),
+        Target(
+            "cpu-roofline", "roofline:cpu", "ort", "cpu", "analytic CPU roofline (measured in ONNX Runtime)"
+        ),
+        Target("a100", "roofline:a100", None, None, "analytic NVIDIA A100 roofline (the paper's device)"),
+        Target("p100", "roofline:p100", None, None, "analytic NVIDIA P100 roofline"),
+        Target("h100", "roofline:h100", None, None, "analytic NVIDIA H100 roofline"),
+    )
+}
+"""Every target by name."""
+
+DEFAULT_ONNX_TARGET = "ort-cpu"
+DEFAULT_GRAPH_TARGET = "a100"
+
+
+def get_target(name: str) -> Target:
+    """The target called ``name``; TargetError listing the known ones otherwise.
+
+    >>> get_target("ort-cpu").cost_model
+    'measured:ort-cpu'
+    >>> get_target("a100").measurable
+    False
+    """
+    try:
+        return TARGETS[name]
+    except KeyError:
+        raise TargetError(f"unknown target {name!r} (known: {', '.join(TARGETS)})") from None
+
+
+def target_names() -> list[str]:
+    """The known target names."""
+    return list(TARGETS)
+
+
+def default_target(source: str | None) -> Target:
+    """The default target of a model source: ``ort-cpu`` for an ONNX file, else ``a100``.
+
+    >>> default_target("model.onnx").name, default_target("resnet50").name
+    ('ort-cpu', 'a100')
+    """
+    if source is not None and str(source).lower().endswith(".onnx"):
+        return TARGETS[DEFAULT_ONNX_TARGET]
+    return TARGETS[DEFAULT_GRAPH_TARGET]

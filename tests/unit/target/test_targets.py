@@ -1,0 +1,40 @@
+"""Targets: names, cost models, defaults and whether they can be measured here."""
+
+from __future__ import annotations
+
+import pytest
+
+from tensor_eqsat.cost import parse_cost_model
+from tensor_eqsat.target import TARGETS, TargetError, default_target, get_target, target_names
+
+
+def test_every_target_names_a_cost_model_that_parses():
+    assert set(target_names()) == {"ort-cpu", "torch-cpu", "cuda", "cpu-roofline", "a100", "p100", "h100"}
+    for t in TARGETS.values():
+        if t.name == "cuda" and not t.measurable:
+            continue  # measured:cuda cannot be built without a GPU
+        if t.backend == "torch":
+            pytest.importorskip("torch")
+        options = {"persistent": False} if t.cost_model.startswith("measured") else {}
+        assert parse_cost_model(t.cost_model, **options).spec == t.cost_model
+
+
+def test_defaults_onnx_runs_in_ort_graphs_keep_the_paper_device():
+    assert default_target("model.onnx").name == "ort-cpu"
+    assert default_target("M.ONNX").name == "ort-cpu"
+    assert default_target("graph.json").name == "a100"
+    assert default_target("resnet50").name == "a100"
+    assert default_target(None).name == "a100"
+
+
+def test_analytic_gpu_targets_are_not_measurable_here():
+    for name in ("a100", "p100", "h100"):
+        t = get_target(name)
+        assert not t.measurable and "analytic" in (t.unavailable() or "")
+    pytest.importorskip("onnxruntime")
+    assert get_target("ort-cpu").measurable and get_target("cpu-roofline").measurable
+
+
+def test_unknown_target_lists_the_known_ones():
+    with pytest.raises(TargetError, match=r"unknown target 'tpu'.*ort-cpu"):
+        get_target("tpu")

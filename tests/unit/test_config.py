@@ -1,0 +1,148 @@
+"""OptimizeConfig and the extension points of optimize(): constructions and extractor objects."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from tensor_eqsat.config import OptimizeConfig, Search
+from tensor_eqsat.errors import ConfigError, TensorEqsatError
+from tensor_eqsat.extract.greedy_dag import GreedyDagExtractor
+from tensor_eqsat.extract.registry import EXTRACTORS, ExtractorKind, Optimality
+from tensor_eqsat.ir.graph import Graph
+from tensor_eqsat.optimize import optimize
+from tensor_eqsat.search.construction import ConstructionReport, MctsConstruction, Saturation, StepLog
+from tensor_eqsat.search.mcts import MctsConfig
+from tensor_eqsat.search.stop import StopReason
+
+
+def _chain() -> Graph:
+    g = Graph()
+    x = g.input((1, 64), name="x")
+    g.output(g.matmul(g.matmul(x, g.weight((64, 64), name="w1")), g.weight((64, 64), name="w2")))
+    return g
+
+
+def test_defaults_are_the_papers():
+    cfg = OptimizeConfig()
+    assert cfg.search is Search.MCTS and cfg.search_name == "mcts"
+    assert cfg.main_extractor is ExtractorKind.GREEDY_OCF and cfg.final_extractor is ExtractorKind.ILP
+    assert (cfg.node_limit, cfg.mcts.budget, cfg.mcts.max_rollout_depth) == (2000, 128, 10)
+    assert (cfg.runner.iter_limit, cfg.runner.time_limit, cfg.ilp.time_limit) == (10_000, 3600.0, 600.0)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.seed = 1  # type: ignore[misc]
+
+
+def test_overrides_reach_top_level_and_nested_settings():
+    cfg = OptimizeConfig().with_overrides(
+        seed=5, budget=8, iter_limit=7, ilp_time_limit=30.0, final_extractor="greedy-dag"
+    )
+    assert (cfg.seed, cfg.mcts.budget, cfg.runner.iter_limit, cfg.ilp.time_limit) == (5, 8, 7, 30.0)
+    assert cfg.final_extractor is ExtractorKind.GREEDY_DAG
+    # a nested object and a shortcut: the shortcut wins, the rest of the object is kept
+    cfg = OptimizeConfig().with_overrides(mcts=MctsConfig(budget=4, gamma=0.5), budget=6)
+    assert (cfg.mcts.budget, cfg.mcts.gamma) == (6, 0.5)
+    assert OptimizeConfig().with_overrides() == OptimizeConfig()
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"search": "anneal"}, r"unknown search 'anneal' \(known: mcts, saturate\)"),
+        ({"main_extractor": "fastest"}, "unknown extractor 'fastest'"),
+        ({"node_limit": 0}, "node_limit must be a positive integer"),
+        ({"k_multi": -1}, "k_multi must be at least 0"),
+        ({"time_limit": 0}, "time_limit must be positive"),
+        ({"budgets": 3}, "'budgets' is not a setting"),
+        ({"search": 3}, "expected a name or a Construction"),
+    ],
+)
+def test_bad_settings_are_config_errors(overrides, message):
+    with pytest.raises(ConfigError, match=message) as info:
+        OptimizeConfig().with_overrides(**overrides)
+    assert isinstance(info.value, TensorEqsatError) and isinstance(info.value, ValueError)
+
+
+def test_built_in_constructions_follow_the_settings():
+    cfg = OptimizeConfig(search="saturate", node_limit=123)
+    sat = cfg.construction(cost_model=cfg.cost_model_object(), k_multi=2)
+    assert isinstance(sat, Saturation)
+    assert (sat.config.node_limit, sat.config.node_multi, sat.config.k_multi) == (123, 123, 2)
+    mcts = OptimizeConfig(node_limit=50)
+    built = mcts.construction(cost_model=mcts.cost_model_object(), k_multi=1)
+    assert isinstance(built, MctsConstruction) and built.node_limit == 50 and built.config == mcts.mcts
+
+
+class _OneRule:
+    """A construction that applies the first rule once (a user's strategy, plugged in)."""
+
+    name = "one-rule"
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[int, float | None]] = []
+
+    def construct(self, egraph, actions, *, seed, deadline, progress):
+        from tensor_eqsat.rewrite.rewrite import apply_rule
+
+        self.calls.append((seed, deadline))
+        rule = actions.rewrites[actions.ids.index(actions.id_of("matmul-assoc-1"))]
+        apply_rule(egraph, rule)
+        step = StepLog(0, (actions.id_of("matmul-assoc-1"),), rule.name, None, None, None,
+                       egraph.num_enodes, egraph.num_classes, 0, 0.0, 0.0)  # fmt: skip
+        return ConstructionReport(StopReason.SATURATED, (step,), {step.rule_ids[0]: 1}, {"mine": 1})
+
+
+def test_a_custom_construction_plugs_into_optimize():
+    strategy = _OneRule()
+    r = optimize(_chain(), search=strategy, seed=7, final_extractor="greedy-dag")
+    assert strategy.calls == [(7, None)]
+    assert r.stop_reason is StopReason.SATURATED and r.settings.search == "one-rule"
+    assert r.settings.mcts is None and "mcts" not in r.settings.to_dict()
+    assert r.stats.to_dict()["mine"] == 1
+    # x·(W1·W2): the weights' product is folded at load time, halving the cost
+    assert r.speedup_pct == pytest.approx(50.0)
+
+
+def test_extractor_objects_are_accepted():
+    r = optimize(_chain(), budget=4, node_limit=50, main_extractor=GreedyDagExtractor(),
+                 final_extractor=GreedyDagExtractor())  # fmt: skip
+    assert r.settings.main_extractor == r.settings.final_extractor == "greedy-dag"
+    assert r.stats.final_extraction["extractor"] == "greedy-dag"
+    assert r.speedup_pct == pytest.approx(50.0)
+
+
+def test_one_extractor_table():
+    assert set(EXTRACTORS) == set(ExtractorKind)
+    assert [k.optimality for k in ExtractorKind] == [
+        Optimality.TREE, Optimality.NONE, Optimality.NONE, Optimality.DAG
+    ]  # fmt: skip
+    for kind, (factory, _) in EXTRACTORS.items():
+        assert factory(None).name == kind.value
+
+
+def test_stop_reason_is_one_type_and_its_values_are_stable():
+    assert [r.value for r in StopReason] == [
+        "saturated", "node limit", "iteration limit", "step limit", "time limit", "step time limit",
+        "cost threshold", "terminal",
+    ]  # fmt: skip
+    r = optimize(_chain(), budget=4, node_limit=50, final_extractor="greedy-dag")
+    assert r.stop_reason is StopReason.NODE_LIMIT and r.to_dict()["stop_reason"] == "node limit"
+    s = optimize(_chain(), search="saturate", final_extractor="greedy-dag")
+    assert isinstance(s.stop_reason, StopReason)
+
+
+def test_alternatives_are_extracted_beside_the_result():
+    g = Graph()
+    x = g.input((1, 64), name="x")
+    g.output(g.matmul(g.matmul(x, g.weight((64, 64), name="w1")), g.weight((64, 64), name="w2")))
+    r = optimize(
+        g, budget=4, node_limit=50, final_extractor="greedy-dag", alternatives=("greedy-tree", "ilp")
+    )
+    assert [name for name, _ in r.alternatives] == ["greedy-tree", "ilp"]
+    assert r.settings.to_dict()["alternatives"] == ["greedy-tree", "ilp"]
+    for _, alt in r.alternatives:
+        assert alt.outputs and len(alt.nodes) > 0
+    assert optimize(g, budget=4, node_limit=50, final_extractor="greedy-dag").alternatives == ()
+    with pytest.raises(ConfigError):
+        OptimizeConfig(alternatives=("no-such-extractor",))
