@@ -107,3 +107,12 @@ def test_unknown_extractor_is_a_usage_error(capsys):
         main(["optimize", "vgg", "--extractor", "fastest"])
     assert exc.value.code == 2
     assert "invalid choice" in capsys.readouterr().err
+
+
+def test_workers_give_a_repeatable_run(graph_file, capsys):
+    runs = []
+    for _ in range(2):
+        assert main(["optimize", str(graph_file), *FAST, "--workers", "2", "--json"]) == 0
+        data = json.loads(capsys.readouterr().out)
+        runs.append((data["optimized_cost_ms"], [s["rule"] for s in data["step_log"]]))
+    assert runs[0] == runs[1]

@@ -90,6 +90,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--node-limit", type=positive_int, default=2000, help="e-node limit (default: 2000)")
     p.add_argument(
+        "--workers",
+        type=positive_int,
+        default=1,
+        help="MCTS simulations run at once in worker processes; results depend on the seed and "
+        "this number (default: 1)",
+    )
+    p.add_argument(
         "--rollout-depth",
         type=non_negative_int,
         default=10,
@@ -327,6 +334,7 @@ def _config(args: argparse.Namespace, model: str | None, cost_model: Any) -> Opt
             max_rollout_depth=args.rollout_depth,
             rollout=RolloutPolicy(args.rollout),
             subtree_reuse=args.subtree_reuse,
+            workers=args.workers,
         ),
         ilp=IlpConfig(time_limit=args.ilp_time_limit),
         alternatives=guard_alternatives(args),
