@@ -556,7 +556,9 @@ class Mcts:
                 done = 1
             else:
                 room = max(1, cfg.budget - root.visits_total)
-                done, depth, aborted = self._simulate_batch(root, min(cfg.workers, room))
+                from tensor_eqsat.search.parallel import simulate_batch
+
+                done, depth, aborted = simulate_batch(self, root, min(cfg.workers, room))
             simulations += done
             max_depth = max(max_depth, depth)
             if aborted:
@@ -648,92 +650,6 @@ class Mcts:
                 return len(path), False
             node = child
 
-    def _select(self, root: _Node) -> tuple[str, list[tuple[_Node, int]], _Node | None, int]:
-        """Selection for a batch: ``("expand", path, node, action)`` (the action reserved),
-        ``("backup", ...)`` (a terminal edge, backed up already), ``("stall", ...)`` (every way
-        down is in flight) or ``("abort", ...)`` (as :meth:`_simulate`)."""
-        cfg = self.config
-        path: list[tuple[_Node, int]] = []
-        node = root
-        while True:
-            if node.expandable() and (
-                node is root or node.no_child_available() or self.rng.random() < cfg.expand_probability
-            ):
-                untried = [
-                    a
-                    for a in range(len(node.children))
-                    if node.visits[a] == 0 and not node.saturated[a] and not node.pending[a]
-                ]
-                return "expand", path, node, untried[int(self.rng.integers(len(untried)))]
-            if node.all_saturated():
-                if cfg.terminal_saturated_nodes and path:
-                    parent, a = path[-1]
-                    parent.done[a] = True
-                    self._backpropagate(path, 0.0)
-                    return "backup", path, None, -1
-                return "abort", path, None, -1
-            if not any(c is not None and not node.saturated[a] for a, c in enumerate(node.children)):
-                return "stall", path, None, -1
-            a = self._uct_action(node)
-            path.append((node, a))
-            child = node.children[a]
-            if node.done[a] or child is None:
-                self._backpropagate(path, 0.0)
-                return "backup", path, None, -1
-            node = child
-
-    def _simulate_batch(self, root: _Node, k: int) -> tuple[int, int, bool]:
-        """Up to ``k`` simulations at once; returns (completed, deepest path, aborted)."""
-        assert self._pool is not None
-        tasks: list[tuple[list[tuple[_Node, int]], _Node, int, int]] = []
-        completed = 0
-        depth = 0
-        aborted = False
-        while len(tasks) + completed < k and not root.all_saturated():
-            kind, path, node, action = self._select(root)
-            depth = max(depth, len(path) + (kind == "expand"))
-            if kind == "expand":
-                assert node is not None
-                seed = int(self.rng.integers(2**63))
-                node.n_reserved += 1
-                for n, a in [*path, (node, action)]:
-                    n.pending[a] += 1
-                    n.pending_total += 1
-                tasks.append((path, node, action, seed))
-            elif kind == "backup":
-                completed += 1
-            elif kind == "stall":
-                break
-            else:
-                aborted = True
-                break
-        futures = [
-            self._pool.submit(_expand_and_rollout, node.env, action, seed, self.config)
-            for _, node, action, seed in tasks
-        ]
-        for (path, node, action, _), future in zip(tasks, futures, strict=True):
-            result, env, pruned, g = future.result()
-            node.n_reserved -= 1
-            for n, a in [*path, (node, action)]:
-                n.pending[a] -= 1
-                n.pending_total -= 1
-            path.append((node, action))
-            node.reward[action] = self._reward(node.cost, result.cost)
-            node.done[action] = result.done
-            n_actions = len(node.children)
-            if result.done:
-                node.children[action] = _Node(None, result.cost, n_actions, frozenset())
-                self._backpropagate(path, 0.0)
-            elif env is None:
-                node.children[action] = _Node(None, result.cost, n_actions, frozenset(range(n_actions)))
-                node.mark_saturated(action)
-                self._backpropagate(path, g)
-            else:
-                node.children[action] = _Node(env, result.cost, n_actions, pruned)
-                self._backpropagate(path, g)
-            completed += 1
-        return completed, depth, aborted
-
     def _expand(self, node: _Node, path: list[tuple[_Node, int]]) -> None:
         untried = [
             a
@@ -797,23 +713,3 @@ class Mcts:
                 node.n_visited += 1
             node.visits[a] += 1
             node.visits_total += 1
-
-
-def _expand_and_rollout(
-    env: Environment, action: int, seed: int, config: MctsConfig
-) -> tuple[StepResult, Environment | None, frozenset[int], float]:
-    """A worker's half of a simulation from the leaf state ``env``: the expansion step, the new
-    child's pruned actions, and a rollout from it with a generator seeded by ``seed``.
-
-    Returns (step result, the child's state or None if the step was terminal or changed nothing,
-    its pruned actions, the rollout's return)."""
-    search = Mcts(config, seed=seed)
-    env = env.copy()  # an executor that does not pickle (threads) must not touch the tree's state
-    result = env.step(action)
-    if result.done:
-        return result, None, frozenset(), 0.0
-    if not result.changed:
-        return result, None, frozenset(), search._rollout(env, result.cost, frozenset(range(env.num_actions)))
-    pruned = env.pruned_actions() if config.prune_actions else frozenset()
-    child = env.copy()
-    return result, child, pruned, search._rollout(env, result.cost, pruned)
