@@ -553,7 +553,7 @@ class IlpReward:
                     hint[problem.node_class[i]] = i
         result = self.extractor.extract(problem, hint)
         self.solves += 1
-        if math.isfinite(result.stats.get("hint_cost", math.inf)):  # type: ignore[arg-type]
+        if math.isfinite(result.stats.get("hint_cost", math.inf)):
             self.hinted += 1
         self.last = result
         self._previous = [ep.enodes[result.choices[c]] for c in result.topo_classes()]

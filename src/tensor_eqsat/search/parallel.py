@@ -62,7 +62,7 @@ def simulate_batch(search: Mcts, root: _Node, k: int) -> tuple[int, int, bool]:
         kind, path, node, action = select(search, root)
         depth = max(depth, len(path) + (kind == "expand"))
         if kind == "expand":
-            assert node is not None
+            assert node is not None and node.env is not None, "expanding a terminal node"
             seed = int(search.rng.integers(2**63))
             node.n_reserved += 1
             for n, a in [*path, (node, action)]:
@@ -77,7 +77,7 @@ def simulate_batch(search: Mcts, root: _Node, k: int) -> tuple[int, int, bool]:
             aborted = True
             break
     futures = [
-        search._pool.submit(_expand_and_rollout, node.env, action, seed, search.config)
+        search._pool.submit(_expand_and_rollout, node.env, action, seed, search.config)  # type: ignore[arg-type]
         for _, node, action, seed in tasks
     ]
     for (path, node, action, _), future in zip(tasks, futures, strict=True):
