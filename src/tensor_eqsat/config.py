@@ -97,6 +97,10 @@ class OptimizeConfig:
         the fields above.
     ilp: ILP settings, for the main and the final extractor. Default ``IlpConfig(time_limit=600)``
         (the artifact's 600 s per solve).
+    alternatives: extractors (names) whose extractions of the final e-graph are returned beside
+        the result (``OptimizeResult.alternatives``), as further candidates for the never-slower
+        guard (:mod:`tensor_eqsat.target.guard`), which measures them on the target and keeps the
+        fastest. Default ``()``: none.
 
     Raises ConfigError (a TensorEqsatError and a ValueError) for an unknown search or extractor
     name, or an out-of-range value.
@@ -121,6 +125,7 @@ class OptimizeConfig:
         default_factory=lambda: RunnerConfig(iter_limit=TENSAT_ITER_LIMIT, time_limit=TENSAT_TIME_LIMIT)
     )
     ilp: IlpConfig = field(default_factory=lambda: IlpConfig(time_limit=600.0))
+    alternatives: tuple[ExtractorKind | str, ...] = ()
 
     def __post_init__(self) -> None:
         if isinstance(self.search, str | Search):
@@ -131,6 +136,7 @@ class OptimizeConfig:
             value = getattr(self, name)
             if not isinstance(value, Extractor):
                 object.__setattr__(self, name, parse_kind(value))
+        object.__setattr__(self, "alternatives", tuple(parse_kind(k) for k in self.alternatives))
         if not isinstance(self.node_limit, int) or self.node_limit < 1:
             raise ConfigError(f"node_limit must be a positive integer, got {self.node_limit!r}")
         if self.k_multi is not None and self.k_multi < 0:

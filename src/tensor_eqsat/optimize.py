@@ -29,6 +29,7 @@ from tensor_eqsat.cost.model import CostModel
 from tensor_eqsat.egraph.egraph import EGraph
 from tensor_eqsat.errors import ConfigError
 from tensor_eqsat.extract.egraph_problem import problem_from_egraph
+from tensor_eqsat.extract.registry import ExtractorKind, make_extractor
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.ir.serialize import dumps
 from tensor_eqsat.ir.summary import to_dot
@@ -60,7 +61,8 @@ class OptimizeSettings:
 
     The fields mirror :class:`~tensor_eqsat.config.OptimizeConfig`, flattened as the results
     database and run directories have always stored them; ``mcts`` holds every MCTS setting
-    (None unless the search is MCTS).
+    (None unless the search is MCTS); ``alternatives`` the extra extractors (stored only when
+    there are some).
     """
 
     model: str | None
@@ -78,12 +80,17 @@ class OptimizeSettings:
     num_rules: int
     ilp_time_limit: float | None
     mcts: dict[str, Any] | None = None
+    alternatives: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready data (``settings.json``); ``mcts`` only for an MCTS run."""
         out = dict(self.__dict__)
         if out["mcts"] is None:
             del out["mcts"]
+        if out["alternatives"]:
+            out["alternatives"] = list(out["alternatives"])
+        else:
+            del out["alternatives"]
         return out
 
 
@@ -129,6 +136,8 @@ class OptimizeResult:
     steps: the per-step log; rule_counts: rule id -> times applied (MCTS: steps that applied it;
         saturation: iterations in which it changed the e-graph).
     settings: every setting as resolved; stats: timings and counters.
+    alternatives: (extractor name, graph) for each of ``config.alternatives``: other extractions
+        of the final e-graph, candidates for the never-slower guard.
     """
 
     graph: Graph
@@ -141,6 +150,7 @@ class OptimizeResult:
     rule_counts: dict[int, int]
     settings: OptimizeSettings
     stats: OptimizeStats
+    alternatives: tuple[tuple[str, Graph], ...] = ()
 
     @property
     def speedup_pct(self) -> float:
@@ -215,6 +225,7 @@ def optimize(
     search_s = time.perf_counter() - ts
     _emit(progress, t0, "extract", step=len(report.steps), enodes=egraph.num_enodes)
     optimized, final, final_s = _extract_final(egraph, cm, cfg)
+    alternatives = _extract_alternatives(egraph, cm, cfg)
     tc = time.perf_counter()
     original_cost, optimized_cost = cm.graph_cost(source), cm.graph_cost(optimized)
     stats = OptimizeStats(
@@ -228,7 +239,7 @@ def optimize(
     settings = _settings(cfg, name, cm, k_multi, actions)
     return OptimizeResult(
         optimized, source, original_cost, optimized_cost, wall, report.stop_reason, report.steps,
-        report.rule_counts, settings, stats,
+        report.rule_counts, settings, stats, alternatives,
     )  # fmt: skip
 
 
@@ -265,6 +276,20 @@ def _extract_final(egraph: EGraph, cm: CostModel, cfg: OptimizeConfig) -> tuple[
     )
 
 
+def _extract_alternatives(
+    egraph: EGraph, cm: CostModel, cfg: OptimizeConfig
+) -> tuple[tuple[str, Graph], ...]:
+    """Extractions of the final e-graph by ``cfg.alternatives`` (guard candidates)."""
+    if not cfg.alternatives:
+        return ()
+    problem = problem_from_egraph(egraph, cm)
+    out = []
+    for kind in cfg.alternatives:
+        result = make_extractor(kind, ilp_config=cfg.ilp).extract(problem.problem)
+        out.append((kind.value if isinstance(kind, ExtractorKind) else str(kind), problem.to_graph(result)))
+    return tuple(out)
+
+
 def _settings(
     cfg: OptimizeConfig, name: str | None, cm: CostModel, k_multi: int, actions: Actions
 ) -> OptimizeSettings:
@@ -288,6 +313,7 @@ def _settings(
         num_rules=len(actions),
         ilp_time_limit=cfg.ilp.time_limit,
         mcts=mcts,
+        alternatives=tuple(k.value if isinstance(k, ExtractorKind) else str(k) for k in cfg.alternatives),
     )
 
 

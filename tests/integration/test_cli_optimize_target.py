@@ -145,3 +145,17 @@ def test_a_kept_original_is_the_users_file_even_with_input_shapes(tmp_path, caps
     data = json.loads(capsys.readouterr().out)
     assert data["speedup_pct"] > 0  # the roofline merges the two matmuls
     assert data["kept_original"] is True and out.read_bytes() == src.read_bytes()
+
+
+def test_the_guard_also_times_other_extractions(tmp_path, capsys):
+    src = tmp_path / "model.onnx"
+    _model(src)
+    args = ["optimize", str(src), *FAST, "--cost-model", "roofline:a100", "--json"]
+    assert main(args) == 0
+    data = json.loads(capsys.readouterr().out)
+    labels = [c["label"] for c in data["guard"]["candidates"]]
+    assert labels == ["final extraction", "greedy-dag extraction", "greedy-tree extraction"]
+    assert data["guard"]["chosen"] in ["original", *labels]
+    # without a guard nothing more is extracted
+    assert main([*args, "--no-guard"]) == 0
+    assert "guard" not in json.loads(capsys.readouterr().out)

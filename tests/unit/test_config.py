@@ -130,3 +130,19 @@ def test_stop_reason_is_one_type_and_its_values_are_stable():
     assert r.stop_reason is StopReason.NODE_LIMIT and r.to_dict()["stop_reason"] == "node limit"
     s = optimize(_chain(), search="saturate", final_extractor="greedy-dag")
     assert isinstance(s.stop_reason, StopReason)
+
+
+def test_alternatives_are_extracted_beside_the_result():
+    g = Graph()
+    x = g.input((1, 64), name="x")
+    g.output(g.matmul(g.matmul(x, g.weight((64, 64), name="w1")), g.weight((64, 64), name="w2")))
+    r = optimize(
+        g, budget=4, node_limit=50, final_extractor="greedy-dag", alternatives=("greedy-tree", "ilp")
+    )
+    assert [name for name, _ in r.alternatives] == ["greedy-tree", "ilp"]
+    assert r.settings.to_dict()["alternatives"] == ["greedy-tree", "ilp"]
+    for _, alt in r.alternatives:
+        assert alt.outputs and len(alt.nodes) > 0
+    assert optimize(g, budget=4, node_limit=50, final_extractor="greedy-dag").alternatives == ()
+    with pytest.raises(ConfigError):
+        OptimizeConfig(alternatives=("no-such-extractor",))

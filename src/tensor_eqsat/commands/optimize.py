@@ -15,8 +15,10 @@ ONNX, else the reference interpreter). A result that differs is not written and 
 cost model (``--cost-model`` overrides it) and, when the target can be run here, the never-slower
 guard (:mod:`tensor_eqsat.target.guard`) times the original and the optimized model there and
 hands back the original unless the optimized one is faster beyond the noise ("no measured gain:
-original kept", exit 0; ``--no-guard`` turns this off). An ONNX file defaults to ``ort-cpu``;
-zoo models and graph JSON to ``a100`` (the paper's device, not measurable here).
+original kept", exit 0; ``--no-guard`` turns this off). The greedy-dag and greedy-tree
+extractions of the final e-graph are timed too, and the fastest candidate wins. An ONNX file
+defaults to ``ort-cpu``; zoo models and graph JSON to ``a100`` (the paper's device, not
+measurable here).
 ``--measure`` times the original and the model handed back on this machine (onnxruntime or
 PyTorch, alternating blocks, medians) when the guard did not.
 """
@@ -256,8 +258,10 @@ def run(args: argparse.Namespace) -> int:
         source = with_input_shapes(load_model(args.graph), input_shapes, args.graph)
     verdict = None if args.no_check else _check(args, source, result.graph)
     ok = verdict is None or verdict.ok
-    guard_report = _guard(args, target, source, result) if ok else None
-    chosen = result.original if guard_report is not None and guard_report.kept_original else result.graph
+    guard_report, chosen = _guard(args, target, source, result) if ok else (None, result.graph)
+    if chosen is not result.graph and chosen is not result.original and not args.no_check:
+        verdict = _check(args, source, chosen)  # another extraction won: check it too
+        ok = verdict.ok
     if args.output and ok:
         user_file = args.graph if model is None and args.graph.lower().endswith(".onnx") else None
         verdict = _write(args, source, user_file, result.original, chosen, verdict)
@@ -325,7 +329,22 @@ def _config(args: argparse.Namespace, model: str | None, cost_model: Any) -> Opt
             subtree_reuse=args.subtree_reuse,
         ),
         ilp=IlpConfig(time_limit=args.ilp_time_limit),
+        alternatives=guard_alternatives(args),
     )
+
+
+GUARD_ALTERNATIVES = ("greedy-dag", "greedy-tree")
+"""Extractors whose extractions the guard measures beside the final one (cheap, often distinct)."""
+
+
+def guard_alternatives(args: argparse.Namespace) -> tuple[str, ...]:
+    """The extra guard candidates: other extractors than the final one, when the guard will run."""
+    if args.no_guard:
+        return ()
+    target = get_target(args.target) if args.target else default_target(args.graph)
+    if target.unavailable() is not None:
+        return ()
+    return tuple(k for k in GUARD_ALTERNATIVES if k != args.final_extractor)
 
 
 def nothing_to_optimize(graph: Graph, rules: str, model: str | None) -> str | None:
@@ -385,21 +404,27 @@ def _check(args: argparse.Namespace, source: Any, graph: Graph) -> Any:
 
 def _guard(
     args: argparse.Namespace, target: Target, source: Any, result: OptimizeResult
-) -> GuardReport | None:
-    """Run the never-slower guard when it applies; None when off or the target is not measurable."""
+) -> tuple[GuardReport | None, Graph]:
+    """Run the never-slower guard when it applies: its report and the graph to hand back.
+
+    Candidates: the final extraction and ``result.alternatives``. Without a guard (``--no-guard``,
+    or a target that cannot be measured here) the report is None and the final extraction wins.
+    """
     from tensor_eqsat.target.guard import guard
 
     if args.no_guard:
-        return None
+        return None, result.graph
     why = target.unavailable()
     if why is not None:
         if args.target:  # asked for explicitly: say why nothing was measured
             stderr.print(f"no measurement on target {target.name}: {why}")
-        return None
+        return None, result.graph
     stderr.print(f"measuring on {target.name} (never-slower guard)...")
-    _, report = guard(
+    candidates = [("final extraction", result.graph)]
+    candidates += [(f"{name} extraction", g) for name, g in result.alternatives]
+    choice, report = guard(
         source,
-        [("final extraction", result.graph)],
+        candidates,
         target,
         original_graph=result.original,
         threads=args.threads,
@@ -407,7 +432,7 @@ def _guard(
         blocks=min(8, max(2, args.guard_runs // 5)),
         seed=args.seed,
     )
-    return report
+    return report, result.original if choice is None else candidates[choice][1]
 
 
 def _write(
