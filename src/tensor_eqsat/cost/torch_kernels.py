@@ -1,10 +1,10 @@
 """PyTorch kernels for timing one op configuration (used by the measured cost model).
 
 :func:`build_kernel` allocates seeded random inputs of the given shapes on a device once and
-returns a closure that runs the op on them, as PyTorch eager inference would: conv and matmul with
-the fused activation applied in place afterwards, element-wise ops allocating their output.
-
-Choices that differ from the op's exact semantics, because they do not change the time:
+returns a closure that runs the op on them. The op's PyTorch code is the executor's, from the one
+table :data:`tensor_eqsat.ir.torch_ops.TORCH_OPS` (conv and matmul with the fused activation
+applied in place afterwards, element-wise ops allocating their output), except where timing
+deliberately departs from the exact semantics because the difference does not change the time:
 
 * SAME padding is applied symmetrically, ``ceil(total / 2)`` per side, as TASO's runtime does
   (cuDNN, like PyTorch, pads symmetrically);
@@ -24,12 +24,12 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from tensor_eqsat.ir.ops import decode_shapes, same_padding
+from tensor_eqsat.ir.ops import decode_shapes, get_op, same_padding
 from tensor_eqsat.ir.opspec import Attrs, OpSpec
-from tensor_eqsat.ir.types import Activation, Shape
+from tensor_eqsat.ir.torch_ops import TORCH_OPS, Builder, Pads, Step, TorchContext, window_builder
+from tensor_eqsat.ir.types import OpKind, Shape
 
 Kernel = Callable[[], Any]
-_Builder = Callable[[Any, list[Any], Mapping[str, Any]], Kernel]
 
 
 def _sym_pad(size: int, kernel: int, stride: int, padding: str) -> int:
@@ -39,106 +39,49 @@ def _sym_pad(size: int, kernel: int, stride: int, padding: str) -> int:
     return math.ceil((before + after) / 2)
 
 
-def _activation(torch: Any, act: str) -> Callable[[Any], Any] | None:
-    fn: Callable[[Any], Any] | None = Activation(act).torch_fn(torch, inplace=True)
-    return fn
+def symmetric_pads(in_shape: Shape, kernel: tuple[int, int], a: Mapping[str, Any]) -> Pads:
+    """SAME padding split evenly, ``ceil(total / 2)`` per side (TASO's runtime and cuDNN do this;
+    the one extra row or column of the exact pads does not change the time)."""
+    ph = _sym_pad(in_shape[2], kernel[0], a["stride"][0], a["padding"])
+    pw = _sym_pad(in_shape[3], kernel[1], a["stride"][1], a["padding"])
+    return ph, ph, pw, pw
 
 
-def _with_act(torch: Any, fn: Kernel, act: str) -> Kernel:
-    post = _activation(torch, act)
-    if post is None:
-        return fn
-    return lambda: post(fn())
+def _merge(ctx: TorchContext, spec: OpSpec, attrs: Attrs, shapes: Sequence[Shape]) -> Step:
+    # Timed as its memory traffic on the device: the executor's host round trip through numpy
+    # is an artefact of running it, not the cost of the weight transform.
+    torch, count = ctx.torch, spec.attr_dict(attrs)["count"]
 
-
-def _conv2d(torch: Any, xs: list[Any], a: Mapping[str, Any]) -> Kernel:
-    x, w = xs
-    f = torch.nn.functional
-    groups = x.shape[1] // w.shape[1]
-    pad = (
-        _sym_pad(x.shape[2], w.shape[2], a["stride"][0], a["padding"]),
-        _sym_pad(x.shape[3], w.shape[3], a["stride"][1], a["padding"]),
-    )
-    return _with_act(
-        torch, lambda: f.conv2d(x, w, stride=a["stride"], padding=pad, groups=groups), a["activation"]
-    )
-
-
-def _pool(kind: str) -> _Builder:
-    def build(torch: Any, xs: list[Any], a: Mapping[str, Any]) -> Kernel:
-        (x,) = xs
-        f = torch.nn.functional
-        k, s = a["kernel"], a["stride"]
-        pad = (_sym_pad(x.shape[2], k[0], s[0], a["padding"]), _sym_pad(x.shape[3], k[1], s[1], a["padding"]))
-        if kind == "max":
-            return _with_act(torch, lambda: f.max_pool2d(x, k, s, pad), a["activation"])
-        return _with_act(torch, lambda: f.avg_pool2d(x, k, s, pad, count_include_pad=False), a["activation"])
-
-    return build
-
-
-def _merge(torch: Any, xs: list[Any], a: Mapping[str, Any]) -> Kernel:
-    (w,) = xs
-    count = a["count"]
-    cout, cin_g = w.shape[0], w.shape[1]
-
-    def run() -> Any:
+    def run(xs: Sequence[Any]) -> tuple[Any, ...]:
+        (w,) = xs
+        cout, cin_g = w.shape[0], w.shape[1]
         out = torch.zeros((cout, cin_g * count, *w.shape[2:]), dtype=w.dtype, device=w.device)
         out.view(cout, count, cin_g, *w.shape[2:])[:, 0].copy_(w)
-        return out
+        return (out,)
 
     return run
 
 
-def _enlarge(torch: Any, xs: list[Any], a: Mapping[str, Any]) -> Kernel:
-    w, ref = xs
-    dh, dw = ref.shape[2] - w.shape[2], ref.shape[3] - w.shape[3]
-    pad = (dw // 2, dw - dw // 2, dh // 2, dh - dh // 2)
-    return lambda: torch.nn.functional.pad(w, pad)
+def _opaque(ctx: TorchContext, spec: OpSpec, attrs: Attrs, shapes: Sequence[Shape]) -> Step:
+    # Timed as a generic memory-bound op (read each input, write each output): the executor runs
+    # it through onnxruntime on the host, the same in the original and the optimized graph.
+    torch, outs = ctx.torch, decode_shapes(spec.attr_dict(attrs)["output_shapes"])
+    device = ctx.device if shapes else "cpu"
 
-
-def _layernorm(torch: Any, xs: list[Any], a: Mapping[str, Any]) -> Kernel:
-    x, scale, bias = xs
-    norm = tuple(x.shape[a["axis"] :])
-    return lambda: torch.nn.functional.layer_norm(x, norm, scale, bias, a["eps"])
-
-
-def _batchnorm(torch: Any, xs: list[Any], a: Mapping[str, Any]) -> Kernel:
-    x, scale, bias, mean, var = xs
-    f = torch.nn.functional
-    return lambda: f.batch_norm(x, mean, var, scale, bias, training=False, eps=a["eps"])
-
-
-def _opaque(torch: Any, xs: list[Any], a: Mapping[str, Any]) -> Kernel:
-    device = xs[0].device if xs else "cpu"
-    outs = decode_shapes(a["output_shapes"])
-
-    def run() -> Any:
+    def run(xs: Sequence[Any]) -> tuple[Any, ...]:
         for x in xs:
             x.sum()
-        return [torch.zeros(s, dtype=torch.float32, device=device) for s in outs]
+        return tuple(torch.zeros(s, dtype=torch.float32, device=device) for s in outs)
 
     return run
 
 
-_BUILDERS: dict[str, _Builder] = {
-    "ewadd": lambda t, xs, a: lambda: t.add(xs[0], xs[1]),
-    "ewmul": lambda t, xs, a: lambda: t.mul(xs[0], xs[1]),
-    "smul": lambda t, xs, a: lambda: t.mul(xs[0], a["scalar"]),
-    "sdiv": lambda t, xs, a: lambda: t.div(xs[0], a["divisor"]),
-    "relu": lambda t, xs, a: lambda: t.relu(xs[0]),
-    "tanh": lambda t, xs, a: lambda: t.tanh(xs[0]),
-    "sigmoid": lambda t, xs, a: lambda: t.sigmoid(xs[0]),
-    "gelu": lambda t, xs, a: lambda: t.nn.functional.gelu(xs[0], approximate=a["approximate"]),
-    "batchnorm": _batchnorm,
-    "softmax": lambda t, xs, a: lambda: t.softmax(xs[0], a["axis"]),
-    "layernorm": _layernorm,
-    "matmul": lambda t, xs, a: _with_act(t, lambda: t.matmul(xs[0], xs[1]), a["activation"]),
-    "conv2d": _conv2d,
-    "poolmax": _pool("max"),
-    "poolavg": _pool("avg"),
-    "concat": lambda t, xs, a: lambda: t.cat(xs, a["axis"]),
-    "enlarge": _enlarge,
+_TIMING: dict[str, Builder] = {
+    **{op: b for op, b in TORCH_OPS.items() if get_op(op).kind not in (OpKind.LEAF, OpKind.VIEW)},
+    # The deliberate differences from the executor (see the module docstring).
+    "conv2d": window_builder("conv2d", symmetric_pads),
+    "poolmax": window_builder("poolmax", symmetric_pads),
+    "poolavg": window_builder("poolavg", symmetric_pads),
     "merge": _merge,
     "opaque": _opaque,
 }
@@ -146,7 +89,7 @@ _BUILDERS: dict[str, _Builder] = {
 
 def has_kernel(op: str) -> bool:
     """Whether :func:`build_kernel` can time ``op``."""
-    return op in _BUILDERS
+    return op in _TIMING
 
 
 def build_kernel(
@@ -156,7 +99,7 @@ def build_kernel(
 
     Raises KeyError when the op has no PyTorch kernel (check :func:`has_kernel` first).
     """
-    builder = _BUILDERS[spec.name]
+    builder = _TIMING[spec.name]
     gen = torch.Generator().manual_seed(seed)
     xs = []
     for i, shape in enumerate(in_shapes):
@@ -164,4 +107,5 @@ def build_kernel(
         if i in spec.positive_inputs:
             x = x.abs() + 0.5
         xs.append(x.to(device))
-    return builder(torch, xs, spec.attr_dict(attrs))
+    step = builder(TorchContext(torch, device), spec, attrs, [tuple(s) for s in in_shapes])
+    return lambda: step(xs)

@@ -3,16 +3,11 @@
 :class:`TorchProgram` compiles a Graph once into a list of steps, one torch call (or a few) per
 op, over the live nodes in topological order; intermediates are released after their last
 reader, as an eager framework would. Weight-only subgraphs are folded before execution
-(:mod:`tensor_eqsat.io.plan`), exactly as in the exported ONNX model. Semantics follow the IR:
-
-* conv2d / pools with TASO's SAME padding: symmetric pads go to the op's ``padding`` argument;
-  asymmetric ones (stride 2 on an even size) use an explicit ``F.pad`` first (zeros for conv,
-  -inf for max pooling); an average pool with asymmetric pads divides a zero-padded window sum
-  by the precomputed count of real elements (padding excluded, like the IR and ONNX).
-* matmul broadcasts batch dims (``torch.matmul`` does, like numpy); fused activations run after
-  the op.
-* opaque ops run through onnxruntime on the CPU (their inputs are copied to the host and back);
-  a graph with opaque ops is then not a pure-PyTorch measurement.
+(:mod:`tensor_eqsat.io.plan`), exactly as in the exported ONNX model. Each op's PyTorch code comes
+from the one table of PyTorch semantics, :data:`tensor_eqsat.ir.torch_ops.TORCH_OPS` (shared with
+the measured cost model's timing kernels), whose docstring states the semantics. Opaque ops run
+through onnxruntime on the CPU (their inputs are copied to the host and back); a graph with opaque
+ops is then not a pure-PyTorch measurement.
 
 torch is optional (the ``torch`` extra) and imported when a program is built.
 
@@ -23,7 +18,7 @@ TorchScript (deprecated, and it fuses ops, which would blur the measured effect 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -32,8 +27,7 @@ from tensor_eqsat.errors import GraphError, TensorEqsatError
 from tensor_eqsat.io.plan import fold_weights, live_nodes, observable_outputs, weight_only_nodes
 from tensor_eqsat.ir.graph import Graph, Node, TensorRef
 from tensor_eqsat.ir.interpreter import random_inputs
-from tensor_eqsat.ir.ops import same_padding
-from tensor_eqsat.ir.types import Activation
+from tensor_eqsat.ir.torch_ops import TORCH_OPS, Step, TorchContext
 
 __doctest_requires__ = ("torch",)
 """The doctests below run PyTorch; without the torch extra they are skipped (see conftest.py)."""
@@ -79,9 +73,6 @@ def torch_threads(threads: int | None) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-Step = Callable[[list[Any]], Sequence[Any]]
-
-
 class TorchProgram:
     """A Graph compiled to PyTorch eager calls.
 
@@ -101,6 +92,7 @@ class TorchProgram:
         self.F = torch.nn.functional
         self.graph = graph
         self.device = resolve_device(device)
+        self._ctx = TorchContext(torch, self.device)
         self.outputs = observable_outputs(graph)
         live = live_nodes(graph, self.outputs)
         const = weight_only_nodes(graph) & live
@@ -137,8 +129,7 @@ class TorchProgram:
         return self._slot[ref]
 
     def _tensor(self, arr: np.ndarray) -> Any:
-        # A copy: folded or interpreter arrays may be read-only, which torch cannot wrap.
-        return self.torch.from_numpy(np.array(arr, copy=True, order="C")).to(self.device)
+        return self._ctx.tensor(arr)
 
     def random_inputs(self, seed: int = 0) -> dict[str, Any]:
         """The interpreter's seeded random inputs, as tensors on the program's device."""
@@ -171,145 +162,12 @@ class TorchProgram:
 
     # -- op compilation --------------------------------------------------------------------------
     def _compile(self, n: Node) -> Step:
-        compile_op = getattr(self, f"_op_{n.op}", None)
-        if compile_op is None:
+        if n.op == "noop":
+            raise GraphError(f"node {n.id} (noop) is read by another op; a noop can only join outputs")
+        if n.op not in TORCH_OPS:
             raise GraphError(f"node {n.id} ({n.op}) has no PyTorch implementation")
-        fn: Step = compile_op(n, n.attr_dict())
-        return fn
-
-    def _act(self, name: str) -> Callable[[Any], Any]:
-        fn = Activation(name).torch_fn(self.torch)
-        return fn if fn is not None else lambda x: x
-
-    def _op_ewadd(self, n: Node, a: dict[str, Any]) -> Step:
-        return lambda x: (x[0] + x[1],)
-
-    def _op_ewmul(self, n: Node, a: dict[str, Any]) -> Step:
-        return lambda x: (x[0] * x[1],)
-
-    def _op_smul(self, n: Node, a: dict[str, Any]) -> Step:
-        c = self._tensor(np.array(a["scalar"], dtype=np.float32))
-        return lambda x: (x[0] * c,)
-
-    def _op_sdiv(self, n: Node, a: dict[str, Any]) -> Step:
-        c = self._tensor(np.array(a["divisor"], dtype=np.float32))
-        return lambda x: (x[0] / c,)
-
-    def _op_relu(self, n: Node, a: dict[str, Any]) -> Step:
-        return lambda x: (self.torch.relu(x[0]),)
-
-    def _op_tanh(self, n: Node, a: dict[str, Any]) -> Step:
-        return lambda x: (self.torch.tanh(x[0]),)
-
-    def _op_sigmoid(self, n: Node, a: dict[str, Any]) -> Step:
-        return lambda x: (self.torch.sigmoid(x[0]),)
-
-    def _op_gelu(self, n: Node, a: dict[str, Any]) -> Step:
-        approx = a["approximate"]
-        return lambda x: (self.F.gelu(x[0], approximate=approx),)
-
-    def _op_batchnorm(self, n: Node, a: dict[str, Any]) -> Step:
-        eps = a["eps"]
-        return lambda x: (self.F.batch_norm(x[0], x[3], x[4], x[1], x[2], training=False, eps=eps),)
-
-    def _op_softmax(self, n: Node, a: dict[str, Any]) -> Step:
-        axis = a["axis"]
-        return lambda x: (self.torch.softmax(x[0], dim=axis),)
-
-    def _op_layernorm(self, n: Node, a: dict[str, Any]) -> Step:
-        shape = tuple(n.shapes[0][a["axis"] :])
-        eps = a["eps"]
-        return lambda x: (self.F.layer_norm(x[0], shape, x[1], x[2], eps),)
-
-    def _op_matmul(self, n: Node, a: dict[str, Any]) -> Step:
-        act = self._act(a["activation"])
-        return lambda x: (act(self.torch.matmul(x[0], x[1])),)
-
-    def _pads(self, n: Node, kernel: tuple[int, int], a: dict[str, Any]) -> tuple[int, int, int, int]:
-        """(top, bottom, left, right) of a window op."""
-        if a["padding"] != "same":
-            return (0, 0, 0, 0)
-        h, w = self.graph.shape_of(n.inputs[0])[2:]
-        top, bottom = same_padding(h, kernel[0], a["stride"][0])
-        left, right = same_padding(w, kernel[1], a["stride"][1])
-        return top, bottom, left, right
-
-    def _op_conv2d(self, n: Node, a: dict[str, Any]) -> Step:
-        w_shape = self.graph.shape_of(n.inputs[1])
-        groups = self.graph.shape_of(n.inputs[0])[1] // w_shape[1]
-        top, bottom, left, right = self._pads(n, (w_shape[2], w_shape[3]), a)
-        stride, act, F = tuple(a["stride"]), self._act(a["activation"]), self.F
-        if top == bottom and left == right:
-            pad = (top, left)
-            return lambda x: (act(F.conv2d(x[0], x[1], stride=stride, padding=pad, groups=groups)),)
-        full = (left, right, top, bottom)
-        return lambda x: (act(F.conv2d(F.pad(x[0], full), x[1], stride=stride, groups=groups)),)
-
-    def _op_poolmax(self, n: Node, a: dict[str, Any]) -> Step:
-        kernel, stride = tuple(a["kernel"]), tuple(a["stride"])
-        top, bottom, left, right = self._pads(n, kernel, a)
-        act, F = self._act(a["activation"]), self.F
-        if top == bottom and left == right and 2 * top <= kernel[0] and 2 * left <= kernel[1]:
-            pad = (top, left)
-            return lambda x: (act(F.max_pool2d(x[0], kernel, stride, padding=pad)),)
-        full = (left, right, top, bottom)
-        return lambda x: (act(F.max_pool2d(F.pad(x[0], full, value=float("-inf")), kernel, stride)),)
-
-    def _op_poolavg(self, n: Node, a: dict[str, Any]) -> Step:
-        kernel, stride = tuple(a["kernel"]), tuple(a["stride"])
-        top, bottom, left, right = self._pads(n, kernel, a)
-        act, F = self._act(a["activation"]), self.F
-        if top == bottom and left == right and 2 * top <= kernel[0] and 2 * left <= kernel[1]:
-            pad = (top, left)
-            return lambda x: (act(F.avg_pool2d(x[0], kernel, stride, padding=pad, count_include_pad=False)),)
-        # Asymmetric: the window sum over a zero-padded input, divided by the real-element count.
-        h, w = self.graph.shape_of(n.inputs[0])[2:]
-        ones = np.pad(np.ones((h, w)), ((top, bottom), (left, right)))
-        win = np.lib.stride_tricks.sliding_window_view(ones, kernel)[:: stride[0], :: stride[1]]
-        scale = self._tensor((kernel[0] * kernel[1] / win.sum(axis=(2, 3))).astype(np.float32))
-        full = (left, right, top, bottom)
-        return lambda x: (act(F.avg_pool2d(F.pad(x[0], full), kernel, stride) * scale),)
-
-    def _op_concat(self, n: Node, a: dict[str, Any]) -> Step:
-        axis = a["axis"]
-        return lambda x: (self.torch.cat(x, dim=axis),)
-
-    def _op_split(self, n: Node, a: dict[str, Any]) -> Step:
-        sizes, axis = list(a["sizes"]), a["axis"]
-        return lambda x: tuple(self.torch.split(x[0], sizes, dim=axis))
-
-    def _op_reshape(self, n: Node, a: dict[str, Any]) -> Step:
-        shape = tuple(a["shape"])
-        return lambda x: (x[0].reshape(shape),)
-
-    def _op_transpose(self, n: Node, a: dict[str, Any]) -> Step:
-        perm = tuple(a["perm"])
-        return lambda x: (x[0].permute(perm),)
-
-    def _op_dropout(self, n: Node, a: dict[str, Any]) -> Step:
-        return lambda x: (x[0],)
-
-    def _op_enlarge(self, n: Node, a: dict[str, Any]) -> Step:
-        w, ref = (self.graph.shape_of(r) for r in n.inputs)
-        oh, ow = (ref[2] - w[2]) // 2, (ref[3] - w[3]) // 2
-        full = (ow, ref[3] - w[3] - ow, oh, ref[2] - w[2] - oh)
-        return lambda x: (self.F.pad(x[0], full),)
-
-    def _op_merge(self, n: Node, a: dict[str, Any]) -> Step:
-        spec, attrs = n.spec, n.attrs
-        return lambda x: (self._tensor(spec.evaluate([x[0].cpu().numpy()], attrs)[0]),)
-
-    def _op_opaque(self, n: Node, a: dict[str, Any]) -> Step:
-        spec, attrs = n.spec, n.attrs
-
-        def run(x: list[Any]) -> tuple[Any, ...]:
-            outs = spec.evaluate([t.detach().cpu().numpy() for t in x], attrs)
-            return tuple(self._tensor(np.asarray(o)) for o in outs)
-
-        return run
-
-    def _op_noop(self, n: Node, a: dict[str, Any]) -> Step:
-        raise GraphError(f"node {n.id} (noop) is read by another op; a noop can only join outputs")
+        in_shapes = [self.graph.shape_of(r) for r in n.inputs]
+        return TORCH_OPS[n.op](self._ctx, n.spec, n.attrs, in_shapes)
 
 
 def run_torch(
