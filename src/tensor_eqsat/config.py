@@ -51,6 +51,9 @@ TENSAT_ITER_LIMIT = 10_000
 """TENSAT's iteration limit in the paper's baseline runs (``run_exp_main.sh``: n_iter)."""
 TENSAT_TIME_LIMIT = 3600.0
 """TENSAT's saturation time limit in the paper's baseline runs (n_sec), seconds."""
+MIN_ILP_SECONDS = 1.0
+"""The least time an ILP solve gets when a run's ``time_limit`` is used up: enough to return the
+greedy-dag warm start, which the solver keeps as its incumbent, checked."""
 
 
 class Search(Enum):
@@ -81,9 +84,11 @@ class OptimizeConfig:
     k_multi: saturation iterations with multi-pattern rules. Default None: the zoo model's value
         when the graph is a zoo model (a name, or ``model=``), else 1.
     seed: seeds every random choice. Default 0.
-    time_limit: seconds for construction (MCTS planning stops early; saturation stops between
-        rules). Default None: none for MCTS, ``runner.time_limit`` (TENSAT's 3600 s) for
-        saturation. The final extraction is bounded by ``ilp.time_limit`` on top.
+    time_limit: seconds for the run: construction stops by then (MCTS planning stops early;
+        saturation stops between rules), and a final ILP gets what remains of it (at least
+        :data:`MIN_ILP_SECONDS`, at most ``ilp.time_limit``). Default None: none for MCTS,
+        ``runner.time_limit`` (TENSAT's 3600 s) for saturation, and ``ilp.time_limit`` for the
+        final ILP.
     rules: ``"default"`` (the model's rule set, see ``ModelInfo.rule_set``: the paper's 139
         rules, the NASRNN variant for ``nasrnn``), a rule set name, the path of a rule file, a
         RuleSet or RuleSpecs.
@@ -163,10 +168,29 @@ class OptimizeConfig:
         search = self.search
         return search.value if isinstance(search, Search) else str(getattr(search, "name", search))
 
-    def extractor(self, which: str) -> Extractor:
-        """A fresh main (``which="main"``) or final extractor."""
+    def extractor(self, which: str, time_left: float | None = None) -> Extractor:
+        """A fresh main (``which="main"``) or final extractor.
+
+        time_left: seconds left of the run's ``time_limit``; an ILP solve gets at most that (but
+        at least :data:`MIN_ILP_SECONDS`, so it can still return its greedy-dag warm start), on
+        top of ``ilp.time_limit``. Default None: ``ilp.time_limit`` alone.
+
+        >>> cfg = OptimizeConfig(ilp=IlpConfig(time_limit=60))
+        >>> cfg.extractor("final", time_left=5.0).config.time_limit
+        5.0
+        >>> cfg.extractor("final", time_left=-2.0).config.time_limit  # the run's time is used up
+        1.0
+        >>> cfg.extractor("final", time_left=500.0).config.time_limit
+        60
+        """
         choice = self.main_extractor if which == "main" else self.final_extractor
-        return choice if isinstance(choice, Extractor) else make_extractor(choice, ilp_config=self.ilp)
+        if isinstance(choice, Extractor):
+            return choice
+        ilp = self.ilp
+        if time_left is not None:
+            cap = max(time_left, MIN_ILP_SECONDS)
+            ilp = replace(ilp, time_limit=cap if ilp.time_limit is None else min(ilp.time_limit, cap))
+        return make_extractor(choice, ilp_config=ilp)
 
     def extractor_name(self, which: str) -> str:
         choice = self.main_extractor if which == "main" else self.final_extractor

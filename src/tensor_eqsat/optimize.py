@@ -215,16 +215,16 @@ def optimize(
     egraph = EGraph.from_graph(source)
     build_s, initial_enodes = time.perf_counter() - tb, egraph.num_enodes
     ts = time.perf_counter()
+    deadline = None if cfg.time_limit is None else ts + cfg.time_limit
     if egraph.num_enodes >= cfg.node_limit:
         # Nothing may be added: every construction would stop at once.
         report = ConstructionReport(StopReason.NODE_LIMIT)
     else:
-        deadline = None if cfg.time_limit is None else ts + cfg.time_limit
         offset = _offset_progress(progress, ts - t0)
         report = construction.construct(egraph, actions, seed=cfg.seed, deadline=deadline, progress=offset)
     search_s = time.perf_counter() - ts
     _emit(progress, t0, "extract", step=len(report.steps), enodes=egraph.num_enodes)
-    optimized, final, final_s = _extract_final(egraph, cm, cfg)
+    optimized, final, final_s = _extract_final(egraph, cm, cfg, deadline)
     alternatives = _extract_alternatives(egraph, cm, cfg)
     tc = time.perf_counter()
     original_cost, optimized_cost = cm.graph_cost(source), cm.graph_cost(optimized)
@@ -255,11 +255,15 @@ def _offset_progress(progress: ProgressFn | None, offset: float) -> ProgressFn |
     return lambda p: progress(replace(p, elapsed=p.elapsed + offset))
 
 
-def _extract_final(egraph: EGraph, cm: CostModel, cfg: OptimizeConfig) -> tuple[Graph, dict[str, Any], float]:
-    """The final extraction: the optimized graph, its statistics, and its seconds."""
+def _extract_final(
+    egraph: EGraph, cm: CostModel, cfg: OptimizeConfig, deadline: float | None
+) -> tuple[Graph, dict[str, Any], float]:
+    """The final extraction (an ILP gets what remains of the run's time limit, if it has one):
+    the optimized graph, its statistics, and its seconds."""
     tf = time.perf_counter()
     problem = problem_from_egraph(egraph, cm)
-    result = cfg.extractor("final").extract(problem.problem)
+    time_left = None if deadline is None else deadline - time.perf_counter()
+    result = cfg.extractor("final", time_left).extract(problem.problem)
     optimized = problem.to_graph(result)
     seconds = time.perf_counter() - tf
     return (

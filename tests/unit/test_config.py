@@ -146,3 +146,23 @@ def test_alternatives_are_extracted_beside_the_result():
     assert optimize(g, budget=4, node_limit=50, final_extractor="greedy-dag").alternatives == ()
     with pytest.raises(ConfigError):
         OptimizeConfig(alternatives=("no-such-extractor",))
+
+
+def test_the_final_ilp_gets_what_remains_of_the_run_time_limit(monkeypatch):
+    import tensor_eqsat.config as config_module
+
+    limits: list[float | None] = []
+    real = config_module.make_extractor
+
+    def spy(kind, *, ilp_config=None):
+        if ExtractorKind(kind) is ExtractorKind.ILP:
+            limits.append(ilp_config.time_limit)
+        return real(kind, ilp_config=ilp_config)
+
+    monkeypatch.setattr(config_module, "make_extractor", spy)
+    optimize(_chain(), search="saturate", time_limit=30.0, ilp_time_limit=600.0, node_limit=50)
+    (with_limit,) = limits
+    assert config_module.MIN_ILP_SECONDS <= with_limit <= 30.0  # the run's 30 s, not the ILP's 600
+    limits.clear()
+    optimize(_chain(), search="saturate", ilp_time_limit=600.0, node_limit=50)
+    assert limits == [600.0]  # no run time limit: the ILP's own
