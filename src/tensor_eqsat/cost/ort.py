@@ -321,7 +321,7 @@ class OrtCostModel(KernelCostModel):
 
         model = export_onnx(graph, seed=self.seed, check=False)
         sess = ort_session(model, threads=self.threads, device=self.device)
-        feed = random_feed(input_specs(model), self.seed)
+        feed = random_feed(input_specs(model), self.seed, model)
         return lambda: sess.run(None, feed)
 
     def _time(self, runners: Sequence[Callable[[], Any]], cold: bool = False) -> tuple[list[float], int]:
@@ -367,7 +367,14 @@ class OrtCostModel(KernelCostModel):
         """(marginal milliseconds, timed runs per session) of one configuration."""
         outs = spec.infer_shapes(in_shapes, attrs)
         roles = input_roles(spec.name, in_shapes)
-        chainable = len(outs) == 1 and tuple(outs[0]) == tuple(in_shapes[0]) and roles[0] == "input"
+        # An opaque op's output need not have its first input's element type (an Equal feeding a
+        # Where reads bool and writes bool, a Cast changes it), so it is timed alone.
+        chainable = (
+            spec.name != "opaque"
+            and len(outs) == 1
+            and tuple(outs[0]) == tuple(in_shapes[0])
+            and roles[0] == "input"
+        )
         weight_bytes = 4 * sum(volume(s) for s, r in zip(in_shapes, roles, strict=True) if r == "weight")
         cold = weight_bytes >= COLD_WEIGHT_BYTES
         one = self._runner(single_op_graph(spec, attrs, in_shapes))

@@ -118,3 +118,31 @@ def test_input_roles():
     assert input_roles("matmul", [(4, 8), (8, 4)]) == ["input", "weight"]
     g = single_op_graph(get_op("relu"), (), [(1, 8)], chain=2)
     assert isinstance(g, Graph) and [n.op for n in g.nodes] == ["input", "relu", "relu"]
+
+
+def test_opaque_ops_on_bool_tensors_are_priced(tmp_path):
+    # An attention mask as exporters write it: Equal makes a bool tensor that a Where reads.
+    # Timing the Where as a chain (its own output fed back as the condition) or with float data
+    # in its bool slot made onnxruntime refuse the timing model.
+    pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    from tensor_eqsat.io.onnx_import import import_onnx
+
+    zero = helper.make_tensor("zero", TensorProto.FLOAT, [], [0.0])
+    fill = helper.make_tensor("fill", TensorProto.FLOAT, [], [-1e4])
+    graph = helper.make_graph(
+        [
+            helper.make_node("Equal", ["x", "zero"], ["mask"]),
+            helper.make_node("Where", ["mask", "fill", "x"], ["masked"]),
+            helper.make_node("Relu", ["masked"], ["y"]),
+        ],
+        "mask",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 16])],
+        [zero, fill],
+    )
+    g = import_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+    assert [n.op for n in g.nodes].count("opaque") == 2
+    m = _model(tmp_path)
+    assert m.graph_cost(g) > 0
