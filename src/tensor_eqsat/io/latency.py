@@ -141,7 +141,9 @@ def prepare_runner(
 
 
 @contextmanager
-def _threads(backend: str, threads: int) -> Iterator[None]:
+def runtime_threads(backend: str, threads: int) -> Iterator[None]:
+    """Run the block with ``threads`` intra-op threads for PyTorch (onnxruntime sets its own per
+    session)."""
     if backend == "torch":
         from tensor_eqsat.io.torch_exec import torch_threads
 
@@ -151,12 +153,13 @@ def _threads(backend: str, threads: int) -> Iterator[None]:
         yield
 
 
-def _time(fn: Callable[[], None], n: int) -> list[int]:
+def time_runs(fn: Callable[[], None], n: int, clock: Callable[[], int] = time.perf_counter_ns) -> list[int]:
+    """``n`` calls of ``fn``, each timed by ``clock`` (nanoseconds)."""
     out = []
     for _ in range(n):
-        t0 = time.perf_counter_ns()
+        t0 = clock()
         fn()
-        out.append(time.perf_counter_ns() - t0)
+        out.append(clock() - t0)
     return out
 
 
@@ -188,7 +191,7 @@ def measure_latency(
     """
     if runs < 1 or warmup < 0:
         raise TensorEqsatError(f"runs must be >= 1 and warmup >= 0, got {runs} and {warmup}")
-    with _threads(backend, threads):
+    with runtime_threads(backend, threads):
         fn, dev = prepare_runner(
             model,
             backend=backend,
@@ -197,8 +200,8 @@ def measure_latency(
             seed=seed,
             ort_optimization=ort_optimization,
         )
-        _time(fn, warmup)
-        times = _time(fn, runs)
+        time_runs(fn, warmup)
+        times = time_runs(fn, runs)
     return _report(times, backend, dev, threads, warmup)
 
 
@@ -228,19 +231,19 @@ def compare_latency(
         "seed": seed,
         "ort_optimization": ort_optimization,
     }
-    with _threads(backend, threads):
+    with runtime_threads(backend, threads):
         fa, dev = prepare_runner(original, **kw)
         fb, _ = prepare_runner(optimized, **kw)
-        _time(fa, warmup)
-        _time(fb, warmup)
+        time_runs(fa, warmup)
+        time_runs(fb, warmup)
         ta: list[int] = []
         tb: list[int] = []
         per = [runs // blocks + (1 if k < runs % blocks else 0) for k in range(blocks)]
         for k, n in enumerate(per):
             # Alternate which model goes first, so neither always runs on a cold cache.
             first, second = ((fa, ta), (fb, tb)) if k % 2 == 0 else ((fb, tb), (fa, ta))
-            first[1].extend(_time(first[0], n))
-            second[1].extend(_time(second[0], n))
+            first[1].extend(time_runs(first[0], n))
+            second[1].extend(time_runs(second[0], n))
     return LatencyComparison(
         _report(ta, backend, dev, threads, warmup), _report(tb, backend, dev, threads, warmup)
     )

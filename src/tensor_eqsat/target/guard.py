@@ -26,12 +26,12 @@ import hashlib
 import logging
 import statistics
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from tensor_eqsat.errors import TensorEqsatError
+from tensor_eqsat.io.latency import runtime_threads, time_runs
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.target.targets import Target, TargetError
 
@@ -136,24 +136,9 @@ def graph_fingerprint(graph: Graph) -> str:
     return h.hexdigest()
 
 
-@contextmanager
-def _threads(backend: str, threads: int) -> Iterator[None]:
-    if backend == "torch":
-        from tensor_eqsat.io.torch_exec import torch_threads
-
-        with torch_threads(threads):
-            yield
-    else:
-        yield
-
-
 def _time(fn: Callable[[], None], n: int, clock: Callable[[], int] = time.perf_counter_ns) -> list[float]:
-    out = []
-    for _ in range(n):
-        t0 = clock()
-        fn()
-        out.append((clock() - t0) / 1e6)
-    return out
+    """Milliseconds of ``n`` timed calls of ``fn``."""
+    return [t / 1e6 for t in time_runs(fn, n, clock)]
 
 
 def run_clock(device: str, threads: int) -> Callable[[], int]:
@@ -207,7 +192,7 @@ def time_alternating(
         "device": target.device,
         "seed": seed,
     }
-    with _threads(target.backend, threads):
+    with runtime_threads(target.backend, threads):
         arms = [prepare_runner(m, **kw)[0] for m in models]
         for fn in arms:
             _time(fn, warmup, clock)
