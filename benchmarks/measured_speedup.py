@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from tensor_eqsat import zoo
-from tensor_eqsat.cost.spec import parse_cost_model
+from tensor_eqsat.cost.spec import graph_options, parse_cost_model
 from tensor_eqsat.io.equivalence import verify
 from tensor_eqsat.optimize import optimize
 from tensor_eqsat.target import get_target, target_names
@@ -104,13 +104,9 @@ def main() -> None:
         for name in args.models:
             reduced = name in args.reduced
             graph, original, zoo_name = load(name, reduced, params.get(name, {}))
-            options: dict[str, Any] = {}
+            options: dict[str, Any] = graph_options(spec, graph)
             if spec.startswith("measured"):
                 options["cache_path"] = cache_dir / "op_timings.sqlite3"
-            if spec.startswith("measured:ort"):
-                from tensor_eqsat.cost.ort import weights_for
-
-                options["weights"] = weights_for(graph)
             cm = parse_cost_model(spec, **options)
             t0 = time.perf_counter()
             res = optimize(

@@ -14,7 +14,7 @@ from tensor_eqsat.commands._common import (
     stdout,
 )
 from tensor_eqsat.cost.model import WeightOps, cost_breakdown
-from tensor_eqsat.cost.spec import parse_cost_model
+from tensor_eqsat.cost.spec import graph_options, parse_cost_model
 from tensor_eqsat.target import default_target, get_target, target_names
 
 NAME = "cost"
@@ -51,11 +51,7 @@ def run(args: argparse.Namespace) -> int:
     graph = load_graph_arg(args.graph, input_shapes=input_shapes_arg(args))
     target = get_target(args.target) if args.target else default_target(args.graph)
     spec = args.cost_model or target.cost_model
-    options = {}
-    if spec.startswith("measured:ort"):
-        from tensor_eqsat.cost.ort import weights_for
-
-        options["weights"] = weights_for(graph)
+    options = graph_options(spec, graph)
     model = parse_cost_model(spec, weight_ops=args.weight_ops, taso_compat=args.taso_compat, **options)
     report = cost_breakdown(model, graph)
     if args.json:

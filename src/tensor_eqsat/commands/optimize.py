@@ -51,6 +51,7 @@ from tensor_eqsat.commands._common import (
     zoo_model_name,
 )
 from tensor_eqsat.config import OptimizeConfig, Search
+from tensor_eqsat.cost.spec import graph_options, parse_cost_model
 from tensor_eqsat.extract.ilp import IlpConfig
 from tensor_eqsat.extract.registry import ExtractorKind
 from tensor_eqsat.ir.graph import Graph
@@ -246,12 +247,9 @@ def run(args: argparse.Namespace) -> int:
         return _unchanged(args, graph, idle)
     target = get_target(args.target) if args.target else default_target(args.graph)
     cost_model: Any = args.cost_model or target.cost_model
-    if cost_model.startswith("measured:ort"):
-        # Large weights are timed where this model finds them: the last-level cache or memory.
-        from tensor_eqsat.cost.ort import weights_for
-        from tensor_eqsat.cost.spec import parse_cost_model
-
-        cost_model = parse_cost_model(cost_model, weights=weights_for(graph))
+    options = graph_options(cost_model, graph)
+    if options:
+        cost_model = parse_cost_model(cost_model, **options)
     config = _config(args, model, cost_model)
     with Live(Text("starting"), console=stderr, transient=True, refresh_per_second=8) as live:
         result = optimize(graph, config, progress=_ProgressLine(live))

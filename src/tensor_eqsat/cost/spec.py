@@ -20,10 +20,13 @@ choices.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tensor_eqsat.cost.model import CostModelError, KernelCostModel, UnitCostModel, WeightOps
 from tensor_eqsat.cost.profiles import DEFAULT_PROFILE, profile_names
+
+if TYPE_CHECKING:
+    from tensor_eqsat.ir.graph import Graph
 
 DEFAULT_SPEC = "roofline"
 """The default cost model: the roofline on the A100 profile."""
@@ -80,6 +83,22 @@ _EXTRA_OPTIONS = {
         "weights",
     }
 }
+
+
+def graph_options(spec: str, graph: Graph) -> dict[str, Any]:
+    """The options a spec's model needs from the graph it will price: for ``measured:ort-*``,
+    where large weights are timed from (``weights``, see :func:`~tensor_eqsat.cost.ort.weights_for`);
+    nothing for the others.
+
+    >>> from tensor_eqsat.ir.graph import Graph
+    >>> graph_options("roofline:a100", Graph())
+    {}
+    """
+    if not spec.strip().startswith("measured:ort"):
+        return {}
+    from tensor_eqsat.cost.ort import weights_for
+
+    return {"weights": weights_for(graph)}
 
 
 def parse_cost_model(
