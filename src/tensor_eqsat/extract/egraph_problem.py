@@ -50,6 +50,8 @@ class EGraphLike(Protocol):
 
     def to_graph(self, choice: Mapping[int, Any]) -> Graph: ...
 
+    def canonicalize(self, node: Any) -> Any: ...
+
 
 NodeCostCache = dict[tuple[Any, ...], float]
 """(e-node, child all-weights flags) -> own cost; reusable across problems of one e-graph and
@@ -78,6 +80,29 @@ class EGraphProblem:
             raise ExtractionError("the result answers a different extraction problem")
         keys = self.problem.class_keys
         return {keys[c]: self.enodes[result.choices[c]] for c in result.topo_classes()}  # type: ignore[misc]
+
+    def carry_over(self, nodes: Iterable[Any]) -> list[int]:
+        """A choice per class (problem node index, or -1) made of ``nodes``: the e-nodes an
+        extraction chose in an earlier e-graph of this one's history, canonicalized into this one.
+        A node no longer here is left out; where two fall into one class, the first is kept.
+
+        What an earlier answer still offers: a warm start for the ILP (``IlpExtractor.extract``'s
+        ``hint``), and the test that a rule application lost no earlier extraction. Because the
+        non-blacklisted e-graph is acyclic, any one non-blacklisted node per class is an acyclic
+        choice, so if every node of an earlier answer is still here and not blacklisted, this
+        choice is a valid extraction of no higher DAG cost (it uses a subset of those nodes).
+        """
+        index = {node: i for i, node in enumerate(self.enodes)}
+        problem = self.problem
+        choice = [-1] * problem.num_classes
+        for node in nodes:
+            try:
+                i = index.get(self.egraph.canonicalize(node))
+            except (IndexError, KeyError):  # a class of another branch's e-graph
+                continue
+            if i is not None and choice[problem.node_class[i]] < 0:
+                choice[problem.node_class[i]] = i
+        return choice
 
     def to_graph(self, result: ExtractionResult) -> Graph:
         """The extracted graph (validated first; raises ExtractionError on an invalid result)."""

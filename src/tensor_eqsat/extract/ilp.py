@@ -540,17 +540,7 @@ class IlpReward:
 
         ep = problem_from_egraph(egraph, self.cost_model)
         problem = ep.problem
-        hint: list[int] | None = None
-        if self._previous:
-            index = {node: i for i, node in enumerate(ep.enodes)}
-            hint = [-1] * len(problem.class_keys)
-            for node in self._previous:
-                try:
-                    i = index.get(egraph.canonicalize(node))
-                except (IndexError, KeyError):  # a class of another branch's e-graph
-                    continue
-                if i is not None:
-                    hint[problem.node_class[i]] = i
+        hint = ep.carry_over(self._previous) if self._previous else None
         result = self.extractor.extract(problem, hint)
         self.solves += 1
         if math.isfinite(result.stats.get("hint_cost", math.inf)):

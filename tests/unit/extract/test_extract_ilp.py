@@ -256,3 +256,19 @@ def test_ilp_reward_warm_starts_from_the_previous_answer_and_stays_exact() -> No
         assert reward.last.stats["hint_cost"] == pytest.approx(costs[-2])
     assert reward.solves == 5 and reward.hinted == 4
     assert costs[-1] < costs[0]
+
+
+def test_highs_false_optimum_from_a_warm_start_is_not_trusted() -> None:
+    # A NASNet-A e-graph (reduced model, seed-3 walk of benchmarks/cycle_cut.py, step 11) on which
+    # HiGHS 1.16, given the greedy-dag start (1000 scaled), reported "Optimal" at 982.33 while
+    # returning the start unchanged; SCIP proves 0.316898 ms (988.57 scaled). The extractor
+    # returned greedy-dag's 0.320561 ms as optimal, and the ILP cost seemed to rise after a rule.
+    from pathlib import Path
+
+    from tensor_eqsat.extract.serialize import load_problem
+
+    problem = load_problem(Path(__file__).parent / "data" / "nasneta_highs_warm_start.json")
+    for backend in BACKENDS:
+        r = ilp(backend, time_limit=120).extract(problem)
+        assert r.status is SolveStatus.OPTIMAL
+        assert r.reported_cost == pytest.approx(0.3168980652392477, rel=1e-9), backend
