@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from tensor_eqsat.cost.model import CostModel
 from tensor_eqsat.cost.spec import DEFAULT_SPEC, parse_cost_model
 from tensor_eqsat.errors import ConfigError, parse_enum
-from tensor_eqsat.extract.ilp import IlpConfig
+from tensor_eqsat.extract.ilp import IlpConfig, IlpReward
 from tensor_eqsat.extract.registry import Extractor, ExtractorKind, make_extractor, parse_kind
 from tensor_eqsat.rules.rule_spec import RuleSpec
 from tensor_eqsat.rules.sets import RuleSet
@@ -102,6 +102,12 @@ class OptimizeConfig:
         the fields above.
     ilp: ILP settings, for the main and the final extractor. Default ``IlpConfig(time_limit=600)``
         (the artifact's 600 s per solve).
+    reward_warm_start: with the ``ilp`` main extractor, warm-start each reward solve from the
+        previous solve's answer carried over to the new e-graph
+        (:class:`~tensor_eqsat.extract.ilp.IlpReward`); the answers stay exact, only the solve
+        time changes. Default True.
+    reward_time_limit: seconds per reward solve of the ``ilp`` main extractor (an answer at the
+        limit is the solver's best, never worse than greedy-dag). Default None: ``ilp.time_limit``.
     alternatives: extractors (names) whose extractions of the final e-graph are returned beside
         the result (``OptimizeResult.alternatives``), as further candidates for the never-slower
         guard (:mod:`tensor_eqsat.target.guard`), which measures them on the target and keeps the
@@ -131,6 +137,8 @@ class OptimizeConfig:
     )
     ilp: IlpConfig = field(default_factory=lambda: IlpConfig(time_limit=600.0))
     alternatives: tuple[ExtractorKind | str, ...] = ()
+    reward_warm_start: bool = True
+    reward_time_limit: float | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.search, str | Search):
@@ -148,6 +156,8 @@ class OptimizeConfig:
             raise ConfigError(f"k_multi must be at least 0, got {self.k_multi}")
         if self.time_limit is not None and not self.time_limit > 0:
             raise ConfigError(f"time_limit must be positive or None, got {self.time_limit!r}")
+        if self.reward_time_limit is not None and not self.reward_time_limit > 0:
+            raise ConfigError(f"reward_time_limit must be positive or None, got {self.reward_time_limit!r}")
 
     def with_overrides(self, **overrides: Any) -> OptimizeConfig:
         """A copy with ``overrides`` applied: top-level fields (nested configs included) first,
@@ -192,6 +202,19 @@ class OptimizeConfig:
             ilp = replace(ilp, time_limit=cap if ilp.time_limit is None else min(ilp.time_limit, cap))
         return make_extractor(choice, ilp_config=ilp)
 
+    def main_cost(self, cost_model: CostModel) -> ExtractorCost | IlpReward:
+        """The reward's cost function: the main extractor's cost of an e-graph. With the ``ilp``
+        main extractor each solve has ``reward_time_limit`` (if set) and, with
+        ``reward_warm_start``, starts from the previous solve's answer."""
+        if self.main_extractor is ExtractorKind.ILP:
+            ilp = self.ilp
+            if self.reward_time_limit is not None:
+                ilp = replace(ilp, time_limit=self.reward_time_limit)
+            if self.reward_warm_start:
+                return IlpReward(cost_model, ilp)
+            return ExtractorCost(make_extractor(ExtractorKind.ILP, ilp_config=ilp), cost_model)
+        return ExtractorCost(self.extractor("main"), cost_model)
+
     def extractor_name(self, which: str) -> str:
         choice = self.main_extractor if which == "main" else self.final_extractor
         return choice.value if isinstance(choice, ExtractorKind) else str(getattr(choice, "name", choice))
@@ -211,8 +234,7 @@ class OptimizeConfig:
             return Saturation(replace(self.runner, node_limit=n, node_multi=n, k_multi=k_multi))
         if self.search is Search.MCTS:
             # A picklable cost function: with ``mcts.workers`` > 1, states are priced in workers.
-            main_cost = ExtractorCost(self.extractor("main"), cost_model)
-            return MctsConstruction(self.mcts, main_cost, self.node_limit)
+            return MctsConstruction(self.mcts, self.main_cost(cost_model), self.node_limit)
         assert isinstance(self.search, Construction)
         return self.search
 

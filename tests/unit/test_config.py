@@ -9,6 +9,7 @@ import pytest
 from tensor_eqsat.config import OptimizeConfig, Search
 from tensor_eqsat.errors import ConfigError, TensorEqsatError
 from tensor_eqsat.extract.greedy_dag import GreedyDagExtractor
+from tensor_eqsat.extract.ilp import IlpBackend
 from tensor_eqsat.extract.registry import EXTRACTORS, ExtractorKind, Optimality
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.optimize import optimize
@@ -56,6 +57,7 @@ def test_overrides_reach_top_level_and_nested_settings():
         ({"time_limit": 0}, "time_limit must be positive"),
         ({"budgets": 3}, "'budgets' is not a setting"),
         ({"search": 3}, "expected a name or a Construction"),
+        ({"reward_time_limit": 0}, "reward_time_limit must be positive"),
     ],
 )
 def test_bad_settings_are_config_errors(overrides, message):
@@ -166,3 +168,36 @@ def test_the_final_ilp_gets_what_remains_of_the_run_time_limit(monkeypatch):
     limits.clear()
     optimize(_chain(), search="saturate", ilp_time_limit=600.0, node_limit=50)
     assert limits == [600.0]  # no run time limit: the ILP's own
+
+
+def test_the_ilp_reward_is_warm_started_and_time_limited_as_configured():
+    from tensor_eqsat.extract.ilp import IlpReward
+    from tensor_eqsat.search.env import ExtractorCost
+
+    cm = OptimizeConfig().cost_model_object()
+    warm = OptimizeConfig(main_extractor="ilp", reward_time_limit=7.0).main_cost(cm)
+    assert isinstance(warm, IlpReward) and warm.extractor.config.time_limit == 7.0
+    cold = OptimizeConfig(main_extractor="ilp", reward_warm_start=False).main_cost(cm)
+    assert isinstance(cold, ExtractorCost) and cold.extractor.config.time_limit == 600.0
+    greedy = OptimizeConfig(reward_time_limit=7.0).main_cost(cm)
+    assert isinstance(greedy, ExtractorCost) and greedy.extractor.name == "greedy-ocf"
+    built = OptimizeConfig(main_extractor="ilp").construction(cost_model=cm, k_multi=1)
+    assert isinstance(built, MctsConstruction) and isinstance(built.main_cost, IlpReward)
+
+
+def _reduced(model: str) -> Graph:
+    from tensor_eqsat import zoo
+    from tensor_eqsat.zoo.reduced import REDUCED_PARAMS
+
+    return zoo.get(model, **REDUCED_PARAMS[model])
+
+
+def test_warm_started_ilp_rewards_give_the_same_search():
+    # The answers are exact either way, so the search takes the same steps at the same costs.
+    runs = [
+        optimize(_reduced("squeezenet"), model="squeezenet", budget=2, node_limit=250, main_extractor="ilp",
+                 final_extractor="greedy-dag", seed=1, reward_warm_start=warm, ilp_backend=IlpBackend.HIGHS)
+        for warm in (True, False)
+    ]  # fmt: skip
+    assert [(s.rule, s.cost) for s in runs[0].steps] == [(s.rule, s.cost) for s in runs[1].steps]
+    assert len(runs[0].steps) > 0
