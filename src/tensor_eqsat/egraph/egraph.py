@@ -706,6 +706,21 @@ class EGraph:
         new._cache_version = self._cache_version
         return new
 
+    def same_as(self, other: EGraph) -> bool:
+        """Whether ``other`` is this e-graph with the same ids: the same nodes in the same order,
+        in the same classes, with the same blacklist and roots (what two copies that went through
+        the same operations hold). Stricter than equal :meth:`content_hash` values."""
+        self.rebuild()
+        other.rebuild()
+        return (
+            self._num_enodes == other._num_enodes
+            and self._nodes == other._nodes
+            and self._node_class == other._node_class
+            and self._class_nodes == other._class_nodes
+            and self._blacklist == other._blacklist
+            and self._roots == other._roots
+        )
+
     def content_hash(self) -> int:
         """A hash of the e-graph's content that ignores class ids and insertion order.
 

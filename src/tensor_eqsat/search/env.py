@@ -291,6 +291,11 @@ class EGraphEnv:
         sh.stats.prunings += 1
         return out
 
+    def same_state(self, other: Any) -> bool:
+        """Whether ``other`` holds this state with the same ids (MCTS then reuses what it
+        computed from ``other``'s state in the previous planning step)."""
+        return isinstance(other, EGraphEnv) and self.egraph.same_as(other.egraph)
+
     def copy(self) -> EGraphEnv:
         t = time.perf_counter()
         env = EGraphEnv._from(self._shared, self.egraph.copy())

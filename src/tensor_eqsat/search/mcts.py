@@ -299,8 +299,10 @@ class _Node:
         "n_visited",
         "pending",
         "pending_total",
+        "pruned",
         "reward",
         "saturated",
+        "twin",
         "value",
         "visits",
         "visits_total",
@@ -317,6 +319,10 @@ class _Node:
         self.saturated = [False] * n_actions
         for a in pruned:
             self.saturated[a] = True
+        self.pruned = pruned
+        # The node of the previous planning step's tree holding the same state, if any: its
+        # expanded children are reused instead of recomputed (see ``Mcts._expand``).
+        self.twin: _Node | None = None
         self.n_pruned = len(pruned)
         self.n_saturated = len(pruned)
         self.n_visited = 0
@@ -442,6 +448,7 @@ class Mcts:
         best = cost = initial
         steps: list[MctsStep] = []
         reuse: _Node | None = None
+        twin: _Node | None = None
         stop: StopReason | None = None
         while stop is None:
             if len(steps) >= cfg.max_steps:
@@ -452,7 +459,7 @@ class Mcts:
                 break
             index = len(steps)
             progress = None if on_simulation is None else functools.partial(on_simulation, index)
-            plan, root = self._plan(env, reuse, deadline, progress)
+            plan, root = self._plan(env, reuse, deadline, progress, twin)
             if plan.action is None:
                 stop = StopReason.SATURATED
                 break
@@ -493,6 +500,7 @@ class Mcts:
             elif cfg.cost_threshold is not None and cost < cfg.cost_threshold:
                 stop = StopReason.COST_THRESHOLD
             reuse = self._reuse(root, plan.action) if cfg.subtree_reuse else None
+            twin = None if reuse is not None or result.done else self._twin(root, plan.action, env)
         return MctsReport(
             stop_reason=stop,
             steps=tuple(steps),
@@ -506,6 +514,17 @@ class Mcts:
     def _reuse(root: _Node, action: int) -> _Node | None:
         child = root.children[action]
         if child is None or child.env is None:
+            return None
+        return child
+
+    @staticmethod
+    def _twin(root: _Node, action: int, env: Environment) -> _Node | None:
+        """The planning tree's child for the applied action, if it holds the real state with
+        the same ids (always, unless a step time limit cut one of the two applications short);
+        the environment must say so (``same_state``), else nothing is reused."""
+        child = root.children[action]
+        same = getattr(env, "same_state", None)
+        if child is None or child.env is None or same is None or not same(child.env):
             return None
         return child
 
@@ -526,10 +545,17 @@ class Mcts:
         reuse: _Node | None,
         deadline: float | None,
         progress: Callable[[int, int], None] | None,
+        twin: _Node | None = None,
     ) -> tuple[StepPlan, _Node]:
         cfg = self.config
         t0 = time.perf_counter()
-        root = reuse if reuse is not None else self._new_node(env.copy(), env.cost())
+        if reuse is not None:
+            root = reuse
+        elif twin is not None:
+            root = _Node(env.copy(), env.cost(), env.num_actions, twin.pruned)
+            root.twin = twin
+        else:
+            root = self._new_node(env.copy(), env.cost())
         pruned_root = root.n_pruned
         inherited = root.visits_total
         plan_deadline = None if cfg.plan_time_limit is None else t0 + cfg.plan_time_limit
@@ -566,6 +592,7 @@ class Mcts:
             if progress is not None:
                 progress(root.visits_total, cfg.budget)
         action = None if root.all_saturated() else self._final_action(root)
+        _forget_twins(root)
         children = tuple(
             ChildStats(
                 action=a,
@@ -658,6 +685,11 @@ class Mcts:
         ]
         action = untried[int(self.rng.integers(len(untried)))]
         assert node.env is not None, "expanding a terminal node"
+        twin = node.twin
+        known = None if twin is None else twin.children[action]
+        if known is not None:
+            self._expand_known(node, action, path, known)
+            return
         env = node.env.copy()
         result = env.step(action)
         path.append((node, action))
@@ -678,6 +710,33 @@ class Mcts:
         node.children[action] = child
         g = self._rollout(env.copy() if child.env is env else env, result.cost, pruned)
         self._backpropagate(path, g)
+
+    def _expand_known(self, node: _Node, action: int, path: list[tuple[_Node, int]], known: _Node) -> None:
+        """:meth:`_expand` with the step's outcome ``known`` from the previous tree's node of the
+        same state: the same child state, cost, reward and pruned actions, without applying the
+        rule or pricing the state again. The random draws are the same, so the search is too.
+        How ``_expand`` made ``known`` tells the outcome: no state and no pruned action for a
+        terminal step, no state and every action pruned for a step that changed nothing."""
+        assert node.env is not None
+        n = len(node.children)
+        path.append((node, action))
+        node.reward[action] = self._reward(node.cost, known.cost)
+        done = known.env is None and not known.pruned
+        node.done[action] = done
+        if done:
+            node.children[action] = _Node(None, known.cost, n, frozenset())
+            self._backpropagate(path, 0.0)
+            return
+        if known.env is None:  # the step changed nothing: roll out from the node's own state
+            child = _Node(None, known.cost, n, frozenset(range(n)))
+            node.mark_saturated(action)
+            start = node.env.copy()
+        else:
+            child = _Node(known.env, known.cost, n, known.pruned)
+            child.twin = known
+            start = known.env.copy()
+        node.children[action] = child
+        self._backpropagate(path, self._rollout(start, known.cost, child.pruned))
 
     def _rollout(self, env: Environment, cost: float, pruned: frozenset[int]) -> float:
         cfg = self.config
@@ -713,3 +772,13 @@ class Mcts:
                 node.n_visited += 1
             node.visits[a] += 1
             node.visits_total += 1
+
+
+def _forget_twins(root: _Node) -> None:
+    """Drop the links into the previous tree once planning is over, so that only one earlier
+    tree is ever kept alive."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        node.twin = None
+        stack.extend(c for c in node.children if c is not None)

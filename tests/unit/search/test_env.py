@@ -188,3 +188,51 @@ def test_environment_states_travel_to_workers_without_their_rules():
     back = pickle.loads(pickle.dumps(env))
     assert back.rules is env.rules and back.egraph.content_hash() == env.egraph.content_hash()
     assert back.cost() == env.cost()
+
+
+class _NoReuse:
+    """An environment that does not say when two states are the same: MCTS reuses nothing."""
+
+    def __init__(self, env: EGraphEnv) -> None:
+        self.env = env
+
+    num_actions = property(lambda self: self.env.num_actions)
+
+    def cost(self) -> float:
+        return self.env.cost()
+
+    def step(self, action: int):
+        return self.env.step(action)
+
+    def pruned_actions(self) -> frozenset[int]:
+        return self.env.pruned_actions()
+
+    def copy(self) -> _NoReuse:
+        return _NoReuse(self.env.copy())
+
+
+def _zoo_env(model: str) -> EGraphEnv:
+    from tensor_eqsat import zoo
+    from tensor_eqsat.config import OptimizeConfig
+    from tensor_eqsat.egraph import EGraph
+    from tensor_eqsat.rules.rewrites import to_rewrites
+    from tensor_eqsat.rules.sets import load_rule_set
+    from tensor_eqsat.zoo.reduced import REDUCED_PARAMS
+
+    cost = OptimizeConfig().main_cost(OptimizeConfig().cost_model_object())
+    eg = EGraph.from_graph(zoo.get(model, **REDUCED_PARAMS[model]))
+    return EGraphEnv(eg, to_rewrites(load_rule_set()), cost, node_limit=400)
+
+
+def test_reusing_the_previous_tree_changes_nothing_but_the_work():
+    # Each planning step reuses the root's pruned actions and the expansions the previous tree
+    # made from the state the real step reached: the same actions, costs and final e-graph,
+    # with less work.
+    reused, plain = _zoo_env("squeezenet"), _zoo_env("squeezenet")
+    a = Mcts(budget=12, seed=3).run(reused)
+    b = Mcts(budget=12, seed=3).run(_NoReuse(plain))
+    assert [(s.action, s.cost, s.reason) for s in a.steps] == [(s.action, s.cost, s.reason) for s in b.steps]
+    assert len(a.steps) > 1
+    assert reused.egraph.same_as(plain.egraph)
+    assert reused.stats.steps <= plain.stats.steps
+    assert reused.stats.prunings < plain.stats.prunings
