@@ -12,8 +12,9 @@ descendant map computed once per pass, which goes stale within the pass).
 over non-blacklisted nodes.
 
 Both live in the e-graph layer because they read only the e-graph (its heights, blacklist and
-class nodes); rewrites call :func:`creates_cycle` with the classes a planned right-hand side
-uses.
+class nodes); rewrites make the same check while they plan a right-hand side
+(``rewrite.ematch.Plan``'s ``avoid``), input by input, so a doomed match stops at its first
+node.
 """
 
 from __future__ import annotations

@@ -292,18 +292,42 @@ class Searcher:
 # ---------------------------------------------------------------------------------------------
 
 
+class ClosesCycle(Exception):
+    """Raised by a :class:`Plan` with ``avoid`` classes when a planned node would use a class
+    that is, or reaches, one of them: the plan cannot be unioned into them without a cycle."""
+
+
 class Plan:
     """Nodes a right-hand side would add, in dependency order, with their analysis values.
 
     A reference is an existing canonical class id (>= 0) or ``-(k + 1)`` for planned node k.
     ``inputs`` holds the existing classes that planned nodes use as children (what a cycle check
     must look at).
+
+    avoid: canonical ids of the classes the plan's roots will be unioned into. With the
+        e-graph's cycle filter on, each new input is checked against them as soon as a planned
+        node uses it (the check :func:`~tensor_eqsat.egraph.cycles.creates_cycle` makes on the
+        whole plan), and :class:`ClosesCycle` stops planning there: most rejected pairs of a
+        multi-pattern rule are caught at their first node instead of after both targets were
+        planned and type-checked. Default ``()``: no check.
     """
 
-    __slots__ = ("data", "egraph", "find", "index", "inputs", "make", "memo", "node_class", "steps")
+    __slots__ = (
+        "avoid",
+        "data",
+        "egraph",
+        "find",
+        "index",
+        "inputs",
+        "make",
+        "memo",
+        "node_class",
+        "steps",
+    )
 
-    def __init__(self, egraph: EGraph) -> None:
+    def __init__(self, egraph: EGraph, avoid: tuple[int, ...] = ()) -> None:
         self.egraph = egraph
+        self.avoid = avoid if egraph.cycle_filter else ()
         internals = egraph.internals
         self.find = internals.find
         self.memo = internals.memo
@@ -337,14 +361,22 @@ class Plan:
         data = self.data
         steps = self.steps
         value = self.make(op, attrs, [data[r] if r >= 0 else steps[-r - 1][3] for r in refs])
-        steps.append((op, attrs, refs, value))
         inputs = self.inputs
         for r in refs:
-            if r >= 0:
+            if r >= 0 and r not in inputs:
+                if self.avoid and self._reaches_avoided(r):
+                    raise ClosesCycle
                 inputs.add(r)
+        steps.append((op, attrs, refs, value))
         ref = -len(steps)
         self.index[key] = ref
         return ref
+
+    def _reaches_avoided(self, k: int) -> bool:
+        # Only a strictly higher class can reach a target (heights grow along every edge).
+        egraph = self.egraph
+        height = egraph.internals.height
+        return any(k == t or (height[k] > height[t] and egraph.reaches(k, t)) for t in self.avoid)
 
 
 BuildFn = Callable[[Subst, Plan], int]

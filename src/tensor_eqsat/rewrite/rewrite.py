@@ -23,10 +23,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from tensor_eqsat.egraph.cycles import creates_cycle
 from tensor_eqsat.egraph.errors import MergeConflict
 from tensor_eqsat.rewrite.conditions import RuleCondition, condition_vars, holds, normalize_conditions
-from tensor_eqsat.rewrite.ematch import INVALID, Match, Plan, Searcher, Subst, Template, commit
+from tensor_eqsat.rewrite.ematch import INVALID, ClosesCycle, Match, Plan, Searcher, Subst, Template, commit
 from tensor_eqsat.rewrite.pattern import Pattern, PatternError, PNode, parse_pattern
 
 if TYPE_CHECKING:
@@ -249,9 +248,12 @@ class Rewrite:
                 return
             subst = fresh
             cid = find(cid)
-        plan = Plan(egraph)
+        plan = Plan(egraph, avoid=(cid,))
         try:
             ref = self.template.plan(subst, plan)
+        except ClosesCycle:  # a new node would reach the matched class (see Plan's ``avoid``)
+            stats.cycle += 1
+            return
         except INVALID:
             stats.shape += 1
             return
@@ -259,9 +261,6 @@ class Rewrite:
         if ref >= 0:
             if egraph.union(cid, ref):
                 stats.applied += 1
-            return
-        if creates_cycle(egraph, plan.inputs, (cid,)):
-            stats.cycle += 1
             return
         ceiling = egraph.internals.height[cid] if egraph.cycle_filter else None
         root = commit(plan, ref, [], ceiling=ceiling)
