@@ -206,6 +206,8 @@ class MultiRewrite:
     # -- search ----------------------------------------------------------------------------------
     def _source_matches(self, egraph: EGraph) -> tuple[list[Match], list[Match]]:
         first = self._canon[0].search(egraph)
+        if not first:
+            return first, []  # no pair: the second source need not be searched
         second = first if self.same_source else self._canon[1].search(egraph)
         return first, second
 

@@ -20,6 +20,10 @@ side has no match, a multi rule either of whose sources has no match; conditions
 compatibility are not looked at (``PruneMode.MATCHES`` looks at both and prunes more, never
 wrongly).
 
+Actions known to change nothing in the current state (pruned, or already applied there without
+effect) are remembered until the state changes, and stepping them again returns at once: a
+rollout's uniform actions are mostly such no-ops.
+
 Costs are cached by :meth:`~tensor_eqsat.egraph.egraph.EGraph.content_hash`, which ignores class
 ids and insertion order, so equal e-graphs reached by different action orders share one
 extraction; the cache and the statistics are shared by all copies of one environment (the
@@ -176,6 +180,8 @@ class EGraphEnv:
         self.egraph.rebuild()
         self._cost: float | None = None
         self._cost_version = -1
+        self._idle: frozenset[int] = frozenset()
+        self._idle_version = -1
 
     def __reduce__(self) -> tuple[Any, ...]:
         # A state travels to and from worker processes without the shared part (rules, cost
@@ -196,6 +202,8 @@ class EGraphEnv:
         env.egraph = egraph
         env._cost = None
         env._cost_version = -1
+        env._idle = frozenset()
+        env._idle_version = -1
         return env
 
     # -- the Environment protocol ----------------------------------------------------------------
@@ -248,6 +256,11 @@ class EGraphEnv:
         if eg.num_enodes >= cfg.node_limit:
             # egg checks its limits before an iteration: a full e-graph is not touched
             return StepResult(self.cost(), False, True, StopReason.NODE_LIMIT, self._info(rule.name, None))
+        if self._idle_version == eg.version and action in self._idle:
+            # Known to change nothing in exactly this state (pruned, or applied without effect):
+            # the same outcome as applying it, without searching again.
+            sh.stats.steps += 1
+            return StepResult(self.cost(), False, False, None, self._info(rule.name, None))
         t0 = time.perf_counter()
         deadline = None if cfg.step_time_limit is None else t0 + cfg.step_time_limit
         # Exact node limit: the application stops once the e-graph reaches the limit, so a step
@@ -265,8 +278,18 @@ class EGraphEnv:
             reason = StopReason.NODE_LIMIT
         elif deadline is not None and time.perf_counter() >= deadline:
             reason = StopReason.STEP_TIME_LIMIT
+        if not report.changed and not report.budget_exhausted:
+            self._remember_idle(frozenset((action,)))
         info = self._info(rule.name, report)
         return StepResult(cost, report.changed, reason is not None, reason, info)
+
+    def _remember_idle(self, actions: frozenset[int]) -> None:
+        """Record actions that change nothing in the current state (forgotten once it changes)."""
+        version = self.egraph.version
+        if self._idle_version != version:
+            self._idle, self._idle_version = actions, version
+        else:
+            self._idle = self._idle | actions
 
     def pruned_actions(self) -> frozenset[int]:
         """Actions that cannot change the e-graph now (see :class:`PruneMode`)."""
@@ -289,6 +312,7 @@ class EGraphEnv:
             out = frozenset(i for i, ids in enumerate(sh.prune_sources) if not all(has(k) for k in ids))
         sh.stats.prune_seconds += time.perf_counter() - t
         sh.stats.prunings += 1
+        self._remember_idle(out)
         return out
 
     def same_state(self, other: Any) -> bool:
@@ -300,6 +324,7 @@ class EGraphEnv:
         t = time.perf_counter()
         env = EGraphEnv._from(self._shared, self.egraph.copy())
         env._cost, env._cost_version = self._cost, self._cost_version
+        env._idle, env._idle_version = self._idle, self._idle_version
         self._shared.stats.copy_seconds += time.perf_counter() - t
         self._shared.stats.copies += 1
         return env

@@ -236,3 +236,27 @@ def test_reusing_the_previous_tree_changes_nothing_but_the_work():
     assert reused.egraph.same_as(plain.egraph)
     assert reused.stats.steps <= plain.stats.steps
     assert reused.stats.prunings < plain.stats.prunings
+
+
+def test_actions_known_to_change_nothing_are_not_applied_again_in_that_state(monkeypatch):
+    import tensor_eqsat.search.env as env_module
+
+    applied: list[str] = []
+    real = env_module.apply_rule
+
+    def counting(eg, rule, **kw):
+        applied.append(rule.name)
+        return real(eg, rule, **kw)
+
+    monkeypatch.setattr(env_module, "apply_rule", counting)
+    env = paper_env(node_limit=100)
+    div_self = NAMES.index("div-self")
+    assert div_self in env.pruned_actions()
+    r = env.copy().step(div_self)  # a copy inherits what is known of its state
+    assert (r.changed, applied) == (False, [])
+    assoc = NAMES.index("mul-div-assoc")
+    assert env.step(assoc).changed  # a new state: nothing is known of it
+    assert not env.step(assoc).changed  # applied without effect: remembered
+    assert not env.step(assoc).changed
+    env.step(div_self)
+    assert applied == ["mul-div-assoc", "mul-div-assoc", "div-self"]
