@@ -12,7 +12,7 @@ read by unchosen, non-blacklisted nodes of two or more classes that the extracti
 (the ``split`` class above, read by the ``get`` nodes of Q and K). The move switches every such
 class to its cheapest node reading ``h``, then reverts any single switch whose revert lowers the
 cost further, and is kept only if the exact DAG cost of the whole extraction falls (by more than
-a relative 1e-9). Hubs are tried parents first; rounds repeat until no move is kept (at most
+a relative 1e-9 plus 1e-12 ms). Hubs are tried parents first; rounds repeat until no move is kept (at most
 ``max_rounds``), so nested merges (Q/K merged, then that product merged with V) are found in a
 later round. The DAG cost of a move is computed incrementally, by reference counts over the
 chosen nodes: only the classes that become reachable or unreachable are visited, so a move costs
@@ -48,7 +48,9 @@ from tensor_eqsat.extract.guard import closes_cycle
 from tensor_eqsat.extract.problem import ExtractionProblem
 
 _REL_EPS = 1e-9
-"""A move must lower the DAG cost by more than this fraction of it (float noise is no gain)."""
+"""A move must lower the DAG cost by more than this fraction of it (float noise is no gain)..."""
+_ABS_EPS = 1e-12
+"""... and by more than this (a zero-cost extraction's rounding is no gain either)."""
 
 
 class JointMoves:
@@ -236,7 +238,7 @@ class JointMoves:
             mark, before = len(self._log), self.cost
             if not self._switch(c, old) or self.cost >= before:
                 self._undo(mark, before)
-        if self.cost < start - _REL_EPS * start:
+        if start - self.cost > _REL_EPS * start + _ABS_EPS:
             return 1  # the log now lists the classes this move touched
         self._undo(0, start)
         return 0
