@@ -34,6 +34,11 @@ Exact speed-up: a class whose child classes' costs and histories have not change
 pricing is not re-priced; the cost function's state is advanced exactly as pricing it would
 (flush the previous class, then its cached best cost and history become current).
 
+After the sweeps, the joint moves of :mod:`tensor_eqsat.extract.joint` switch groups of classes
+to nodes sharing one sub-graph when the exact DAG cost falls (a merged Q/K projection that no
+class takes alone); the reported cost is the paper's estimate lowered by exactly what they
+saved. ``joint=False`` skips them: the authors' extractor alone (issue 13).
+
 Deviations from the paper's code, invisible on acyclic e-graphs: blacklisted nodes are never
 priced, a change that would close a cycle is refused (the authors' code printed
 "Egraph has cycles!" and carried on), and several roots are combined as if by one extra zero-cost
