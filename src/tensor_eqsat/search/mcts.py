@@ -268,6 +268,8 @@ class StepPlan:
     aborted: planning ended early because selection reached a node whose children are all
         saturated.
     children: statistics of the root's existing children, by action.
+    worker_seconds: root parallelism only: CPU seconds of each worker's tree (the load balance;
+        the largest bounds the step on an idle machine). Default () otherwise.
     """
 
     action: int | None
@@ -279,6 +281,7 @@ class StepPlan:
     aborted: bool
     seconds: float
     children: tuple[ChildStats, ...]
+    worker_seconds: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -82,6 +82,7 @@ class _RootStats:
     max_depth: int
     pruned_root: int
     aborted: bool
+    cpu_seconds: float
 
 
 def shares(budget: int, workers: int) -> list[int]:
@@ -165,6 +166,7 @@ def plan_root(
         aborted=any(s.aborted for s in stats),
         seconds=time.perf_counter() - t0,
         children=children,
+        worker_seconds=tuple(s.cpu_seconds for s in stats),
     )
     return plan, root
 
@@ -173,9 +175,11 @@ def _plan_tree(env: Environment, config: MctsConfig, seed: int, seconds: float |
     """A worker's tree: the sequential planner on ``env`` with ``config`` (its share of the
     budget), seeded by ``seed``, for at most ``seconds`` (a time, not a deadline: a remote
     machine's clock is not this one's)."""
+    cpu = time.thread_time()
     search = Mcts(config, seed=seed)
     deadline = None if seconds is None else time.perf_counter() + seconds
     plan, root = search._plan(env, None, deadline, None)
+    cpu = time.thread_time() - cpu
     return _RootStats(
         visits=list(root.visits),
         value=list(root.value),
@@ -188,6 +192,7 @@ def _plan_tree(env: Environment, config: MctsConfig, seed: int, seconds: float |
         max_depth=plan.max_depth,
         pruned_root=plan.pruned_root,
         aborted=plan.aborted,
+        cpu_seconds=cpu,
     )
 
 

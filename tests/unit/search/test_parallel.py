@@ -113,6 +113,7 @@ def test_root_statistics_are_the_sums_of_the_workers_trees():
         assert root.value[a] == pytest.approx(sum(t.value[a] for t in trees))
         assert root.saturated[a] == any(t.saturated[a] for t in trees)
     assert plan.simulations == sum(t.simulations for t in trees) >= 9
+    assert len(plan.worker_seconds) == 2 and all(t >= 0.0 for t in plan.worker_seconds)
     assert plan.pruned_root == 2 and not root.visits[2] and not root.visits[3]  # d needs b; e needs z
     means = {c.action: c.mean_value for c in plan.children if not c.saturated}
     assert plan.action == max(means, key=lambda a: (means[a], -a))
