@@ -11,7 +11,8 @@ run gives the same cost every round); then per model the median wall time of eac
 configuration, its speedup over 1 worker, and the noise: the largest over the smallest of the
 1-worker runs. The load average is printed before and after: on a machine shared with other
 jobs, compare ratios within one run only. For root parallelism it also prints an idle-machine
-estimate: this process's CPU time plus, each step, the slowest worker tree's CPU time.
+estimate: this process's CPU time plus, each step, the slowest worker tree's CPU time. With
+``--backend ray`` the CPU column counts this process only (Ray's workers are not its children).
 
 The kernel's autogroup scheduling gives each session one share of the CPUs, however many
 processes it runs: on a machine busy with other sessions, W workers get no more CPU than one,
