@@ -8,9 +8,10 @@ Two published schemes, chosen by ``MctsConfig.parallel``:
   with its share of the budget (:func:`_plan_tree`, the sequential planner) from a seed drawn
   here, and returns only its root's statistics; visits and value sums are added per action and
   the action is chosen from the sums as the sequential search chooses it. One task per worker
-  and step: a simulation here takes ~10 ms, about what shipping an e-graph state to a worker
-  and its child back costs, so per-simulation tasks cannot pay, while a whole tree per task
-  costs one state transfer per worker and step. Chaslot et al. found root parallelism the
+  and step: a SqueezeNet simulation is 8-9 ms of work, and a task per simulation adds about
+  2 ms of pickling (the state out, the child back), the pool's round trip and a wait for each
+  batch's slowest simulation, so it cannot pay; a whole tree per task costs one state transfer
+  per worker and step. Chaslot et al. found root parallelism the
   strongest of the three schemes for Go; its price is that the trees share no statistics (each
   is shallower than one tree of the whole budget).
 * **Tree parallelism with WU-UCT's unobserved visits** (Liu et al., ICLR 2020, the scheme the
