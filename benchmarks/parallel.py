@@ -2,6 +2,7 @@
 
     PYTHONPATH=src python benchmarks/parallel.py squeezenet nasrnn --budget 128 --rounds 3
     PYTHONPATH=src python benchmarks/parallel.py squeezenet --configs 1,root:2,tree:2 --backend ray
+    PYTHONPATH=src python benchmarks/parallel.py squeezenet nasrnn --transfer
 
 Each round runs every configuration once, in order (so a slow spell of a shared machine hits
 all of them), with ``final_extractor="greedy-dag"`` so the search dominates. Prints per run the
@@ -13,6 +14,11 @@ configuration, its speedup over 1 worker, and the noise: the largest over the sm
 jobs, compare ratios within one run only. For root parallelism it also prints an idle-machine
 estimate: this process's CPU time plus, each step, the slowest worker tree's CPU time. With
 ``--backend ray`` the CPU column counts this process only (Ray's workers are not its children).
+
+``--transfer`` times instead what root parallelism adds per step besides the trees: W workers each
+receive the step's state and send a result back (here the action count, a few bytes; a tree's
+statistics are a few hundred numbers), for the model's initial e-graph and after one pass of
+every rule (a larger e-graph, up to the 2,000-e-node limit).
 
 The kernel's autogroup scheduling gives each session one share of the CPUs, however many
 processes it runs: on a machine busy with other sessions, W workers get no more CPU than one,
@@ -26,6 +32,7 @@ import os
 import resource
 import statistics
 import time
+from typing import Any
 
 from tensor_eqsat.optimize import optimize
 
@@ -43,6 +50,44 @@ def _cpu() -> float:
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
+def _num_actions(env: Any) -> int:
+    return int(env.num_actions)
+
+
+def transfer(model: str, workers: int, backend: str) -> None:
+    """Median and largest round trip of the step's state to each of ``workers`` workers."""
+    from tensor_eqsat import zoo
+    from tensor_eqsat.cost import parse_cost_model
+    from tensor_eqsat.egraph import from_graph
+    from tensor_eqsat.extract.registry import make_extractor
+    from tensor_eqsat.rules.sets import load_rule_set
+    from tensor_eqsat.search.actions import Actions
+    from tensor_eqsat.search.env import EGraphEnv, ExtractorCost
+    from tensor_eqsat.search.mcts import MctsConfig
+    from tensor_eqsat.search.parallel import worker_pool
+
+    cost = ExtractorCost(make_extractor("greedy-ocf"), parse_cost_model("roofline:a100"))
+    env = EGraphEnv(from_graph(zoo.get(model)), Actions.from_rules(load_rule_set()).rewrites, cost)
+    with worker_pool(MctsConfig(workers=workers, backend=backend), env) as pool:
+        for state in ("initial", "after one pass of every rule"):
+            if state != "initial":
+                for a in range(env.num_actions):
+                    if env.step(a).done:
+                        break
+            [f.result() for f in [pool.submit(_num_actions, env) for _ in range(workers)]]  # warm
+            times = []
+            for _ in range(20):
+                t = time.perf_counter()
+                [f.result() for f in [pool.submit(_num_actions, env) for _ in range(workers)]]
+                times.append(time.perf_counter() - t)
+            print(
+                f"{model} {state} ({env.egraph.num_enodes} e-nodes): {workers} states out and back "
+                f"median {statistics.median(times) * 1000:.1f} ms, max {max(times) * 1000:.1f} ms  "
+                f"load {os.getloadavg()[0]:.2f}",
+                flush=True,
+            )
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("models", nargs="+")
@@ -51,7 +96,13 @@ def main() -> None:
     p.add_argument("--configs", default="1,root:2", help="comma-separated: 1, root:W, tree:W")
     p.add_argument("--backend", default="process", choices=["process", "ray"])
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--transfer", action="store_true", help="time the per-step state transfer only")
+    p.add_argument("--workers", type=int, default=2, help="workers for --transfer (default: 2)")
     args = p.parse_args()
+    if args.transfer:
+        for model in args.models:
+            transfer(model, args.workers, args.backend)
+        return
     configs = [_config(c) for c in args.configs.split(",")]
     print(f"load before: {os.getloadavg()}", flush=True)
     for model in args.models:
