@@ -26,8 +26,13 @@ option says otherwise:
   G = Σ_t γ^t·max(cost_{t-1} − cost_t, 0), γ = 0.99.
 * **Backpropagation**: from the expanded node up, value := r(node, action) + γ·value; the edge's
   value sum and visit count are updated. Terminal expansions and traversals back up G = 0.
-* **Final choice**: the root child with the best mean value (ties: lowest action), excluding
-  saturated children; ``FinalChoice.MOST_VISITED`` is the artifact's unused alternative.
+* **Final choice**: the root child with the best mean value, excluding saturated children;
+  ``FinalChoice.MOST_VISITED`` is the artifact's unused alternative. Ties go to the lowest
+  action in the artifact (``TieBreak.LOWEST_ACTION``): when no simulation saw a gain, every
+  mean is 0 and the same low rule is applied step after step until the node limit (its
+  weakness 4: BERT applies rules 0, 1 and 4). ``TieBreak.LEAST_APPLIED`` gives a tie to the
+  action applied least often so far in the run, then the lowest: with no signal, the search
+  takes the rules in turn, as saturation would.
 
 All randomness (selection coin, expansion choice, rollout actions) comes from one
 ``numpy.random.Generator`` seeded by ``seed``: with a deterministic environment the same seed gives
@@ -50,13 +55,15 @@ import logging
 import math
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any, Protocol
 
 import numpy as np
 
+from tensor_eqsat.errors import parse_enum
+from tensor_eqsat.search import twins
 from tensor_eqsat.search.stop import StopReason
 
 log = logging.getLogger(__name__)
@@ -119,6 +126,35 @@ class RolloutPolicy(Enum):
     """Uniform over the actions not pruned at the expanded child (all actions if none is left)."""
 
 
+class TieBreak(Enum):
+    """Which of the root children tied on the final choice's score is applied."""
+
+    LOWEST_ACTION = "lowest-action"
+    """The lowest action (the artifact: a strict ``>`` over actions in order)."""
+    LEAST_APPLIED = "least-applied"
+    """The action applied least often so far in this run, then the lowest."""
+
+
+class Parallelism(Enum):
+    """How ``workers`` > 1 share a planning step (see :mod:`tensor_eqsat.search.parallel`)."""
+
+    ROOT = "root"
+    """Root parallelism: each worker grows its own tree from the step's state with a share of
+    the budget, and the root statistics are summed; one task per worker per step."""
+    TREE = "tree"
+    """Tree parallelism with WU-UCT's unobserved visits: one tree, each simulation's expansion
+    and rollout a task of its own (pays only when a simulation is long, e.g. ILP rewards)."""
+
+
+class Backend(Enum):
+    """Where worker tasks run when ``workers`` > 1."""
+
+    PROCESS = "process"
+    """A pool of ``workers`` processes on this machine."""
+    RAY = "ray"
+    """Ray tasks on a local Ray instance or a cluster (the optional ``ray`` extra)."""
+
+
 class FinalChoice(Enum):
     """How the action applied to the real environment is chosen among the root's children."""
 
@@ -146,6 +182,8 @@ class MctsConfig:
     rollout: :class:`RolloutPolicy`. Default RANDOM.
     prune_actions: ask the environment for pruned actions at each new node. Default True.
     final_choice: :class:`FinalChoice`. Default MEAN_VALUE.
+    tie_break: :class:`TieBreak` (or its name) among root children tied on the final choice's
+        score. Default LOWEST_ACTION (the artifact).
     subtree_reuse: keep the chosen child's subtree as the next root; its visits count against
         the next step's budget. Default False (the paper's runs).
     clip_rewards: reward = max(cost before − cost after, 0) (the paper, which clipped because its
@@ -161,9 +199,13 @@ class MctsConfig:
         run stops after that step. Default None (off).
     plan_time_limit: wall seconds per planning step (at least one simulation runs).
         Default None (off).
-    workers: simulations evaluated at once, each expansion and its rollout in a worker
-        (tree parallelism with WU-UCT's unobserved visits, see :meth:`Mcts.run`). Default 1
-        (sequential, the paper's runs; no worker process is started).
+    workers: workers planning at once (see :meth:`Mcts.run`). Default 1 (sequential, the
+        paper's runs; no worker is started).
+    parallel: :class:`Parallelism`, how workers share a step. Default ROOT (one task per worker
+        per step). ``subtree_reuse`` needs TREE when ``workers`` > 1.
+    backend: :class:`Backend`, where the workers run. Default PROCESS; RAY needs ``workers`` > 1.
+    address: the Ray cluster to join (``ray.init(address=...)``: ``auto``, ``ray://HOST:10001``);
+        None starts a local Ray instance. Default None; only with ``backend`` RAY.
     """
 
     budget: int = 128
@@ -174,6 +216,7 @@ class MctsConfig:
     rollout: RolloutPolicy = RolloutPolicy.RANDOM
     prune_actions: bool = True
     final_choice: FinalChoice = FinalChoice.MEAN_VALUE
+    tie_break: TieBreak = TieBreak.LOWEST_ACTION
     subtree_reuse: bool = False
     clip_rewards: bool = True
     terminal_saturated_nodes: bool = False
@@ -182,6 +225,9 @@ class MctsConfig:
     time_limit: float | None = None
     plan_time_limit: float | None = None
     workers: int = 1
+    parallel: Parallelism = Parallelism.ROOT
+    backend: Backend = Backend.PROCESS
+    address: str | None = None
 
     def __post_init__(self) -> None:
         checks = [
@@ -202,6 +248,19 @@ class MctsConfig:
             raise ValueError(f"MctsConfig.rollout must be a RolloutPolicy, got {self.rollout!r}")
         if not isinstance(self.final_choice, FinalChoice):
             raise ValueError(f"MctsConfig.final_choice must be a FinalChoice, got {self.final_choice!r}")
+        object.__setattr__(self, "tie_break", parse_enum(TieBreak, self.tie_break, "MctsConfig.tie_break"))
+        for name, kind in (("parallel", Parallelism), ("backend", Backend)):
+            # by name too (``optimize(g, workers=2, backend="ray")``); frozen, hence __setattr__
+            object.__setattr__(self, name, parse_enum(kind, getattr(self, name), f"MctsConfig.{name}"))
+        if self.backend is Backend.RAY and self.workers == 1:
+            raise ValueError("MctsConfig.backend 'ray' runs workers: MctsConfig.workers must be 2 or more")
+        if self.address is not None and self.backend is not Backend.RAY:
+            raise ValueError("MctsConfig.address is a Ray cluster to join: it needs MctsConfig.backend 'ray'")
+        if self.subtree_reuse and self.workers > 1 and self.parallel is Parallelism.ROOT:
+            raise ValueError(
+                "MctsConfig.subtree_reuse keeps one tree across steps: with MctsConfig.workers > 1 it "
+                "needs MctsConfig.parallel 'tree' (root parallelism grows new trees every step)"
+            )
 
 
 @dataclass(frozen=True)
@@ -228,6 +287,8 @@ class StepPlan:
     aborted: planning ended early because selection reached a node whose children are all
         saturated.
     children: statistics of the root's existing children, by action.
+    worker_seconds: root parallelism only: CPU seconds of each worker's tree (the load balance;
+        the largest bounds the step on an idle machine). Default () otherwise.
     """
 
     action: int | None
@@ -239,6 +300,7 @@ class StepPlan:
     aborted: bool
     seconds: float
     children: tuple[ChildStats, ...]
+    worker_seconds: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -320,9 +382,7 @@ class _Node:
         for a in pruned:
             self.saturated[a] = True
         self.pruned = pruned
-        # The node of the previous planning step's tree holding the same state, if any: its
-        # expanded children are reused instead of recomputed (see ``Mcts._expand``).
-        self.twin: _Node | None = None
+        self.twin: _Node | None = None  # the previous tree's node of this state (search/twins.py)
         self.n_pruned = len(pruned)
         self.n_saturated = len(pruned)
         self.n_visited = 0
@@ -389,6 +449,7 @@ class Mcts:
         self.seed = seed
         self.rng = np.random.default_rng(seed)
         self._pool: Executor | None = None
+        self._applied: dict[int, int] = {}  # real steps per action in the current run
 
     # ------------------------------------------------------------------ outer loop
 
@@ -405,27 +466,25 @@ class Mcts:
         on_step: called after every real step with its :class:`MctsStep`.
         on_simulation: called as ``(step_index, simulations_done, budget)`` after every
             simulation (after every batch with workers), for progress displays.
-        executor: where simulations run when ``config.workers > 1``: any
-            :class:`concurrent.futures.Executor` (a Ray-backed one runs them on a cluster).
-            Default: a process pool of ``workers`` processes for this run, set up with
-            ``env.worker_initializer()`` if the environment has one.
+        executor: where worker tasks run when ``config.workers > 1``: any
+            :class:`concurrent.futures.Executor` whose workers can receive ``env``'s states.
+            Default: ``config.backend``'s pool of ``workers`` workers for this run, set up with
+            ``env.worker_initializer()`` if the environment has one (a process pool, or Ray tasks
+            on a local Ray instance or the cluster at ``config.address``).
 
-        With ``workers`` W > 1, planning is tree-parallel with WU-UCT's unobserved visits
-        (Liu et al., ICLR 2020, the scheme of the paper's artifact): selection runs in this
-        process W times in a row, each in-flight simulation counting as a visit in the
-        exploration term of every edge on its path, so the W leaves differ; their expansions and
-        rollouts run in the workers (state shipped out, expanded child shipped back); results
-        are backed up in selection order. Every random choice is drawn here, rollouts from a
-        seed drawn at selection, so a run depends on the seed and W only, not on timing.
-        Root parallelism (independent trees, votes merged) would copy every state W times and
-        share no statistics; leaf parallelism (W rollouts of one leaf) would not spread the
-        expensive part, the expansion step. With W = 1 nothing of this runs: the sequential
-        search is unchanged.
+        With ``workers`` W > 1, planning is parallel (:mod:`tensor_eqsat.search.parallel`), by
+        ``config.parallel``: *root parallelism* (the default) grows W independent trees from
+        the step's state, each with a share of the budget, in one task per worker, and sums
+        their root statistics; *tree parallelism* with WU-UCT's unobserved visits selects W
+        leaves of one tree at a time and runs each expansion and rollout as a task. Every
+        random choice is drawn here (each task gets a seed), so a run depends on the seed and
+        W only, not on timing or on the backend. With W = 1 nothing of this runs: the
+        sequential search is unchanged.
         """
         if self.config.workers > 1 and self._pool is None and executor is None:
-            init = getattr(env, "worker_initializer", None)
-            fn, args = init() if init is not None else (None, ())
-            with ProcessPoolExecutor(self.config.workers, initializer=fn, initargs=args) as pool:
+            from tensor_eqsat.search.parallel import worker_pool
+
+            with worker_pool(self.config, env) as pool:
                 return self.run(env, on_step=on_step, on_simulation=on_simulation, executor=pool)
         outer = self._pool
         if executor is not None:
@@ -450,6 +509,7 @@ class Mcts:
         reuse: _Node | None = None
         twin: _Node | None = None
         stop: StopReason | None = None
+        self._applied = {}
         while stop is None:
             if len(steps) >= cfg.max_steps:
                 stop = StopReason.STEP_LIMIT
@@ -464,6 +524,7 @@ class Mcts:
                 stop = StopReason.SATURATED
                 break
             ts = time.perf_counter()
+            self._applied[plan.action] = self._applied.get(plan.action, 0) + 1
             result = env.step(plan.action)
             step_seconds = time.perf_counter() - ts
             reward = self._reward(cost, result.cost)
@@ -500,7 +561,7 @@ class Mcts:
             elif cfg.cost_threshold is not None and cost < cfg.cost_threshold:
                 stop = StopReason.COST_THRESHOLD
             reuse = self._reuse(root, plan.action) if cfg.subtree_reuse else None
-            twin = None if reuse is not None or result.done else self._twin(root, plan.action, env)
+            twin = None if reuse is not None or result.done else twins.twin_of(root, plan.action, env)
         return MctsReport(
             stop_reason=stop,
             steps=tuple(steps),
@@ -517,17 +578,6 @@ class Mcts:
             return None
         return child
 
-    @staticmethod
-    def _twin(root: _Node, action: int, env: Environment) -> _Node | None:
-        """The planning tree's child for the applied action, if it holds the real state with
-        the same ids (always, unless a step time limit cut one of the two applications short);
-        the environment must say so (``same_state``), else nothing is reused."""
-        child = root.children[action]
-        same = getattr(env, "same_state", None)
-        if child is None or child.env is None or same is None or not same(child.env):
-            return None
-        return child
-
     # ------------------------------------------------------------------ planning
 
     def plan(self, env: Environment) -> StepPlan:
@@ -535,9 +585,11 @@ class Mcts:
         plan, _ = self._plan(env, None, None, None)
         return plan
 
-    def _new_node(self, env: Environment, cost: float) -> _Node:
-        pruned = env.pruned_actions() if self.config.prune_actions else frozenset()
-        return _Node(env, cost, env.num_actions, pruned)
+    def _new_node(self, env: Environment, cost: float, twin: _Node | None = None) -> _Node:
+        pruned = env.pruned_actions() if self.config.prune_actions and twin is None else frozenset()
+        node = _Node(env, cost, env.num_actions, twin.pruned if twin is not None else pruned)
+        node.twin = twin  # the same state in the previous tree, so the same pruned actions
+        return node
 
     def _plan(
         self,
@@ -548,14 +600,12 @@ class Mcts:
         twin: _Node | None = None,
     ) -> tuple[StepPlan, _Node]:
         cfg = self.config
+        if self._pool is not None and cfg.parallel is Parallelism.ROOT:
+            from tensor_eqsat.search.parallel import plan_root
+
+            return plan_root(self, env, deadline, progress)
         t0 = time.perf_counter()
-        if reuse is not None:
-            root = reuse
-        elif twin is not None:
-            root = _Node(env.copy(), env.cost(), env.num_actions, twin.pruned)
-            root.twin = twin
-        else:
-            root = self._new_node(env.copy(), env.cost())
+        root = reuse if reuse is not None else self._new_node(env.copy(), env.cost(), twin)
         pruned_root = root.n_pruned
         inherited = root.visits_total
         plan_deadline = None if cfg.plan_time_limit is None else t0 + cfg.plan_time_limit
@@ -592,7 +642,7 @@ class Mcts:
             if progress is not None:
                 progress(root.visits_total, cfg.budget)
         action = None if root.all_saturated() else self._final_action(root)
-        _forget_twins(root)
+        twins.forget(root)
         children = tuple(
             ChildStats(
                 action=a,
@@ -621,6 +671,8 @@ class Mcts:
     def _final_action(self, root: _Node) -> int | None:
         best_action = None
         best = -math.inf
+        least = self.config.tie_break is TieBreak.LEAST_APPLIED
+        applied = self._applied
         for a, child in enumerate(root.children):
             if child is None or root.saturated[a] or root.visits[a] == 0:
                 continue
@@ -630,6 +682,8 @@ class Mcts:
                 score = float(root.visits[a])
             if score > best:
                 best, best_action = score, a
+            elif least and score == best and applied.get(a, 0) < applied.get(best_action, 0):  # type: ignore[arg-type]
+                best_action = a
         return best_action
 
     def _uct_action(self, node: _Node) -> int:
@@ -685,11 +739,9 @@ class Mcts:
         ]
         action = untried[int(self.rng.integers(len(untried)))]
         assert node.env is not None, "expanding a terminal node"
-        twin = node.twin
-        known = None if twin is None else twin.children[action]
+        known = None if node.twin is None else node.twin.children[action]
         if known is not None:
-            self._expand_known(node, action, path, known)
-            return
+            return twins.expand_known(self, node, action, path, known)
         env = node.env.copy()
         result = env.step(action)
         path.append((node, action))
@@ -710,33 +762,6 @@ class Mcts:
         node.children[action] = child
         g = self._rollout(env.copy() if child.env is env else env, result.cost, pruned)
         self._backpropagate(path, g)
-
-    def _expand_known(self, node: _Node, action: int, path: list[tuple[_Node, int]], known: _Node) -> None:
-        """:meth:`_expand` with the step's outcome ``known`` from the previous tree's node of the
-        same state: the same child state, cost, reward and pruned actions, without applying the
-        rule or pricing the state again. The random draws are the same, so the search is too.
-        How ``_expand`` made ``known`` tells the outcome: no state and no pruned action for a
-        terminal step, no state and every action pruned for a step that changed nothing."""
-        assert node.env is not None
-        n = len(node.children)
-        path.append((node, action))
-        node.reward[action] = self._reward(node.cost, known.cost)
-        done = known.env is None and not known.pruned
-        node.done[action] = done
-        if done:
-            node.children[action] = _Node(None, known.cost, n, frozenset())
-            self._backpropagate(path, 0.0)
-            return
-        if known.env is None:  # the step changed nothing: roll out from the node's own state
-            child = _Node(None, known.cost, n, frozenset(range(n)))
-            node.mark_saturated(action)
-            start = node.env.copy()
-        else:
-            child = _Node(known.env, known.cost, n, known.pruned)
-            child.twin = known
-            start = known.env.copy()
-        node.children[action] = child
-        self._backpropagate(path, self._rollout(start, known.cost, child.pruned))
 
     def _rollout(self, env: Environment, cost: float, pruned: frozenset[int]) -> float:
         cfg = self.config
@@ -772,13 +797,3 @@ class Mcts:
                 node.n_visited += 1
             node.visits[a] += 1
             node.visits_total += 1
-
-
-def _forget_twins(root: _Node) -> None:
-    """Drop the links into the previous tree once planning is over, so that only one earlier
-    tree is ever kept alive."""
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        node.twin = None
-        stack.extend(c for c in node.children if c is not None)
