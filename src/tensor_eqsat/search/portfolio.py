@@ -8,25 +8,28 @@ extractor (an ILP warm-started from the best graph so far, bounded by the time l
 the cheapest under the run's cost model. Every finished candidate is kept, so the deadline or a
 Ctrl-C (KeyboardInterrupt) hands back the best found so far.
 
-The schedule, in order:
+The schedule, in order (docs/search.md has the measurements behind it):
 
 1. **TENSAT saturation at the first node limit** (the paper's 2,000 e-nodes): fast, and a
    baseline within seconds.
-2. **MCTS at that limit** (the paper's search; ``mcts_budget`` simulations per step, 16 as in the
-   results grid), until it stops or ``mcts_share`` of the time left is spent.
-3. **Saturation at growing node limits**, ×``growth`` each (4k, 8k, ...), while the next rung is
-   predicted to fit in the time left and the e-graph fits in memory (``max_node_limit``). Each rung
-   starts from scratch: a rung then equals ``--search saturate --node-limit N`` exactly (so every
-   figure reproduces with one command), and its multi-pattern rules get the whole budget
-   ``node_multi = N`` in their first iterations, as TENSAT gives them, which is where the larger
-   limits gain (continuing a 2k e-graph would leave its multi-pattern budget spent at 2k). With
-   growth 2 the rungs before the last cost at most as much as the last one, so starting over
-   wastes at most half the ladder's time. The ladder ends at the first rung that saturates (a
-   larger limit would build the same e-graph).
-4. **MCTS continued from the saturated e-graph**, when a rung saturated below its limit: the
+2. **Saturation at growing node limits**, ×``growth`` each (4k, 8k, ...), while the next rung is
+   predicted to end within ``ladder_share`` of the time left. Each rung starts from scratch: a
+   rung then equals ``--search saturate --node-limit N`` exactly (so every figure reproduces with
+   one command), and its multi-pattern rules get the whole budget ``node_multi = N`` in their
+   first iterations, as TENSAT gives them, which is where the larger limits gain (continuing a 2k
+   e-graph would leave its multi-pattern budget spent at 2k). With growth 2 the rungs before the
+   last cost at most as much as the last one, so starting over wastes at most half the ladder's
+   time. The ladder ends for good at a rung that saturates (a larger limit would build the same
+   e-graph), after ``stall_rungs`` rungs without gain, above ``max_node_limit`` or the memory
+   limit, or when a rung was cut short by the deadline.
+3. **MCTS at the first limit** (the paper's search; ``mcts_budget`` simulations per step, 16 as
+   in the results grid), until it stops or ``mcts_share`` of the time left is spent.
+4. **The ladder again**, now with all the time left.
+5. **MCTS continued from the saturated e-graph**, when a rung saturated below its limit: the
    saturation applies multi-pattern rules only in its first ``k_multi`` iterations, MCTS may
    apply them at any step, so it can still grow the saturated e-graph (node limit twice its
    size).
+6. Optionally (``ilp_mcts``), ILP-rewarded MCTS from the best e-graph with the time left.
 
 A strategy that does not fit is recorded as skipped with the reason. The portfolio composes
 :class:`~tensor_eqsat.search.construction.Construction` objects rather than being one: a
@@ -87,7 +90,11 @@ class PortfolioConfig:
         so its extraction still fits. Default 0.2.
     stall_rungs: the ladder stops after this many rungs in a row that did not lower the best
         saturation cost (ResNeXt-50 gains nothing from 2k to 32k e-nodes). Default 2.
-    continue_mcts: run step 4 (MCTS continued from a saturated e-graph). Default True.
+    continue_mcts: run step 5 (MCTS continued from a saturated e-graph). Default True.
+    ilp_mcts: run step 6 (ILP-rewarded MCTS from the best e-graph, with the time left). Default
+        False: measured on BERT it gained 0.2 points (47.66 -> 47.90 %) and overran a 60 s budget
+        by 11.5 s, as one ILP-rewarded simulation (a rollout of up to 11 solves) cannot be cut
+        short at the deadline.
     finalists: how many distinct candidates, cheapest first, the never-slower guard may measure.
         Default 3.
     """
@@ -100,6 +107,7 @@ class PortfolioConfig:
     extraction_reserve: float = 0.2
     stall_rungs: int = 2
     continue_mcts: bool = True
+    ilp_mcts: bool = False
     finalists: int = 3
 
     def __post_init__(self) -> None:
@@ -310,7 +318,7 @@ class Portfolio:
                 run.mcts("mcts-continued", run.saturated_egraph, grown, share=1.0 - cfg.extraction_reserve)
             else:
                 self._skipped.append(("mcts-continued", "no saturation rung saturated"))
-        if self.ilp_cost is not None and self._best_egraph is not None:
+        if cfg.ilp_mcts and self.ilp_cost is not None and self._best_egraph is not None:
             start = self._best_egraph
             grown = self._cap(max(2 * start.num_enodes, first))
             run.mcts("mcts-ilp", start, grown, share=1.0 - cfg.extraction_reserve, cost=self.ilp_cost)
