@@ -503,7 +503,8 @@ def _resolve_rules(rules: Any, info: Any) -> RuleSet:
 
 def save_run(result: OptimizeResult, directory: str | Path) -> Path:
     """Write a run directory: settings.json, stats.json (headline numbers and stats),
-    steps.json (the step log), original/optimized graphs as JSON and DOT, and last the
+    steps.json (the step log), original/optimized graphs as JSON and DOT, for an ``auto`` run
+    portfolio.json (every candidate, the winner), and last the
     completion marker ``complete.json`` (see :func:`tensor_eqsat.outputs.write_dir`). Returns the
     directory; raises OutputError naming it when it cannot be written."""
     stats = {**result.summary(), "stats": result.stats.to_dict()}
@@ -516,4 +517,6 @@ def save_run(result: OptimizeResult, directory: str | Path) -> Path:
         "original.dot": to_dot(result.original, "original"),
         "optimized.dot": to_dot(result.graph, "optimized"),
     }
+    if result.portfolio is not None:
+        files["portfolio.json"] = json.dumps(result.portfolio.to_dict(), indent=2) + "\n"
     return write_dir(directory, files)

@@ -44,8 +44,11 @@ def test_json_lists_every_candidate_and_the_winner(graph_file, tmp_path, capsys)
     assert data["verify"]["ok"] and verify(load(graph_file), load(out)).ok
 
 
-def test_summary_shows_the_candidates_table(graph_file, capsys):
-    assert main(["optimize", str(graph_file), *QUICK]) == 0
+def test_summary_shows_the_candidates_table(graph_file, tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    assert main(["optimize", str(graph_file), *QUICK, "--run-dir", str(run_dir)]) == 0
+    saved = json.loads((run_dir / "portfolio.json").read_text())
+    assert saved["candidates"] and saved["winner"] is not None
     out = capsys.readouterr().out
     assert "candidates (auto)" in out and "saturate@150" in out and "won" in out
     assert "auto (4 s budget:" in out
