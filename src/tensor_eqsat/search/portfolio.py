@@ -24,7 +24,9 @@ The schedule, in order (docs/search.md has the measurements behind it):
    limit, or when a rung was cut short by the deadline.
 3. **MCTS at the first limit** (the paper's search; ``mcts_budget`` simulations per step, 16 as
    in the results grid), until it stops or ``mcts_share`` of the time left is spent.
-4. **The ladder again**, now with all the time left.
+4. **The ladder again**, now until the deadline: a rung predicted not to finish still runs, as a
+   rung cut short still grows a larger e-graph and its warm-started extraction cannot be worse
+   than the best so far (the time would otherwise go unused).
 5. **MCTS continued from the saturated e-graph**, when a rung saturated below its limit: the
    saturation applies multi-pattern rules only in its first ``k_multi`` iterations, MCTS may
    apply them at any step, so it can still grow the saturated e-graph (node limit twice its
@@ -84,7 +86,7 @@ class PortfolioConfig:
     mcts_budget: MCTS simulations per step. Default 16 (the results grid's budget: the paper's
         128 takes 102 s on NASNet-A alone).
     ladder_share: before MCTS, a saturation rung starts only if it is predicted to end within this
-        fraction of the time left; after MCTS, within all of it. Default 0.5.
+        fraction of the time left; after MCTS, rungs run until the deadline. Default 0.5.
     mcts_share: MCTS (step 2) may use this fraction of the time left when it starts. Default 0.5.
     extraction_reserve: a construction stops this fraction of the time left before the deadline,
         so its extraction still fits. Default 0.2.
@@ -350,12 +352,12 @@ class Portfolio:
                 break
             # The next rung's time: the ratio the last two rungs showed (bounded to [1.5, 4]: one
             # noisy rung must not stop or unleash the ladder), growth^1.3 before there are two.
+            # With all the time left (share 1), the rung runs even if predicted not to finish: a
+            # rung cut short still grows a larger e-graph, and its extraction, warm-started from
+            # the best graph so far, cannot be worse; the time would otherwise go unused.
             predicted = (last.construction_s + last.extraction_s) * run.growth_ratio(cfg.growth**1.3)
             left = run.left()
-            if left is not None and predicted > left * share:
-                if share >= 1.0:
-                    self._skipped.append((label, f"predicted {predicted:.1f} s > {left:.1f} s left"))
-                    ladder.done = True
+            if share < 1.0 and left is not None and predicted > left * share:
                 break
             ladder.limit, ladder.last = nxt, run.saturate(nxt)
 
@@ -454,9 +456,11 @@ class _Stage:
             raise _OutOfTime
         ts = time.perf_counter()
         # The construction stops early enough for its extraction: the larger of the share's
-        # reserve and 1.5x the last extraction's time (a larger e-graph extracts slower).
+        # reserve and 1.5x the last extraction's time (a larger e-graph extracts slower), but
+        # never more than half the time left (an ILP cut at its cap says little about the next).
         last_extraction = p._candidates[-1].extraction_s if p._candidates else 0.0
-        stop_at = None if left is None else ts + left - max(left * (1.0 - share), 1.5 * last_extraction)
+        reserve = 0.0 if left is None else max(left * (1.0 - share), min(1.5 * last_extraction, left / 2))
+        stop_at = None if left is None else ts + left - reserve
         self._emit(label, egraph.num_enodes)
         offset = self._offset(ts)
         report = construction.construct(
