@@ -26,20 +26,20 @@ import time
 from tensor_eqsat import zoo
 
 BEST_KNOWN: dict[str, tuple[float, str]] = {
-    # model: (speedup %, where it comes from; the commands are in docs/results.md "Best known")
-    "bert": (59.33, "MCTS ILP/ILP @2k, budget 16 (results DB)"),
-    "inceptionv3": (12.12, "every ILP-final configuration (results DB); saturated at 4,193 e-nodes"),
-    "mobilenetv2": (10.03, "saturate @4k (saturated at 2,110) = MCTS DAG/ILP (results DB)"),
-    "nasneta": (37.72, "saturate @8k (saturated at 6,679 e-nodes)"),
-    "nasrnn": (39.61, "MCTS OCF/ILP, DAG/ILP, ILP/ILP @2k (results DB)"),
-    "resnet50": (0.54, "every ILP-final configuration; saturate up to 32k gains nothing more"),
-    "resnext50": (56.04, "MCTS OCF/ILP @2k (results DB); saturate up to 32k: 51.77"),
-    "squeezenet": (69.11, "MCTS ILP/ILP @2k, budget 16 (results DB, 1,338 s)"),
-    "tt": (17.44, "saturate @32k (still rising with the node limit)"),
-    "vgg": (19.06, "every configuration (saturated at 86 e-nodes)"),
-    "vit-base": (19.17, "saturate @2k (results DB and today)"),
-    "vit-large": (17.40, "saturate @4k = saturate @2k in the results DB"),
-    "vit-huge": (13.26, "MCTS ILP/ILP @2k (results DB)"),
+    # model: (speedup %, where it comes from); the commands are in docs/results.md "Best known".
+    "bert": (59.329, "MCTS ILP/ILP @2k, budget 16 (results DB, 1,269 s)"),
+    "inceptionv3": (12.124, "saturate @2k (results DB); saturated at 4,193 e-nodes"),
+    "mobilenetv2": (10.027, "saturate @4k, saturated at 2,110 e-nodes = MCTS DAG/ILP (results DB)"),
+    "nasneta": (37.72, "saturate @8k, saturated at 6,679 e-nodes"),
+    "nasrnn": (39.611, "MCTS OCF/ILP @2k, budget 16 (results DB, 14.6 s)"),
+    "resnet50": (0.5356, "saturate @2k (results DB); up to 32k gains nothing more"),
+    "resnext50": (56.043, "MCTS OCF/ILP @2k, budget 16 (results DB, 2.2 s)"),
+    "squeezenet": (69.109, "MCTS ILP/ILP @2k, budget 16 (results DB, 1,338 s)"),
+    "tt": (17.44, "saturate @32k (64k: the same)"),
+    "vgg": (19.063, "saturate @2k, saturated at 86 e-nodes"),
+    "vit-base": (19.169, "saturate @2k (results DB; the same today)"),
+    "vit-large": (17.397, "saturate @4k (and @2k in the results DB)"),
+    "vit-huge": (13.258, "MCTS ILP/ILP @2k, budget 16 (results DB, 23.9 s)"),
 }
 
 

@@ -359,6 +359,8 @@ def _finalizer(cm: CostModel, cfg: OptimizeConfig) -> Any:
         }
         if "hint_cost" in result.stats:
             stats["hint_cost"] = result.stats["hint_cost"]
+        # SCIP catches Ctrl-C itself and returns its incumbent: pass the interrupt on.
+        stats["interrupted"] = result.stats.get("solver_status") == "userinterrupt"
         return Extraction(graph, cm.graph_cost(graph), stats, time.perf_counter() - tf)
 
     return finalize

@@ -85,3 +85,27 @@ def test_search_mcts_keeps_its_own_budget_default(graph_file, capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["settings"]["budget"] == 128 and "portfolio" not in data
     assert "time_budget" not in data["settings"]
+
+
+@pytest.mark.slow
+def test_ctrl_c_hands_back_the_best_so_far(graph_file, tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "opt.json"
+    cmd = [sys.executable, "-m", "tensor_eqsat", "optimize", str(graph_file), "--time-budget", "120"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.Popen(
+        [*cmd, "-o", str(out), "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    )
+    time.sleep(10)  # imports, the e-graph, and the first candidates (each well under a second here)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr.decode()[-2000:]
+    data = json.loads(stdout)
+    assert data["portfolio"]["stop"] == "interrupted"
+    assert data["optimized_cost_ms"] <= data["original_cost_ms"]
+    assert data["verify"]["ok"] and verify(load(graph_file), load(out)).ok

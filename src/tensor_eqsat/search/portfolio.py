@@ -132,7 +132,8 @@ class PortfolioConfig:
 @dataclass(frozen=True)
 class Extraction:
     """A finished final extraction: the graph, its cost under the run's cost model (ms), the
-    extractor's statistics (JSON-ready) and its seconds."""
+    extractor's statistics (JSON-ready; ``"interrupted": True`` when the solver caught a Ctrl-C
+    and returned early, which ends the portfolio after this candidate) and its seconds."""
 
     graph: Graph
     cost_ms: float
@@ -480,6 +481,8 @@ class _Stage:
                  construction_s, ext.seconds)  # fmt: skip
         best_cost = min(c.cost_ms for c in p._candidates)
         self._emit(label, egraph.num_enodes, best_cost)
+        if ext.stats.get("interrupted"):
+            raise KeyboardInterrupt  # the solver caught the user's Ctrl-C: the run ends here
         if self.deadline is not None and time.perf_counter() >= self.deadline:
             raise _OutOfTime
         return cand

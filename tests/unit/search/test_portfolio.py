@@ -191,3 +191,14 @@ def test_portfolio_settings_are_validated():
     with pytest.raises(ConfigError, match="mcts_share"):
         PortfolioConfig(mcts_share=1.5)
     assert OptimizeConfig().with_overrides(mcts_budget=4).portfolio.mcts_budget == 4
+
+
+def test_an_interrupt_caught_by_the_solver_ends_the_run_after_its_candidate():
+    actions = Actions.from_rules(load_rule_set("taso"))
+    source = from_graph(tiny())
+
+    def caught(egraph, deadline, hint):  # as SCIP does: it returns its incumbent, flagged
+        return Extraction(tiny(), 1.0, {"interrupted": True}, 0.0)
+
+    report = _portfolio().run(source, actions, caught, seed=0, deadline=None)
+    assert report.stop == "interrupted" and len(report.candidates) == 1 and report.winner == 0
