@@ -9,6 +9,12 @@ the same cost model (:meth:`~tensor_eqsat.cost.model.CostModel.graph_cost`), so 
 compares like with like, and the wall time covers everything from the e-graph's construction to
 the last ILP. Every setting is in :class:`~tensor_eqsat.config.OptimizeConfig`.
 
+``search="auto"`` runs the anytime portfolio instead (:mod:`tensor_eqsat.search.portfolio`):
+several constructions within ``time_budget`` seconds, each one's e-graph final-extracted (the ILP
+warm-started from the best graph so far, :func:`_graph_hint`), the cheapest under the cost model
+winning; ``OptimizeResult.portfolio`` lists every candidate, and the other finalists are guard
+alternatives.
+
 Alternative rejected: a shared per-node cost cache across search states (class ids of forked
 e-graph copies mean different classes; the cost model's own per-configuration cache is safe and
 does the real work).
@@ -292,7 +298,9 @@ def _optimize_auto(
         main_cost=ExtractorCost(cfg.extractor("main"), cm),
         node_limit=cfg.node_limit,
         node_cap=cfg.node_cap(),
-        ilp_cost=IlpReward(cm, replace(cfg.ilp, time_limit=AUTO_ILP_REWARD_SECONDS)),
+        ilp_cost=IlpReward(cm, replace(cfg.ilp, time_limit=AUTO_ILP_REWARD_SECONDS))
+        if cfg.portfolio.ilp_mcts
+        else None,
     )
     ts = time.perf_counter()
     finalize = _finalizer(cm, cfg)
