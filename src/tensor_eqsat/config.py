@@ -227,7 +227,7 @@ class OptimizeConfig:
     def node_cap(self) -> int | None:
         """The most e-nodes ``memory_limit`` allows (None without a limit).
 
-        >>> OptimizeConfig(memory_limit=480_000_000).node_cap()
+        >>> OptimizeConfig(memory_limit=680_000_000).node_cap()
         20000
         """
         return node_cap_for(self.memory_limit, BYTES_PER_ENODE)
