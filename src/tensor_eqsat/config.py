@@ -120,8 +120,9 @@ class OptimizeConfig:
         guard (:mod:`tensor_eqsat.target.guard`), which measures them on the target and keeps the
         fastest. Default ``()``: none.
     time_budget: seconds for the whole run, extractions included. ``auto`` returns the best graph
-        found by then (default :data:`AUTO_TIME_BUDGET`, 60 s); for ``mcts`` and ``saturate`` it
-        acts as ``time_limit`` when that is not set. Default None.
+        found by then (default :data:`AUTO_TIME_BUDGET`, 60 s; ``time_limit`` is not used by
+        ``auto``); for ``mcts`` and ``saturate`` it acts as ``time_limit`` when that is not set.
+        Default None.
     memory_limit: bytes the e-graph may use: every node limit is capped at ``memory_limit /``
         :data:`BYTES_PER_ENODE` e-nodes (:meth:`node_cap`). Default None: no cap.
     portfolio: the ``auto`` search's settings. Default ``PortfolioConfig()``; its first rung and

@@ -26,8 +26,11 @@ PyTorch, alternating blocks, medians) when the guard did not.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -257,6 +260,28 @@ class _ProgressLine:
         self.live.update(Text("  ".join(parts)))
 
 
+@contextlib.contextmanager
+def _stdout_to_stderr(active: bool) -> Iterator[None]:
+    """With ``--json``, send what native libraries write to stdout during the run to stderr, so
+    stdout holds the JSON alone (SCIP prints "pressed CTRL-C 1 times ..." there on Ctrl-C)."""
+    if not active:
+        yield
+        return
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no file descriptor 1 (an embedding host): nothing to protect
+        yield
+        return
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def _check_outputs(args: argparse.Namespace) -> None:
     """Refuse unwritable outputs (and ONNX output without the onnx extra) before the run starts."""
     if args.output is not None:
@@ -283,7 +308,8 @@ def run(args: argparse.Namespace) -> int:
     if options:
         cost_model = parse_cost_model(cost_model, **options)
     config = _config(args, model, cost_model)
-    with Live(Text("starting"), console=stderr, transient=True, refresh_per_second=8) as live:
+    live = Live(Text("starting"), console=stderr, transient=True, refresh_per_second=8)
+    with live, _stdout_to_stderr(args.json):
         result = optimize(graph, config, progress=_ProgressLine(live))
     # An ONNX input is checked against (and timed as) the original file itself, so an import or
     # export bug cannot hide behind a round trip through our IR.
