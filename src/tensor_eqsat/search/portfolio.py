@@ -457,10 +457,11 @@ class _Stage:
             raise _OutOfTime
         ts = time.perf_counter()
         # The construction stops early enough for its extraction: the larger of the share's
-        # reserve and 1.5x the last extraction's time (a larger e-graph extracts slower), but
-        # never more than half the time left (an ILP cut at its cap says little about the next).
-        last_extraction = p._candidates[-1].extraction_s if p._candidates else 0.0
-        reserve = 0.0 if left is None else max(left * (1.0 - share), min(1.5 * last_extraction, left / 2))
+        # reserve and 1.5x the slowest extraction so far (a larger e-graph extracts slower; the
+        # last candidate may have been a small MCTS e-graph), but never more than half the time
+        # left (an ILP cut at its cap says little about the next).
+        slowest = max((c.extraction_s for c in p._candidates), default=0.0)
+        reserve = 0.0 if left is None else max(left * (1.0 - share), min(1.5 * slowest, left / 2))
         stop_at = None if left is None else ts + left - reserve
         self._emit(label, egraph.num_enodes)
         offset = self._offset(ts)
