@@ -16,7 +16,9 @@ cost model (``--cost-model`` overrides it) and, when the target can be run here,
 guard (:mod:`tensor_eqsat.target.guard`) times the original and the optimized model there and
 hands back the original unless the optimized one is faster beyond the noise ("no measured gain:
 original kept", exit 0; ``--no-guard`` turns this off). The greedy-dag and greedy-tree
-extractions of the final e-graph are timed too, and the fastest candidate wins. An ONNX file
+extractions of the final e-graph are timed too, and for an ONNX file so is the imported graph
+exported again without any rewrite (our export may keep a fusion onnxruntime misses in the
+user's file); the fastest candidate wins. An ONNX file
 defaults to ``ort-cpu``; zoo models and graph JSON to ``a100`` (the paper's device, not
 measurable here).
 ``--measure`` times the original and the model handed back on this machine (onnxruntime or
