@@ -116,3 +116,38 @@ def test_workers_give_a_repeatable_run(graph_file, capsys):
         data = json.loads(capsys.readouterr().out)
         runs.append((data["optimized_cost_ms"], [s["rule"] for s in data["step_log"]]))
     assert runs[0] == runs[1]
+
+
+def test_both_parallel_schemes_run_from_the_command_line(graph_file, capsys):
+    for scheme in ("root", "tree"):
+        args = ["optimize", str(graph_file), *FAST, "--workers", "2", "--parallel", scheme, "--json"]
+        assert main(args) == 0
+        data = json.loads(capsys.readouterr().out)
+        mcts = data["settings"]["mcts"]
+        assert (mcts["parallel"], mcts["workers"], mcts["backend"]) == (scheme, 2, "process")
+        assert data["optimized_cost_ms"] <= data["original_cost_ms"]
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--address", "auto"], "--address is a Ray cluster to join: it needs --backend 'ray'"),
+        (["--backend", "ray"], "--backend 'ray' runs workers: --workers must be 2 or more"),
+        (["--workers", "2", "--subtree-reuse"], "--subtree-reuse keeps one tree across steps"),
+    ],
+)
+def test_refused_parallel_settings_name_the_flags(graph_file, capsys, flags, message):
+    assert main(["optimize", str(graph_file), *FAST, *flags]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_the_ray_backend_without_the_extra_names_it_before_the_run(graph_file, capsys, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray raises ImportError
+    out = graph_file.parent / "never.json"
+    args = ["optimize", str(graph_file), *FAST, "--workers", "2", "--backend", "ray", "-o", str(out)]
+    assert main(args) == 2
+    assert "optional 'ray' extra" in capsys.readouterr().err
+    assert not out.exists()

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import re
 import sys
 from collections import Counter
 from pathlib import Path
@@ -55,6 +56,7 @@ from tensor_eqsat.commands._common import (
 )
 from tensor_eqsat.config import OptimizeConfig, Search
 from tensor_eqsat.cost.spec import graph_options, parse_cost_model
+from tensor_eqsat.errors import ConfigError
 from tensor_eqsat.extract.ilp import IlpConfig
 from tensor_eqsat.extract.registry import ExtractorKind
 from tensor_eqsat.ir.graph import Graph
@@ -62,7 +64,7 @@ from tensor_eqsat.ir.serialize import save
 from tensor_eqsat.optimize import OptimizeResult, Progress, optimize, save_run
 from tensor_eqsat.outputs import atomic_write, check_output, check_output_dir
 from tensor_eqsat.rules.sets import rule_set_names
-from tensor_eqsat.search.mcts import MctsConfig, RolloutPolicy
+from tensor_eqsat.search.mcts import Backend, MctsConfig, Parallelism, RolloutPolicy
 from tensor_eqsat.target import GuardReport, Target, default_target, get_target, target_names
 
 NAME = "optimize"
@@ -97,8 +99,28 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--workers",
         type=positive_int,
         default=1,
-        help="MCTS simulations run at once in worker processes; results depend on the seed and "
-        "this number (default: 1)",
+        help="MCTS workers planning at once; results depend on the seed and this number, not on "
+        "the backend (default: 1, no worker)",
+    )
+    p.add_argument(
+        "--parallel",
+        choices=[k.value for k in Parallelism],
+        default=Parallelism.ROOT.value,
+        help="how workers share a step: root (a tree per worker, one task per worker and step) "
+        "or tree (one tree, a task per simulation; pays only with slow rewards) (default: root)",
+    )
+    p.add_argument(
+        "--backend",
+        choices=[k.value for k in Backend],
+        default=Backend.PROCESS.value,
+        help="where the workers run: process (a local process pool) or ray (Ray tasks, the "
+        "optional 'ray' extra) (default: process)",
+    )
+    p.add_argument(
+        "--address",
+        metavar="ADDR",
+        help="with --backend ray: the cluster to join (auto, or ray://HOST:10001); "
+        "default: a local Ray instance",
     )
     p.add_argument(
         "--rollout-depth",
@@ -228,6 +250,31 @@ class _ProgressLine:
         self.live.update(Text("  ".join(parts)))
 
 
+def _mcts_config(args: argparse.Namespace) -> MctsConfig:
+    """The MCTS settings from the command line; ConfigError for a combination they refuse, and
+    for ``--backend ray`` without the Ray extra, before the run starts."""
+    try:
+        mcts = MctsConfig(
+            budget=args.budget,
+            max_rollout_depth=args.rollout_depth,
+            rollout=RolloutPolicy(args.rollout),
+            subtree_reuse=args.subtree_reuse,
+            workers=args.workers,
+            parallel=Parallelism(args.parallel),
+            backend=Backend(args.backend),
+            address=args.address,
+        )
+    except ValueError as exc:
+        # the settings' names as the flags that set them
+        flag = re.sub(r"MctsConfig\.(\w+)", lambda m: "--" + m.group(1).replace("_", "-"), str(exc))
+        raise ConfigError(flag) from None
+    if mcts.backend is Backend.RAY and args.search == "mcts":
+        from tensor_eqsat.search.ray_executor import import_ray
+
+        import_ray()
+    return mcts
+
+
 def _check_outputs(args: argparse.Namespace) -> None:
     """Refuse unwritable outputs (and ONNX output without the onnx extra) before the run starts."""
     if args.output is not None:
@@ -242,6 +289,7 @@ def _check_outputs(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     _check_outputs(args)
+    _mcts_config(args)
     input_shapes = input_shapes_arg(args)
     graph = load_graph_arg(args.graph, input_shapes=input_shapes)
     model = zoo_model_name(args.graph)
@@ -330,13 +378,7 @@ def _config(args: argparse.Namespace, model: str | None, cost_model: Any) -> Opt
         time_limit=args.time_limit,
         rules=args.rules,
         model=model,
-        mcts=MctsConfig(
-            budget=args.budget,
-            max_rollout_depth=args.rollout_depth,
-            rollout=RolloutPolicy(args.rollout),
-            subtree_reuse=args.subtree_reuse,
-            workers=args.workers,
-        ),
+        mcts=_mcts_config(args),
         ilp=IlpConfig(time_limit=args.ilp_time_limit),
         alternatives=guard_alternatives(args),
     )

@@ -242,6 +242,11 @@ class Searcher:
         self.attr_vars: list[str] = attr_vars(pattern)
         self._match = _compile_match(pattern)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Compiled closures do not pickle (a worker process set up by spawn or Ray receives the
+        # environment's searchers); a searcher is compiled again from its pattern instead.
+        return (Searcher, (self.pattern,))
+
     def __str__(self) -> str:
         return str(self.pattern)
 

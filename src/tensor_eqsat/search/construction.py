@@ -204,6 +204,9 @@ class MctsConstruction:
         )
         stats["simulations"] = report.simulations
         stats["search"] = env.stats.as_dict()
+        if any(s.plan.worker_seconds for s in report.steps):
+            # root parallelism: each step's CPU seconds per worker tree (the load balance)
+            stats["worker_cpu_s"] = [list(s.plan.worker_seconds) for s in report.steps]
         stats["main_best_cost"] = report.best_cost
         counts = Counter(actions.ids[a] for a in report.actions)
         return ConstructionReport(report.stop_reason, steps, dict(counts), stats)

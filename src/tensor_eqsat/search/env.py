@@ -133,6 +133,8 @@ class _Shared:
     """Per rule: indices into ``prune_searchers`` of its (canonical) source patterns."""
     cache: dict[tuple[int, int, int], float] = field(default_factory=dict)
     stats: EnvStats = field(default_factory=EnvStats)
+    token: int | None = None
+    """The name states travel under between processes (set once they first travel)."""
 
 
 class EGraphEnv:
@@ -180,14 +182,12 @@ class EGraphEnv:
     def __reduce__(self) -> tuple[Any, ...]:
         # A state travels to and from worker processes without the shared part (rules, cost
         # function, cache): each process holds that once, under the environment's token.
-        _REGISTRY.setdefault(id(self._shared), self._shared)
-        return (_restore, (id(self._shared), self.egraph, self._cost, self._cost_version))
+        return (_restore, (_token(self._shared), self.egraph, self._cost, self._cost_version))
 
     def worker_initializer(self) -> tuple[Callable[..., None], tuple[Any, ...]]:
         """``(function, args)`` that set up a worker process to receive this environment's
         states (what :meth:`~tensor_eqsat.search.mcts.Mcts.run` gives a process pool)."""
-        _REGISTRY.setdefault(id(self._shared), self._shared)
-        return _install, (id(self._shared), self._shared)
+        return _install, (_token(self._shared), self._shared)
 
     @classmethod
     def _from(cls, shared: _Shared, egraph: EGraph) -> EGraphEnv:
@@ -314,8 +314,18 @@ _REGISTRY: dict[int, _Shared] = {}
 """The shared parts of environments whose states this process sends or receives, by token."""
 
 
+def _token(shared: _Shared) -> int:
+    # The token is kept in the shared part, so a worker's copy (a different object, unless the
+    # worker was forked) sends its states back under the sender's token.
+    if shared.token is None:
+        shared.token = id(shared)
+        _REGISTRY[shared.token] = shared
+    return shared.token
+
+
 def _install(token: int, shared: _Shared) -> None:
     # A worker's copy: its cost cache and statistics are its own from here on.
+    shared.token = token
     _REGISTRY[token] = shared
 
 

@@ -50,13 +50,14 @@ import logging
 import math
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any, Protocol
 
 import numpy as np
 
+from tensor_eqsat.errors import parse_enum
 from tensor_eqsat.search.stop import StopReason
 
 log = logging.getLogger(__name__)
@@ -119,6 +120,26 @@ class RolloutPolicy(Enum):
     """Uniform over the actions not pruned at the expanded child (all actions if none is left)."""
 
 
+class Parallelism(Enum):
+    """How ``workers`` > 1 share a planning step (see :mod:`tensor_eqsat.search.parallel`)."""
+
+    ROOT = "root"
+    """Root parallelism: each worker grows its own tree from the step's state with a share of
+    the budget, and the root statistics are summed; one task per worker per step."""
+    TREE = "tree"
+    """Tree parallelism with WU-UCT's unobserved visits: one tree, each simulation's expansion
+    and rollout a task of its own (pays only when a simulation is long, e.g. ILP rewards)."""
+
+
+class Backend(Enum):
+    """Where worker tasks run when ``workers`` > 1."""
+
+    PROCESS = "process"
+    """A pool of ``workers`` processes on this machine."""
+    RAY = "ray"
+    """Ray tasks on a local Ray instance or a cluster (the optional ``ray`` extra)."""
+
+
 class FinalChoice(Enum):
     """How the action applied to the real environment is chosen among the root's children."""
 
@@ -161,9 +182,13 @@ class MctsConfig:
         run stops after that step. Default None (off).
     plan_time_limit: wall seconds per planning step (at least one simulation runs).
         Default None (off).
-    workers: simulations evaluated at once, each expansion and its rollout in a worker
-        (tree parallelism with WU-UCT's unobserved visits, see :meth:`Mcts.run`). Default 1
-        (sequential, the paper's runs; no worker process is started).
+    workers: workers planning at once (see :meth:`Mcts.run`). Default 1 (sequential, the
+        paper's runs; no worker is started).
+    parallel: :class:`Parallelism`, how workers share a step. Default ROOT (one task per worker
+        per step). ``subtree_reuse`` needs TREE when ``workers`` > 1.
+    backend: :class:`Backend`, where the workers run. Default PROCESS; RAY needs ``workers`` > 1.
+    address: the Ray cluster to join (``ray.init(address=...)``: ``auto``, ``ray://HOST:10001``);
+        None starts a local Ray instance. Default None; only with ``backend`` RAY.
     """
 
     budget: int = 128
@@ -182,6 +207,9 @@ class MctsConfig:
     time_limit: float | None = None
     plan_time_limit: float | None = None
     workers: int = 1
+    parallel: Parallelism = Parallelism.ROOT
+    backend: Backend = Backend.PROCESS
+    address: str | None = None
 
     def __post_init__(self) -> None:
         checks = [
@@ -202,6 +230,18 @@ class MctsConfig:
             raise ValueError(f"MctsConfig.rollout must be a RolloutPolicy, got {self.rollout!r}")
         if not isinstance(self.final_choice, FinalChoice):
             raise ValueError(f"MctsConfig.final_choice must be a FinalChoice, got {self.final_choice!r}")
+        for name, kind in (("parallel", Parallelism), ("backend", Backend)):
+            # by name too (``optimize(g, workers=2, backend="ray")``); frozen, hence __setattr__
+            object.__setattr__(self, name, parse_enum(kind, getattr(self, name), f"MctsConfig.{name}"))
+        if self.backend is Backend.RAY and self.workers == 1:
+            raise ValueError("MctsConfig.backend 'ray' runs workers: MctsConfig.workers must be 2 or more")
+        if self.address is not None and self.backend is not Backend.RAY:
+            raise ValueError("MctsConfig.address is a Ray cluster to join: it needs MctsConfig.backend 'ray'")
+        if self.subtree_reuse and self.workers > 1 and self.parallel is Parallelism.ROOT:
+            raise ValueError(
+                "MctsConfig.subtree_reuse keeps one tree across steps: with MctsConfig.workers > 1 it "
+                "needs MctsConfig.parallel 'tree' (root parallelism grows new trees every step)"
+            )
 
 
 @dataclass(frozen=True)
@@ -228,6 +268,8 @@ class StepPlan:
     aborted: planning ended early because selection reached a node whose children are all
         saturated.
     children: statistics of the root's existing children, by action.
+    worker_seconds: root parallelism only: CPU seconds of each worker's tree (the load balance;
+        the largest bounds the step on an idle machine). Default () otherwise.
     """
 
     action: int | None
@@ -239,6 +281,7 @@ class StepPlan:
     aborted: bool
     seconds: float
     children: tuple[ChildStats, ...]
+    worker_seconds: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -399,27 +442,25 @@ class Mcts:
         on_step: called after every real step with its :class:`MctsStep`.
         on_simulation: called as ``(step_index, simulations_done, budget)`` after every
             simulation (after every batch with workers), for progress displays.
-        executor: where simulations run when ``config.workers > 1``: any
-            :class:`concurrent.futures.Executor` (a Ray-backed one runs them on a cluster).
-            Default: a process pool of ``workers`` processes for this run, set up with
-            ``env.worker_initializer()`` if the environment has one.
+        executor: where worker tasks run when ``config.workers > 1``: any
+            :class:`concurrent.futures.Executor` whose workers can receive ``env``'s states.
+            Default: ``config.backend``'s pool of ``workers`` workers for this run, set up with
+            ``env.worker_initializer()`` if the environment has one (a process pool, or Ray tasks
+            on a local Ray instance or the cluster at ``config.address``).
 
-        With ``workers`` W > 1, planning is tree-parallel with WU-UCT's unobserved visits
-        (Liu et al., ICLR 2020, the scheme of the paper's artifact): selection runs in this
-        process W times in a row, each in-flight simulation counting as a visit in the
-        exploration term of every edge on its path, so the W leaves differ; their expansions and
-        rollouts run in the workers (state shipped out, expanded child shipped back); results
-        are backed up in selection order. Every random choice is drawn here, rollouts from a
-        seed drawn at selection, so a run depends on the seed and W only, not on timing.
-        Root parallelism (independent trees, votes merged) would copy every state W times and
-        share no statistics; leaf parallelism (W rollouts of one leaf) would not spread the
-        expensive part, the expansion step. With W = 1 nothing of this runs: the sequential
-        search is unchanged.
+        With ``workers`` W > 1, planning is parallel (:mod:`tensor_eqsat.search.parallel`), by
+        ``config.parallel``: *root parallelism* (the default) grows W independent trees from
+        the step's state, each with a share of the budget, in one task per worker, and sums
+        their root statistics; *tree parallelism* with WU-UCT's unobserved visits selects W
+        leaves of one tree at a time and runs each expansion and rollout as a task. Every
+        random choice is drawn here (each task gets a seed), so a run depends on the seed and
+        W only, not on timing or on the backend. With W = 1 nothing of this runs: the
+        sequential search is unchanged.
         """
         if self.config.workers > 1 and self._pool is None and executor is None:
-            init = getattr(env, "worker_initializer", None)
-            fn, args = init() if init is not None else (None, ())
-            with ProcessPoolExecutor(self.config.workers, initializer=fn, initargs=args) as pool:
+            from tensor_eqsat.search.parallel import worker_pool
+
+            with worker_pool(self.config, env) as pool:
                 return self.run(env, on_step=on_step, on_simulation=on_simulation, executor=pool)
         outer = self._pool
         if executor is not None:
@@ -528,6 +569,10 @@ class Mcts:
         progress: Callable[[int, int], None] | None,
     ) -> tuple[StepPlan, _Node]:
         cfg = self.config
+        if self._pool is not None and cfg.parallel is Parallelism.ROOT:
+            from tensor_eqsat.search.parallel import plan_root
+
+            return plan_root(self, env, deadline, progress)
         t0 = time.perf_counter()
         root = reuse if reuse is not None else self._new_node(env.copy(), env.cost())
         pruned_root = root.n_pruned

@@ -1,19 +1,203 @@
-"""Parallel simulations for :class:`~tensor_eqsat.search.mcts.Mcts` (``MctsConfig.workers`` > 1).
+"""Parallel planning for :class:`~tensor_eqsat.search.mcts.Mcts` (``MctsConfig.workers`` > 1).
 
-Tree parallelism with WU-UCT's unobserved visits (Liu et al., ICLR 2020), the scheme the
-paper's artifact was built on: :func:`simulate_batch` selects up to W leaves in a row in this
-process, each in-flight simulation counting as a visit in the exploration term of every edge on
-its path (``_Node.pending``) so the leaves differ; the expansion steps and rollouts run in an
-executor's workers (:func:`_expand_and_rollout`); results are backed up in selection order.
-Every random choice is drawn here (a rollout gets a seed drawn at selection), so a run depends on
-the seed and W only, not on timing. Root parallelism (independent trees, merged votes) shares no
-statistics and copies every state W times; leaf parallelism (W rollouts of one leaf) leaves the
-expansion step, the expensive part, serial.
+Two published schemes, chosen by ``MctsConfig.parallel``:
+
+* **Root parallelism** (the default; Cazenave & Jouandeau 2007, "On the parallelization of
+  UCT"; Chaslot, Winands & van den Herik 2008, "Parallel Monte-Carlo tree search"):
+  :func:`plan_root` sends the step's state to each of W workers once, each grows its own tree
+  with its share of the budget (:func:`_plan_tree`, the sequential planner) from a seed drawn
+  here, and returns only its root's statistics; visits and value sums are added per action and
+  the action is chosen from the sums as the sequential search chooses it. One task per worker
+  and step: a SqueezeNet simulation is 8-9 ms of work, and a task per simulation adds about
+  2 ms of pickling (the state out, the child back), the pool's round trip and a wait for each
+  batch's slowest simulation, so it cannot pay; a whole tree per task costs one state transfer
+  per worker and step. Chaslot et al. found root parallelism the
+  strongest of the three schemes for Go; its price is that the trees share no statistics (each
+  is shallower than one tree of the whole budget).
+* **Tree parallelism with WU-UCT's unobserved visits** (Liu et al., ICLR 2020, the scheme the
+  paper's artifact was built on): :func:`simulate_batch` selects up to W leaves of one tree in a
+  row in this process, each in-flight simulation counting as a visit in the exploration term of
+  every edge on its path (``_Node.pending``) so the leaves differ; each expansion step and its
+  rollout run as a task (:func:`_expand_and_rollout`); results are backed up in selection order.
+  It keeps the sequential search's statistics and allows subtree reuse, but ships two states per
+  simulation, so it pays only when a simulation is long (an ILP reward).
+
+Leaf parallelism (W rollouts of one leaf) was rejected: the expansion step stays serial. Every
+random choice is drawn in this process, tasks get seeds, and results are combined in a fixed
+order, so a run depends on the seed and W only, not on timing or on where the tasks run
+(:func:`worker_pool`: a process pool, or Ray tasks on a local instance or a cluster).
 """
 
 from __future__ import annotations
 
-from tensor_eqsat.search.mcts import Environment, Mcts, MctsConfig, StepResult, _Node
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+
+from tensor_eqsat.search.mcts import (
+    Backend,
+    ChildStats,
+    Environment,
+    Mcts,
+    MctsConfig,
+    StepPlan,
+    StepResult,
+    _Node,
+)
+
+
+@contextmanager
+def worker_pool(config: MctsConfig, env: Environment) -> Iterator[Executor]:
+    """The executor ``config.backend`` names, with ``config.workers`` workers, each set up with
+    ``env.worker_initializer()`` (if the environment has one) to receive ``env``'s states; shut
+    down (a Ray instance started here too) on exit. ConfigError if the Ray extra is missing."""
+    init = getattr(env, "worker_initializer", None)
+    fn, args = init() if init is not None else (None, ())
+    if config.backend is Backend.RAY:
+        from tensor_eqsat.search.ray_executor import RayExecutor
+
+        with RayExecutor(config.workers, address=config.address, initializer=fn, initargs=args) as pool:
+            yield pool
+    else:
+        with ProcessPoolExecutor(config.workers, initializer=fn, initargs=args) as pool:
+            yield pool
+
+
+# ---------------------------------------------------------------------------- root parallelism
+
+
+@dataclass(frozen=True)
+class _RootStats:
+    """What a worker's tree reports: its root's per-action statistics and the plan's counters."""
+
+    visits: list[int]
+    value: list[float]
+    reward: list[float]
+    saturated: list[bool]
+    done: list[bool]
+    expanded: list[bool]
+    simulations: int
+    tree_nodes: int
+    max_depth: int
+    pruned_root: int
+    aborted: bool
+    cpu_seconds: float
+
+
+def shares(budget: int, workers: int) -> list[int]:
+    """Each worker's simulations when root parallelism splits ``budget`` (the first ones get
+    the remainder).
+
+    >>> shares(128, 3)
+    [43, 43, 42]
+    """
+    return [budget // workers + (i < budget % workers) for i in range(workers)]
+
+
+def plan_root(
+    search: Mcts,
+    env: Environment,
+    deadline: float | None,
+    progress: Callable[[int, int], None] | None,
+) -> tuple[StepPlan, _Node]:
+    """One planning step by root parallelism (see the module docstring): W trees in the
+    workers, their root statistics summed in worker order, the action chosen from the sums."""
+    assert search._pool is not None
+    cfg = search.config
+    t0 = time.perf_counter()
+    w = cfg.workers
+    # W seeds every step, whatever the shares, so the draws depend on the seed and W only.
+    seeds = [int(s) for s in search.rng.integers(2**63, size=w)]
+    limit = cfg.plan_time_limit
+    if deadline is not None:
+        left = max(deadline - t0, 1e-6)
+        limit = left if limit is None else min(limit, left)
+    futures = []
+    for share, seed in zip(shares(cfg.budget, w), seeds, strict=True):
+        if share == 0:
+            continue
+        tree = replace(cfg, budget=share, workers=1, backend=Backend.PROCESS, address=None, time_limit=None)
+        futures.append(search._pool.submit(_plan_tree, env, tree, seed, limit))
+    if progress is not None:
+        done = 0
+        for future in as_completed(futures):
+            done += future.result().simulations
+            progress(min(done, cfg.budget), cfg.budget)
+    stats = [f.result() for f in futures]
+    n = env.num_actions
+    root = _Node(None, env.cost(), n, frozenset())
+    reward = [0.0] * n
+    for s in stats:
+        for a in range(n):
+            if s.saturated[a]:
+                root.mark_saturated(a)
+            if s.visits[a]:
+                if root.visits[a] == 0:
+                    root.n_visited += 1
+                    reward[a] = s.reward[a]
+                root.visits[a] += s.visits[a]
+                root.visits_total += s.visits[a]
+                root.value[a] += s.value[a]
+            if s.expanded[a] and root.children[a] is None:
+                root.children[a] = _Node(None, 0.0, 0, frozenset())
+            root.done[a] = root.done[a] or s.done[a]
+    root.reward = reward
+    action = None if root.all_saturated() else search._final_action(root)
+    children = tuple(
+        ChildStats(
+            action=a,
+            visits=root.visits[a],
+            mean_value=root.value[a] / root.visits[a] if root.visits[a] else 0.0,
+            reward=root.reward[a],
+            saturated=root.saturated[a],
+            done=root.done[a],
+        )
+        for a, c in enumerate(root.children)
+        if c is not None
+    )
+    plan = StepPlan(
+        action=action,
+        simulations=sum(s.simulations for s in stats),
+        inherited_visits=0,
+        tree_nodes=sum(s.tree_nodes for s in stats),
+        max_depth=max(s.max_depth for s in stats),
+        pruned_root=stats[0].pruned_root,
+        aborted=any(s.aborted for s in stats),
+        seconds=time.perf_counter() - t0,
+        children=children,
+        worker_seconds=tuple(s.cpu_seconds for s in stats),
+    )
+    return plan, root
+
+
+def _plan_tree(env: Environment, config: MctsConfig, seed: int, seconds: float | None) -> _RootStats:
+    """A worker's tree: the sequential planner on ``env`` with ``config`` (its share of the
+    budget), seeded by ``seed``, for at most ``seconds`` (a time, not a deadline: a remote
+    machine's clock is not this one's)."""
+    cpu = time.thread_time()
+    search = Mcts(config, seed=seed)
+    deadline = None if seconds is None else time.perf_counter() + seconds
+    plan, root = search._plan(env, None, deadline, None)
+    cpu = time.thread_time() - cpu
+    return _RootStats(
+        visits=list(root.visits),
+        value=list(root.value),
+        reward=list(root.reward),
+        saturated=list(root.saturated),
+        done=list(root.done),
+        expanded=[c is not None for c in root.children],
+        simulations=plan.simulations,
+        tree_nodes=plan.tree_nodes,
+        max_depth=plan.max_depth,
+        pruned_root=plan.pruned_root,
+        aborted=plan.aborted,
+        cpu_seconds=cpu,
+    )
+
+
+# ---------------------------------------------------------------------------- tree parallelism
 
 
 def select(search: Mcts, root: _Node) -> tuple[str, list[tuple[_Node, int]], _Node | None, int]:

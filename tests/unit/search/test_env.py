@@ -156,30 +156,6 @@ def test_a_step_stops_at_the_node_limit_within_one_match():
     assert r.info["applied"] == 4 and r.info["enodes"] == n0 + 4  # 11 matches, 1 e-node each
 
 
-def _parallel_run(workers: int, executor=None):
-    env = paper_env(node_limit=12)
-    report = Mcts(budget=12, seed=3, workers=workers).run(env, executor=executor)
-    return report.actions, [s.cost for s in report.steps], env.egraph.content_hash()
-
-
-def test_parallel_rollouts_are_deterministic_for_a_seed_and_worker_count():
-    from concurrent.futures import ThreadPoolExecutor
-
-    first = _parallel_run(2)
-    assert _parallel_run(2) == first
-    # Results do not depend on the executor or on timing: threads give what processes gave.
-    with ThreadPoolExecutor(2) as pool:
-        assert _parallel_run(2, pool) == first
-    assert _parallel_run(3) == _parallel_run(3)
-
-
-def test_parallel_mcts_finds_a():
-    env = paper_env()
-    report = Mcts(budget=16, seed=0, workers=2).run(env)
-    assert report.final_cost == 1.0
-    assert sum(s.plan.simulations for s in report.steps) >= 16 * len(report.steps) - 1
-
-
 def test_environment_states_travel_to_workers_without_their_rules():
     import pickle
 
