@@ -42,6 +42,7 @@ from tensor_eqsat.rules.sets import RuleSet
 from tensor_eqsat.search.construction import Construction, MctsConstruction, Saturation
 from tensor_eqsat.search.env import ExtractorCost
 from tensor_eqsat.search.mcts import MctsConfig
+from tensor_eqsat.search.portfolio import PortfolioConfig, node_cap_for
 from tensor_eqsat.search.runner import RunnerConfig
 
 if TYPE_CHECKING:
@@ -54,6 +55,16 @@ TENSAT_TIME_LIMIT = 3600.0
 MIN_ILP_SECONDS = 1.0
 """The least time an ILP solve gets when a run's ``time_limit`` is used up: enough to return the
 greedy-dag warm start, which the solver keeps as its incumbent, checked."""
+AUTO_TIME_BUDGET = 60.0
+"""The ``auto`` search's time budget when none is given, seconds (issue 18: "a user who gives the
+tool a minute")."""
+BYTES_PER_ENODE = 34_000.0
+"""Memory one e-node costs, bytes, for turning ``memory_limit`` into node limits: the e-graph with
+its analysis (shapes, hash-cons, parents), the extraction problem built from it and the ILP model,
+per e-node. Measured by ``benchmarks/egraph_memory.py`` (peak RSS growth of a fresh process that
+saturates and ILP-extracts a zoo model, divided by its e-nodes): 10,343-33,926 bytes over
+NASNet-A, BERT, TT, SqueezeNet and ViT-Base at 4k and 16k e-nodes; the largest (SqueezeNet at
+4k), rounded up, so a limit is not exceeded on the models measured."""
 
 
 class Search(Enum):
@@ -61,6 +72,7 @@ class Search(Enum):
 
     MCTS = "mcts"
     SATURATE = "saturate"
+    AUTO = "auto"
 
 
 ExtractorChoice = ExtractorKind | str | Extractor
@@ -71,7 +83,8 @@ class OptimizeConfig:
     """Every setting of :func:`~tensor_eqsat.optimize.optimize`. Defaults are the paper's best
     practical setting.
 
-    search: ``"mcts"`` (the paper), ``"saturate"`` (TENSAT), or a
+    search: ``"mcts"`` (the paper), ``"saturate"`` (TENSAT), ``"auto"`` (the anytime portfolio of
+        both, :mod:`tensor_eqsat.search.portfolio`), or a
         :class:`~tensor_eqsat.search.construction.Construction` object. Default mcts.
     main_extractor: the extractor whose cost rewards MCTS: ``greedy-tree`` (the paper's DCF),
         ``greedy-ocf`` (OCF), ``greedy-dag``, ``ilp``, or an Extractor object. Default
@@ -106,6 +119,14 @@ class OptimizeConfig:
         the result (``OptimizeResult.alternatives``), as further candidates for the never-slower
         guard (:mod:`tensor_eqsat.target.guard`), which measures them on the target and keeps the
         fastest. Default ``()``: none.
+    time_budget: seconds for the whole run, extractions included. ``auto`` returns the best graph
+        found by then (default :data:`AUTO_TIME_BUDGET`, 60 s; ``time_limit`` is not used by
+        ``auto``); for ``mcts`` and ``saturate`` it acts as ``time_limit`` when that is not set.
+        Default None.
+    memory_limit: bytes the e-graph may use: every node limit is capped at ``memory_limit /``
+        :data:`BYTES_PER_ENODE` e-nodes (:meth:`node_cap`). Default None: no cap.
+    portfolio: the ``auto`` search's settings. Default ``PortfolioConfig()``; its first rung and
+        MCTS use ``node_limit``.
 
     Raises ConfigError (a TensorEqsatError and a ValueError) for an unknown search or extractor
     name, or an out-of-range value.
@@ -131,6 +152,9 @@ class OptimizeConfig:
     )
     ilp: IlpConfig = field(default_factory=lambda: IlpConfig(time_limit=600.0))
     alternatives: tuple[ExtractorKind | str, ...] = ()
+    time_budget: float | None = None
+    memory_limit: int | None = None
+    portfolio: PortfolioConfig = field(default_factory=PortfolioConfig)
 
     def __post_init__(self) -> None:
         if isinstance(self.search, str | Search):
@@ -148,13 +172,18 @@ class OptimizeConfig:
             raise ConfigError(f"k_multi must be at least 0, got {self.k_multi}")
         if self.time_limit is not None and not self.time_limit > 0:
             raise ConfigError(f"time_limit must be positive or None, got {self.time_limit!r}")
+        budget, memory = self.time_budget, self.memory_limit
+        if budget is not None and not 0 < budget < float("inf"):
+            raise ConfigError(f"time_budget must be a positive number of seconds or None, got {budget!r}")
+        if memory is not None and (not isinstance(memory, int) or memory < 1):
+            raise ConfigError(f"memory_limit must be a positive number of bytes or None, got {memory!r}")
 
     def with_overrides(self, **overrides: Any) -> OptimizeConfig:
         """A copy with ``overrides`` applied: top-level fields (nested configs included) first,
         then nested settings by name (see the module docstring). ConfigError for unknown names."""
         top = {f.name for f in dataclasses.fields(self)}
         cfg = replace(self, **{k: v for k, v in overrides.items() if k in top}) if overrides else self
-        nested: dict[str, dict[str, Any]] = {"mcts": {}, "runner": {}, "ilp": {}}
+        nested: dict[str, dict[str, Any]] = {"mcts": {}, "runner": {}, "ilp": {}, "portfolio": {}}
         for key, value in overrides.items():
             if key in top:
                 continue
@@ -196,31 +225,55 @@ class OptimizeConfig:
         choice = self.main_extractor if which == "main" else self.final_extractor
         return choice.value if isinstance(choice, ExtractorKind) else str(getattr(choice, "name", choice))
 
+    def node_cap(self) -> int | None:
+        """The most e-nodes ``memory_limit`` allows (None without a limit).
+
+        >>> OptimizeConfig(memory_limit=680_000_000).node_cap()
+        20000
+        """
+        return node_cap_for(self.memory_limit, BYTES_PER_ENODE)
+
+    def run_time_limit(self) -> float | None:
+        """Seconds for an ``mcts`` or ``saturate`` run: ``time_limit``, else ``time_budget``."""
+        return self.time_limit if self.time_limit is not None else self.time_budget
+
+    def auto_time_budget(self) -> float:
+        """Seconds for an ``auto`` run: ``time_budget``, else :data:`AUTO_TIME_BUDGET`."""
+        return self.time_budget if self.time_budget is not None else AUTO_TIME_BUDGET
+
     def cost_model_object(self) -> CostModel:
         """The cost model (parsing a spec string)."""
         return parse_cost_model(self.cost_model) if isinstance(self.cost_model, str) else self.cost_model
 
     def mcts_settings(self) -> MctsConfig:
         """The MCTS settings as used: ``mcts`` with this config's time limit."""
-        return replace(self.mcts, time_limit=self.time_limit)
+        return replace(self.mcts, time_limit=self.run_time_limit())
 
     def construction(self, cost_model: CostModel, k_multi: int) -> Construction:
         """The construction to run (a built-in one made from these settings, or ``search``)."""
         if self.search is Search.SATURATE:
-            n = self.node_limit
+            n = self.capped_node_limit()
             return Saturation(replace(self.runner, node_limit=n, node_multi=n, k_multi=k_multi))
         if self.search is Search.MCTS:
             # A picklable cost function: with ``mcts.workers`` > 1, states are priced in workers.
             main_cost = ExtractorCost(self.extractor("main"), cost_model)
-            return MctsConstruction(self.mcts, main_cost, self.node_limit)
+            return MctsConstruction(self.mcts, main_cost, self.capped_node_limit())
+        if self.search is Search.AUTO:
+            raise ConfigError("search 'auto' is a portfolio of constructions: run it with optimize()")
         assert isinstance(self.search, Construction)
         return self.search
+
+    def capped_node_limit(self) -> int:
+        """``node_limit``, capped by :meth:`node_cap`."""
+        cap = self.node_cap()
+        return self.node_limit if cap is None else min(self.node_limit, cap)
 
 
 _NESTED = {
     "mcts": {f.name for f in dataclasses.fields(MctsConfig)},
     "runner": {f.name for f in dataclasses.fields(RunnerConfig)},
     "ilp": {"ilp_" + f.name for f in dataclasses.fields(IlpConfig)},
+    "portfolio": {f.name for f in dataclasses.fields(PortfolioConfig)},
 }
 
 
@@ -239,7 +292,7 @@ def _nested_owner(key: str) -> str:
     owners = [name for name, keys in _NESTED.items() if key in keys]
     if len(owners) != 1:
         why = "is ambiguous" if owners else "is not a setting"
-        raise ConfigError(f"{key!r} {why}; pass mcts=, runner= or ilp= (see OptimizeConfig)")
+        raise ConfigError(f"{key!r} {why}; pass mcts=, runner=, ilp= or portfolio= (see OptimizeConfig)")
     return owners[0]
 
 

@@ -9,6 +9,12 @@ the same cost model (:meth:`~tensor_eqsat.cost.model.CostModel.graph_cost`), so 
 compares like with like, and the wall time covers everything from the e-graph's construction to
 the last ILP. Every setting is in :class:`~tensor_eqsat.config.OptimizeConfig`.
 
+``search="auto"`` runs the anytime portfolio instead (:mod:`tensor_eqsat.search.portfolio`):
+several constructions within ``time_budget`` seconds, each one's e-graph final-extracted (the ILP
+warm-started from the best graph so far, :func:`_graph_hint`), the cheapest under the cost model
+winning; ``OptimizeResult.portfolio`` lists every candidate, and the other finalists are guard
+alternatives.
+
 Alternative rejected: a shared per-node cost cache across search states (class ids of forked
 e-graph copies mean different classes; the cost model's own per-configuration cache is safe and
 does the real work).
@@ -27,16 +33,21 @@ from typing import Any
 from tensor_eqsat.config import OptimizeConfig, Search
 from tensor_eqsat.cost.model import CostModel
 from tensor_eqsat.egraph.egraph import EGraph
+from tensor_eqsat.egraph.enode import ENode
 from tensor_eqsat.errors import ConfigError
 from tensor_eqsat.extract.egraph_problem import problem_from_egraph
+from tensor_eqsat.extract.ilp import IlpExtractor, IlpReward
 from tensor_eqsat.extract.registry import ExtractorKind, make_extractor
 from tensor_eqsat.ir.graph import Graph
+from tensor_eqsat.ir.opspec import PROJECTION
 from tensor_eqsat.ir.serialize import dumps
 from tensor_eqsat.ir.summary import to_dot
 from tensor_eqsat.outputs import write_dir
 from tensor_eqsat.rules.sets import RuleSet, load_rule_set, resolve_rule_set
 from tensor_eqsat.search.actions import Actions
 from tensor_eqsat.search.construction import ConstructionReport, Progress, ProgressFn, StepLog
+from tensor_eqsat.search.env import ExtractorCost
+from tensor_eqsat.search.portfolio import Extraction, Portfolio, PortfolioReport
 from tensor_eqsat.search.stop import StopReason
 
 __all__ = [
@@ -53,6 +64,10 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+AUTO_ILP_REWARD_SECONDS = 5.0
+"""Each ILP solve that rewards the ``auto`` search's last MCTS (``mcts-ilp``) gets this many
+seconds; past it the solver's incumbent is the reward."""
 
 
 @dataclass(frozen=True)
@@ -81,12 +96,17 @@ class OptimizeSettings:
     ilp_time_limit: float | None
     mcts: dict[str, Any] | None = None
     alternatives: tuple[str, ...] = ()
+    time_budget: float | None = None
+    memory_limit: int | None = None
+    portfolio: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready data (``settings.json``); ``mcts`` only for an MCTS run."""
+        """JSON-ready data (``settings.json``); ``mcts`` only for an MCTS run; ``time_budget``,
+        ``memory_limit`` and ``portfolio`` only when set (``portfolio`` for an ``auto`` run)."""
         out = dict(self.__dict__)
-        if out["mcts"] is None:
-            del out["mcts"]
+        for key in ("mcts", "time_budget", "memory_limit", "portfolio"):
+            if out[key] is None:
+                del out[key]
         if out["alternatives"]:
             out["alternatives"] = list(out["alternatives"])
         else:
@@ -136,8 +156,10 @@ class OptimizeResult:
     steps: the per-step log; rule_counts: rule id -> times applied (MCTS: steps that applied it;
         saturation: iterations in which it changed the e-graph).
     settings: every setting as resolved; stats: timings and counters.
-    alternatives: (extractor name, graph) for each of ``config.alternatives``: other extractions
-        of the final e-graph, candidates for the never-slower guard.
+    alternatives: (label, graph) pairs, candidates for the never-slower guard: the extractions of
+        the final e-graph by each of ``config.alternatives`` (labelled by extractor), and for an
+        ``auto`` run the other finalists of the portfolio (labelled ``strategy@node_limit``).
+    portfolio: what the ``auto`` search did (every candidate, the winner); None for other searches.
     """
 
     graph: Graph
@@ -151,6 +173,7 @@ class OptimizeResult:
     settings: OptimizeSettings
     stats: OptimizeStats
     alternatives: tuple[tuple[str, Graph], ...] = ()
+    portfolio: PortfolioReport | None = None
 
     @property
     def speedup_pct(self) -> float:
@@ -173,12 +196,15 @@ class OptimizeResult:
 
     def to_dict(self) -> dict[str, Any]:
         """Everything but the graphs, as JSON-ready data."""
-        return {
+        out = {
             **self.summary(),
             "settings": self.settings.to_dict(),
             "stats": self.stats.to_dict(),
             "step_log": [s.to_dict() for s in self.steps],
         }
+        if self.portfolio is not None:
+            out["portfolio"] = self.portfolio.to_dict()
+        return out
 
 
 def optimize(
@@ -209,14 +235,17 @@ def optimize(
     cm = cfg.cost_model_object()
     actions = Actions.from_rules(_resolve_rules(cfg.rules, info))
     k_multi = cfg.k_multi if cfg.k_multi is not None else (info.k_multi if info is not None else 1)
+    if cfg.search is Search.AUTO:
+        return _optimize_auto(source, name, cfg, cm, actions, k_multi, progress, t0)
     construction = cfg.construction(cm, k_multi)
     _emit(progress, t0, "build")
     tb = time.perf_counter()
     egraph = EGraph.from_graph(source)
     build_s, initial_enodes = time.perf_counter() - tb, egraph.num_enodes
     ts = time.perf_counter()
-    deadline = None if cfg.time_limit is None else ts + cfg.time_limit
-    if egraph.num_enodes >= cfg.node_limit:
+    time_limit = cfg.run_time_limit()
+    deadline = None if time_limit is None else ts + time_limit
+    if egraph.num_enodes >= cfg.capped_node_limit():
         # Nothing may be added: every construction would stop at once.
         report = ConstructionReport(StopReason.NODE_LIMIT)
     else:
@@ -241,6 +270,142 @@ def optimize(
         optimized, source, original_cost, optimized_cost, wall, report.stop_reason, report.steps,
         report.rule_counts, settings, stats, alternatives,
     )  # fmt: skip
+
+
+def _optimize_auto(
+    source: Graph,
+    name: str | None,
+    cfg: OptimizeConfig,
+    cm: CostModel,
+    actions: Actions,
+    k_multi: int,
+    progress: ProgressFn | None,
+    t0: float,
+) -> OptimizeResult:
+    """The ``auto`` search: the portfolio (:mod:`tensor_eqsat.search.portfolio`) within
+    ``cfg.auto_time_budget()`` seconds from ``t0``; the cheapest candidate is the result, and the
+    other finalists are guard alternatives. With no finished candidate (interrupted or out of
+    time at once) the result is the original graph."""
+    deadline = t0 + cfg.auto_time_budget()
+    _emit(progress, t0, "build")
+    tb = time.perf_counter()
+    egraph = EGraph.from_graph(source)
+    build_s, initial_enodes = time.perf_counter() - tb, egraph.num_enodes
+    portfolio = Portfolio(
+        cfg.portfolio,
+        runner=replace(cfg.runner, k_multi=k_multi),
+        mcts=replace(cfg.mcts, time_limit=None),
+        main_cost=ExtractorCost(cfg.extractor("main"), cm),
+        node_limit=cfg.node_limit,
+        node_cap=cfg.node_cap(),
+        ilp_cost=IlpReward(cm, replace(cfg.ilp, time_limit=AUTO_ILP_REWARD_SECONDS))
+        if cfg.portfolio.ilp_mcts
+        else None,
+    )
+    ts = time.perf_counter()
+    finalize = _finalizer(cm, cfg)
+    report = portfolio.run(egraph, actions, finalize, seed=cfg.seed, deadline=deadline, progress=progress)
+    search_s = time.perf_counter() - ts
+    best = report.best
+    if best is None:
+        reason = StopReason.INTERRUPTED if report.stop == "interrupted" else StopReason.TIME_LIMIT
+        optimized, creport, final = (
+            source,
+            ConstructionReport(reason),
+            {"extractor": cfg.extractor_name("final")},
+        )
+        enodes, classes, final_s = initial_enodes, egraph.num_classes, 0.0
+    else:
+        optimized, creport, final = best.graph, best.report, {**best.extraction, "candidate": best.label}
+        enodes, classes, final_s = best.enodes, best.classes, best.extraction_s
+    alternatives = tuple(
+        (c.label, c.graph) for c in report.finalists(cfg.portfolio.finalists) if c is not best
+    )
+    if report.best_egraph is not None:
+        alternatives += _extract_alternatives(report.best_egraph, cm, cfg)
+    tc = time.perf_counter()
+    original_cost = cm.graph_cost(source)
+    optimized_cost = best.cost_ms if best is not None else original_cost
+    stats = OptimizeStats(
+        build_s, initial_enodes, {**creport.stats, "portfolio_stop": report.stop}, search_s, enodes, classes,
+        final_s, final, time.perf_counter() - tc,
+    )  # fmt: skip
+    wall = time.perf_counter() - t0
+    _emit(progress, t0, "done", step=len(creport.steps), enodes=enodes)
+    won = best.label if best else "no candidate"
+    log.info("optimized %s: %.4f -> %.4f ms (auto: %s, %s, %.1fs)", name or "graph", original_cost,
+             optimized_cost, won, report.stop, wall)  # fmt: skip
+    settings = _settings(cfg, name, cm, k_multi, actions)
+    return OptimizeResult(
+        optimized, source, original_cost, optimized_cost, wall, creport.stop_reason, creport.steps,
+        creport.rule_counts, settings, stats, alternatives, report,
+    )  # fmt: skip
+
+
+def _finalizer(cm: CostModel, cfg: OptimizeConfig) -> Any:
+    """The portfolio's final extraction: ``cfg``'s final extractor, bounded by the deadline (an
+    ILP gets at most half the time left, so a later strategy still has time; at least
+    MIN_ILP_SECONDS) and warm-started from the best graph so far; priced by ``cm``."""
+
+    def finalize(egraph: EGraph, deadline: float | None, hint: Graph | None) -> Extraction:
+        tf = time.perf_counter()
+        problem = problem_from_egraph(egraph, cm)
+        time_left = None if deadline is None else (deadline - time.perf_counter()) / 2
+        extractor = cfg.extractor("final", time_left)
+        if hint is not None and isinstance(extractor, IlpExtractor):
+            result = extractor.extract(problem.problem, _graph_hint(egraph, problem, hint))
+        else:
+            result = extractor.extract(problem.problem)
+        graph = problem.to_graph(result)
+        stats = {
+            "extractor": cfg.extractor_name("final"),
+            "status": result.status.value,
+            "reported_cost": result.reported_cost,
+            "dag_cost": result.dag_cost(),
+            "gap": result.gap,
+            "solve_s": result.time_s,
+        }
+        if "hint_cost" in result.stats:
+            stats["hint_cost"] = result.stats["hint_cost"]
+        # SCIP catches Ctrl-C itself and returns its incumbent: pass the interrupt on.
+        stats["interrupted"] = result.stats.get("solver_status") == "userinterrupt"
+        return Extraction(graph, cm.graph_cost(graph), stats, time.perf_counter() - tf)
+
+    return finalize
+
+
+def _graph_hint(egraph: EGraph, problem: Any, graph: Graph) -> list[int]:
+    """``graph`` as an ILP hint on ``problem``: for each of its nodes found in ``egraph`` (by
+    hash-cons lookup, bottom-up), its class chooses that node; -1 elsewhere. A graph from an
+    earlier candidate's e-graph is usually mostly present in a later, larger one."""
+    index = {node: i for i, node in enumerate(problem.enodes)}
+    hint = [-1] * len(problem.problem.class_keys)
+
+    def choose(enode: ENode) -> int | None:
+        cid = egraph.lookup(enode)
+        if cid is not None:
+            i = index.get(egraph.canonicalize(enode))
+            if i is not None:
+                hint[problem.problem.node_class[i]] = i
+        return cid
+
+    ref: dict[tuple[int, int], int] = {}
+    for node in graph.nodes:
+        try:
+            children = tuple(ref[r] for r in node.inputs)
+        except KeyError:
+            continue  # an input was not found: nor can this node be
+        cid = choose(ENode(node.op, node.attrs, children))
+        if cid is None:
+            continue
+        if len(node.shapes) == 1:
+            ref[(node.id, 0)] = cid
+        else:  # each output is its own class, chosen as the projection of this node
+            for k in range(len(node.shapes)):
+                pid = choose(ENode(PROJECTION, (k,), (cid,)))
+                if pid is not None:
+                    ref[(node.id, k)] = pid
+    return hint
 
 
 def _emit(progress: ProgressFn | None, t0: float, phase: str, **kw: Any) -> None:
@@ -298,6 +463,7 @@ def _settings(
     cfg: OptimizeConfig, name: str | None, cm: CostModel, k_multi: int, actions: Actions
 ) -> OptimizeSettings:
     mcts = None
+    auto = cfg.search is Search.AUTO
     if cfg.search is Search.MCTS:
         used = cfg.mcts_settings()
         mcts = {k: (v.value if isinstance(v, Enum) else v) for k, v in used.__dict__.items()}
@@ -318,6 +484,9 @@ def _settings(
         ilp_time_limit=cfg.ilp.time_limit,
         mcts=mcts,
         alternatives=tuple(k.value if isinstance(k, ExtractorKind) else str(k) for k in cfg.alternatives),
+        time_budget=cfg.auto_time_budget() if auto else cfg.time_budget,
+        memory_limit=cfg.memory_limit,
+        portfolio={k: v for k, v in cfg.portfolio.__dict__.items()} if auto else None,
     )
 
 
@@ -344,7 +513,8 @@ def _resolve_rules(rules: Any, info: Any) -> RuleSet:
 
 def save_run(result: OptimizeResult, directory: str | Path) -> Path:
     """Write a run directory: settings.json, stats.json (headline numbers and stats),
-    steps.json (the step log), original/optimized graphs as JSON and DOT, and last the
+    steps.json (the step log), original/optimized graphs as JSON and DOT, for an ``auto`` run
+    portfolio.json (every candidate, the winner), and last the
     completion marker ``complete.json`` (see :func:`tensor_eqsat.outputs.write_dir`). Returns the
     directory; raises OutputError naming it when it cannot be written."""
     stats = {**result.summary(), "stats": result.stats.to_dict()}
@@ -357,4 +527,6 @@ def save_run(result: OptimizeResult, directory: str | Path) -> Path:
         "original.dot": to_dot(result.original, "original"),
         "optimized.dot": to_dot(result.graph, "optimized"),
     }
+    if result.portfolio is not None:
+        files["portfolio.json"] = json.dumps(result.portfolio.to_dict(), indent=2) + "\n"
     return write_dir(directory, files)

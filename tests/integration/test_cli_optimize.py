@@ -11,7 +11,7 @@ from tensor_eqsat.cli import main
 from tensor_eqsat.io.equivalence import verify
 from tensor_eqsat.ir.serialize import load, save
 
-FAST = ["--budget", "3", "--rollout-depth", "1", "--node-limit", "250"]
+FAST = ["--search", "mcts", "--budget", "3", "--rollout-depth", "1", "--node-limit", "250"]
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from tensor_eqsat.cli import main
 from tensor_eqsat.io import export_onnx, import_onnx
 from tensor_eqsat.io.equivalence import VerifyReport, verify
 
-FAST = ["--budget", "4", "--rollout-depth", "2", "--node-limit", "300"]
+FAST = ["--search", "mcts", "--budget", "4", "--rollout-depth", "2", "--node-limit", "300"]
 
 
 def _two_branch_model(path):

@@ -15,7 +15,18 @@ from tensor_eqsat.cli import main
 from tensor_eqsat.io import export_onnx
 from tensor_eqsat.io.equivalence import verify
 
-FAST = ["--budget", "4", "--rollout-depth", "2", "--node-limit", "300", "--guard-runs", "10"]
+FAST = [
+    "--search",
+    "mcts",
+    "--budget",
+    "4",
+    "--rollout-depth",
+    "2",
+    "--node-limit",
+    "300",
+    "--guard-runs",
+    "10",
+]
 
 
 def _model(path):

@@ -16,7 +16,7 @@ from tensor_eqsat import zoo
 from tensor_eqsat.cli import main
 from tensor_eqsat.ir.serialize import load, save
 
-FAST = ["--budget", "2", "--rollout-depth", "1", "--node-limit", "200"]
+FAST = ["--search", "mcts", "--budget", "2", "--rollout-depth", "1", "--node-limit", "200"]
 HAS_ONNX = (
     importlib.util.find_spec("onnx") is not None and importlib.util.find_spec("onnxruntime") is not None
 )

@@ -44,7 +44,19 @@ def blocks(tmp_path_factory):
 def test_the_model_handed_back_is_not_slower(blocks, name, cost_model, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("TENSOR_EQSAT_CACHE_DIR", str(tmp_path / "cache"))
     src, out = blocks[name], tmp_path / "opt.onnx"
-    args = ["optimize", str(src), "--budget", "8", "--node-limit", "1000", "-o", str(out), "--json"]
+    args = [
+        "optimize",
+        str(src),
+        "--search",
+        "mcts",
+        "--budget",
+        "8",
+        "--node-limit",
+        "1000",
+        "-o",
+        str(out),
+        "--json",
+    ]
     if cost_model:
         args += ["--cost-model", cost_model]
     assert main(args) == 0

@@ -130,7 +130,7 @@ def test_zoo_name_errors_and_bad_settings():
         optimize(small("vgg"), main_extractor="fastest")
     with pytest.raises(ValueError, match="unknown extractor"):
         optimize(small("vgg"), final_extractor="fastest")
-    with pytest.raises(TensorEqsatError, match=r"unknown search 'anneal' \(known: mcts, saturate\)"):
+    with pytest.raises(TensorEqsatError, match=r"unknown search 'anneal' \(known: mcts, saturate, auto\)"):
         optimize(small("vgg"), search="anneal")
     with pytest.raises(TensorEqsatError, match="'budgets' is not a setting"):
         optimize(small("vgg"), budgets=3)

@@ -49,7 +49,7 @@ def test_overrides_reach_top_level_and_nested_settings():
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        ({"search": "anneal"}, r"unknown search 'anneal' \(known: mcts, saturate\)"),
+        ({"search": "anneal"}, r"unknown search 'anneal' \(known: mcts, saturate, auto\)"),
         ({"main_extractor": "fastest"}, "unknown extractor 'fastest'"),
         ({"node_limit": 0}, "node_limit must be a positive integer"),
         ({"k_multi": -1}, "k_multi must be at least 0"),
@@ -124,7 +124,7 @@ def test_one_extractor_table():
 def test_stop_reason_is_one_type_and_its_values_are_stable():
     assert [r.value for r in StopReason] == [
         "saturated", "node limit", "iteration limit", "step limit", "time limit", "step time limit",
-        "cost threshold", "terminal",
+        "cost threshold", "terminal", "interrupted",
     ]  # fmt: skip
     r = optimize(_chain(), budget=4, node_limit=50, final_extractor="greedy-dag")
     assert r.stop_reason is StopReason.NODE_LIMIT and r.to_dict()["stop_reason"] == "node limit"

@@ -100,6 +100,31 @@ def float_above(low: float, *, inclusive: bool = False) -> Callable[[str], float
 positive_int = int_at_least(1)
 """An integer >= 1 (budgets, limits, counts, threads)."""
 
+_SIZE_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
+
+
+def byte_size(text: str) -> int:
+    """An argparse ``type=``: a memory size in bytes, ``500M``, ``2G``, ``1.5G``, ``64K`` or plain
+    bytes (binary units; a trailing ``B`` or ``iB`` is accepted).
+
+    >>> byte_size("2G"), byte_size("500M"), byte_size("1.5k"), byte_size("4096")
+    (2147483648, 524288000, 1536, 4096)
+    >>> byte_size("2X")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: must be a size such as 500M or 2G, got 2X
+    """
+    t = text.strip().upper().removesuffix("IB").removesuffix("B")
+    unit = t[-1:] if t[-1:] in _SIZE_UNITS else ""
+    try:
+        value = float(t[: len(t) - len(unit)]) * _SIZE_UNITS[unit]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a size such as 500M or 2G, got {text}") from None
+    if not 1 <= value < 2**63:
+        raise argparse.ArgumentTypeError(f"must be at least 1 byte and finite, got {text}")
+    return int(value)
+
+
 non_negative_int = int_at_least(0)
 """An integer >= 0 (depths, k_multi)."""
 

@@ -28,10 +28,14 @@ PyTorch, alternating blocks, medians) when the guard did not.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
+import os
 import re
 import sys
 from collections import Counter
+from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +45,7 @@ from rich.text import Text
 
 from tensor_eqsat.commands._common import (
     add_input_shape_argument,
+    byte_size,
     input_shapes_arg,
     int_at_least,
     load_graph_arg,
@@ -54,7 +59,7 @@ from tensor_eqsat.commands._common import (
     stdout,
     zoo_model_name,
 )
-from tensor_eqsat.config import OptimizeConfig, Search
+from tensor_eqsat.config import AUTO_TIME_BUDGET, BYTES_PER_ENODE, OptimizeConfig, Search
 from tensor_eqsat.cost.spec import graph_options, parse_cost_model
 from tensor_eqsat.errors import ConfigError
 from tensor_eqsat.extract.ilp import IlpConfig
@@ -65,6 +70,7 @@ from tensor_eqsat.optimize import OptimizeResult, Progress, optimize, save_run
 from tensor_eqsat.outputs import atomic_write, check_output, check_output_dir
 from tensor_eqsat.rules.sets import rule_set_names
 from tensor_eqsat.search.mcts import Backend, MctsConfig, Parallelism, RolloutPolicy
+from tensor_eqsat.search.portfolio import PortfolioConfig
 from tensor_eqsat.target import GuardReport, Target, default_target, get_target, target_names
 
 NAME = "optimize"
@@ -80,7 +86,27 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("graph", metavar="MODEL|FILE", help="zoo model name, graph JSON or ONNX file")
     add_input_shape_argument(p)
     p.add_argument(
-        "--search", choices=[s.value for s in Search], default="mcts", help="construction (default: mcts)"
+        "--search",
+        choices=[s.value for s in Search],
+        default="auto",
+        help="construction: auto (a portfolio of saturation at growing node limits and MCTS within "
+        "--time-budget, the cheapest result wins), mcts (the paper) or saturate (TENSAT) (default: auto)",
+    )
+    p.add_argument(
+        "--time-budget",
+        type=positive_float,
+        default=None,
+        metavar="S",
+        help=f"seconds for the whole run; auto returns the best graph found by then, and Ctrl-C the best "
+        f"so far (default: {AUTO_TIME_BUDGET:g} for auto; for mcts and saturate, --time-limit)",
+    )
+    p.add_argument(
+        "--memory-limit",
+        type=byte_size,
+        default=None,
+        metavar="SIZE",
+        help=f"memory the e-graph may use, e.g. 500M or 2G: caps every node limit at SIZE / "
+        f"{BYTES_PER_ENODE:,.0f} bytes per e-node (default: none)",
     )
     p.add_argument(
         "--extractor",
@@ -92,9 +118,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--final-extractor", choices=_EXTRACTORS, default="ilp", help="final extractor (default: ilp)"
     )
     p.add_argument(
-        "--budget", type=positive_int, default=128, help="MCTS simulations per step (default: 128)"
+        "--budget",
+        type=positive_int,
+        default=None,
+        help=f"MCTS simulations per step (default: 128; {PortfolioConfig().mcts_budget} for auto's MCTS)",
     )
-    p.add_argument("--node-limit", type=positive_int, default=2000, help="e-node limit (default: 2000)")
+    p.add_argument(
+        "--node-limit",
+        type=positive_int,
+        default=2000,
+        help="e-node limit; for auto, the first saturation rung's and MCTS's (default: 2000)",
+    )
     p.add_argument(
         "--workers",
         type=positive_int,
@@ -238,7 +272,8 @@ class _ProgressLine:
     def __call__(self, ev: Progress) -> None:
         parts = [f"[{ev.elapsed:7.1f}s] {ev.phase:7s}"]
         if ev.phase == "search":
-            parts.append(f"step {ev.step}")
+            if ev.step or ev.budget or not ev.rule or "@" not in ev.rule:
+                parts.append(f"step {ev.step}")
             if ev.budget:
                 parts.append(f"sim {ev.simulations}/{ev.budget}")
             if ev.rule:
@@ -250,12 +285,34 @@ class _ProgressLine:
         self.live.update(Text("  ".join(parts)))
 
 
+@contextlib.contextmanager
+def _stdout_to_stderr(active: bool) -> Iterator[None]:
+    """With ``--json``, send what native libraries write to stdout during the run to stderr, so
+    stdout holds the JSON alone (SCIP prints "pressed CTRL-C 1 times ..." there on Ctrl-C)."""
+    if not active:
+        yield
+        return
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no file descriptor 1 (an embedding host): nothing to protect
+        yield
+        return
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def _mcts_config(args: argparse.Namespace) -> MctsConfig:
     """The MCTS settings from the command line; ConfigError for a combination they refuse, and
     for ``--backend ray`` without the Ray extra, before the run starts."""
     try:
         mcts = MctsConfig(
-            budget=args.budget,
+            budget=args.budget if args.budget is not None else MctsConfig().budget,
             max_rollout_depth=args.rollout_depth,
             rollout=RolloutPolicy(args.rollout),
             subtree_reuse=args.subtree_reuse,
@@ -268,7 +325,7 @@ def _mcts_config(args: argparse.Namespace) -> MctsConfig:
         # the settings' names as the flags that set them
         flag = re.sub(r"MctsConfig\.(\w+)", lambda m: "--" + m.group(1).replace("_", "-"), str(exc))
         raise ConfigError(flag) from None
-    if mcts.backend is Backend.RAY and args.search == "mcts":
+    if mcts.backend is Backend.RAY and args.search in ("mcts", "auto"):
         from tensor_eqsat.search.ray_executor import import_ray
 
         import_ray()
@@ -302,7 +359,8 @@ def run(args: argparse.Namespace) -> int:
     if options:
         cost_model = parse_cost_model(cost_model, **options)
     config = _config(args, model, cost_model)
-    with Live(Text("starting"), console=stderr, transient=True, refresh_per_second=8) as live:
+    live = Live(Text("starting"), console=stderr, transient=True, refresh_per_second=8)
+    with live, _stdout_to_stderr(args.json):
         result = optimize(graph, config, progress=_ProgressLine(live))
     # An ONNX input is checked against (and timed as) the original file itself, so an import or
     # export bug cannot hide behind a round trip through our IR.
@@ -340,6 +398,8 @@ def run(args: argparse.Namespace) -> int:
         print_json(data)
     else:
         stdout.print(_summary_table(args.graph, result, target, guard_report))
+        if result.portfolio is not None:
+            stdout.print(candidates_table(result))
         if verdict is not None:
             stdout.print(verdict.summary())
         if guard_report is not None:
@@ -367,6 +427,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _config(args: argparse.Namespace, model: str | None, cost_model: Any) -> OptimizeConfig:
     """The run's configuration from the command line (the one place flags become settings)."""
+    portfolio = PortfolioConfig()
+    if args.budget is not None:
+        portfolio = replace(portfolio, mcts_budget=args.budget)
     return OptimizeConfig(
         search=args.search,
         main_extractor=args.extractor,
@@ -381,6 +444,9 @@ def _config(args: argparse.Namespace, model: str | None, cost_model: Any) -> Opt
         mcts=_mcts_config(args),
         ilp=IlpConfig(time_limit=args.ilp_time_limit),
         alternatives=guard_alternatives(args),
+        time_budget=args.time_budget,
+        memory_limit=args.memory_limit,
+        portfolio=portfolio,
     )
 
 
@@ -565,7 +631,11 @@ def _summary_table(name: str, r: OptimizeResult, target: Target, guard: GuardRep
     table.add_column("", style="bold")
     table.add_column("")
     search = s.search
-    if search == "mcts":
+    pf = r.portfolio
+    if pf is not None:
+        won = "no candidate finished" if pf.best is None else f"won by {pf.best.label}"
+        search += f" ({s.time_budget:g} s budget: {len(pf.candidates)} candidates, {won}; {pf.stop})"
+    elif search == "mcts":
         search += f" (budget {s.budget}, main {s.main_extractor})"
     else:
         search += f" (k_multi {s.k_multi})"
@@ -597,6 +667,33 @@ def _summary_table(name: str, r: OptimizeResult, target: Target, guard: GuardRep
         ]
     for k, v in rows:
         table.add_row(k, v)
+    return table
+
+
+def candidates_table(r: OptimizeResult) -> Table:
+    """The ``auto`` search's candidates: strategy@node limit, cost, speedup, e-graph size, seconds
+    (construction + extraction), why the construction stopped, and which won; then the
+    strategies skipped, with why. ``--json`` has every setting of each."""
+    pf = r.portfolio
+    assert pf is not None
+    skipped = "; ".join(f"{s} skipped: {why}" for s, why in pf.skipped)
+    table = Table(title="candidates (auto)", caption=skipped or None)
+    for col in ("", "candidate", "cost ms", "speedup", "e-nodes", "seconds", "stopped"):
+        table.add_column(
+            col, justify="right" if col in ("cost ms", "speedup", "e-nodes", "seconds") else "left"
+        )
+    base = r.original_cost_ms
+    for c in pf.candidates:
+        speedup = (base - c.cost_ms) / base * 100 if base > 0 else 0.0
+        table.add_row(
+            "won" if c.index == pf.winner else "",
+            c.label,
+            f"{c.cost_ms:.4f}",
+            f"{speedup:.2f} %",
+            str(c.enodes),
+            f"{c.construction_s:.1f}+{c.extraction_s:.1f}",
+            c.stop_reason.value,
+        )
     return table
 
 

@@ -31,6 +31,7 @@ descendant map), and newly added nodes are counted against the budget in every m
 
 from __future__ import annotations
 
+import functools
 import itertools
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -286,13 +287,61 @@ class MultiRewrite:
         match_limit: int | None = None,
         deadline: float | None = None,
     ) -> ApplyReport:
-        """Enumerate pairs and apply each once, then rebuild (see :func:`apply_rule`)."""
+        """Enumerate pairs and apply each once, then rebuild (see :func:`apply_rule`).
+
+        When ``node_budget`` may not hold every pair (pairs times the most e-nodes one pair can
+        add exceeds it), the pairs are applied breadth-first over their *sites* (the classes
+        of the shared variables, or the first match's class when none is shared): one pair per
+        site, then a second per site, and so on. So a short budget spreads over the graph
+        instead of going to the first sites in class order (TENSAT's order, kept whenever
+        everything fits): on the Transformer-Transducer, rule 128 at the 2,000-e-node limit
+        merges Q/K/V projections in every attention layer instead of all pairs of the first
+        layers.
+        """
         t0 = time.perf_counter()
         pairs: Iterable[PairMatch] = self.iter_matches(egraph)
         if match_limit is not None:
             pairs = itertools.islice(pairs, match_limit)
+        if node_budget is not None:
+            found = list(pairs)
+            if len(found) * self.max_new_nodes > node_budget:
+                found = self._breadth_first(egraph, found)
+            pairs = found
         report = self.apply(egraph, pairs, node_budget=node_budget, deadline=deadline)
         return _with_seconds(report, time.perf_counter() - t0)
+
+    @functools.cached_property
+    def max_new_nodes(self) -> int:
+        """The most e-nodes one pair can add: the distinct operator sub-patterns of both targets
+        (a sub-pattern the two share, like the ``split``, is added once)."""
+        seen: set[Pattern] = set()
+
+        def walk(p: Pattern) -> None:
+            if isinstance(p, PNode) and p not in seen:
+                seen.add(p)
+                for c in p.children:
+                    walk(c)
+
+        for t in self.targets:
+            walk(t)
+        return len(seen)
+
+    def _breadth_first(self, egraph: EGraph, pairs: list[PairMatch]) -> list[PairMatch]:
+        """``pairs`` reordered round-robin over their sites (stable within a site)."""
+        find = egraph.find
+        shared = self.shared_vars
+        sites: dict[object, list[PairMatch]] = {}
+        for pair in pairs:
+            site = tuple(pair.subst[v] for v in shared) if shared else find(pair.first.eclass)
+            sites.setdefault(site, []).append(pair)
+        out: list[PairMatch] = []
+        groups = list(sites.values())
+        depth = 0
+        while groups:
+            out.extend(g[depth] for g in groups)
+            depth += 1
+            groups = [g for g in groups if len(g) > depth]
+        return out
 
     def _apply_pair(self, egraph: EGraph, pair: PairMatch, stats: _Counts) -> None:
         find = egraph.find

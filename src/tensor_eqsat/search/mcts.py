@@ -26,8 +26,13 @@ option says otherwise:
   G = Σ_t γ^t·max(cost_{t-1} − cost_t, 0), γ = 0.99.
 * **Backpropagation**: from the expanded node up, value := r(node, action) + γ·value; the edge's
   value sum and visit count are updated. Terminal expansions and traversals back up G = 0.
-* **Final choice**: the root child with the best mean value (ties: lowest action), excluding
-  saturated children; ``FinalChoice.MOST_VISITED`` is the artifact's unused alternative.
+* **Final choice**: the root child with the best mean value, excluding saturated children;
+  ``FinalChoice.MOST_VISITED`` is the artifact's unused alternative. Ties go to the lowest
+  action in the artifact (``TieBreak.LOWEST_ACTION``): when no simulation saw a gain, every
+  mean is 0 and the same low rule is applied step after step until the node limit (its
+  weakness 4: BERT applies rules 0, 1 and 4). ``TieBreak.LEAST_APPLIED`` gives a tie to the
+  action applied least often so far in the run, then the lowest: with no signal, the search
+  takes the rules in turn, as saturation would.
 
 All randomness (selection coin, expansion choice, rollout actions) comes from one
 ``numpy.random.Generator`` seeded by ``seed``: with a deterministic environment the same seed gives
@@ -120,6 +125,15 @@ class RolloutPolicy(Enum):
     """Uniform over the actions not pruned at the expanded child (all actions if none is left)."""
 
 
+class TieBreak(Enum):
+    """Which of the root children tied on the final choice's score is applied."""
+
+    LOWEST_ACTION = "lowest-action"
+    """The lowest action (the artifact: a strict ``>`` over actions in order)."""
+    LEAST_APPLIED = "least-applied"
+    """The action applied least often so far in this run, then the lowest."""
+
+
 class Parallelism(Enum):
     """How ``workers`` > 1 share a planning step (see :mod:`tensor_eqsat.search.parallel`)."""
 
@@ -167,6 +181,8 @@ class MctsConfig:
     rollout: :class:`RolloutPolicy`. Default RANDOM.
     prune_actions: ask the environment for pruned actions at each new node. Default True.
     final_choice: :class:`FinalChoice`. Default MEAN_VALUE.
+    tie_break: :class:`TieBreak` (or its name) among root children tied on the final choice's
+        score. Default LOWEST_ACTION (the artifact).
     subtree_reuse: keep the chosen child's subtree as the next root; its visits count against
         the next step's budget. Default False (the paper's runs).
     clip_rewards: reward = max(cost before − cost after, 0) (the paper, which clipped because its
@@ -199,6 +215,7 @@ class MctsConfig:
     rollout: RolloutPolicy = RolloutPolicy.RANDOM
     prune_actions: bool = True
     final_choice: FinalChoice = FinalChoice.MEAN_VALUE
+    tie_break: TieBreak = TieBreak.LOWEST_ACTION
     subtree_reuse: bool = False
     clip_rewards: bool = True
     terminal_saturated_nodes: bool = False
@@ -230,6 +247,7 @@ class MctsConfig:
             raise ValueError(f"MctsConfig.rollout must be a RolloutPolicy, got {self.rollout!r}")
         if not isinstance(self.final_choice, FinalChoice):
             raise ValueError(f"MctsConfig.final_choice must be a FinalChoice, got {self.final_choice!r}")
+        object.__setattr__(self, "tie_break", parse_enum(TieBreak, self.tie_break, "MctsConfig.tie_break"))
         for name, kind in (("parallel", Parallelism), ("backend", Backend)):
             # by name too (``optimize(g, workers=2, backend="ray")``); frozen, hence __setattr__
             object.__setattr__(self, name, parse_enum(kind, getattr(self, name), f"MctsConfig.{name}"))
@@ -426,6 +444,7 @@ class Mcts:
         self.seed = seed
         self.rng = np.random.default_rng(seed)
         self._pool: Executor | None = None
+        self._applied: dict[int, int] = {}  # real steps per action in the current run
 
     # ------------------------------------------------------------------ outer loop
 
@@ -484,6 +503,7 @@ class Mcts:
         steps: list[MctsStep] = []
         reuse: _Node | None = None
         stop: StopReason | None = None
+        self._applied = {}
         while stop is None:
             if len(steps) >= cfg.max_steps:
                 stop = StopReason.STEP_LIMIT
@@ -498,6 +518,7 @@ class Mcts:
                 stop = StopReason.SATURATED
                 break
             ts = time.perf_counter()
+            self._applied[plan.action] = self._applied.get(plan.action, 0) + 1
             result = env.step(plan.action)
             step_seconds = time.perf_counter() - ts
             reward = self._reward(cost, result.cost)
@@ -639,6 +660,8 @@ class Mcts:
     def _final_action(self, root: _Node) -> int | None:
         best_action = None
         best = -math.inf
+        least = self.config.tie_break is TieBreak.LEAST_APPLIED
+        applied = self._applied
         for a, child in enumerate(root.children):
             if child is None or root.saturated[a] or root.visits[a] == 0:
                 continue
@@ -648,6 +671,8 @@ class Mcts:
                 score = float(root.visits[a])
             if score > best:
                 best, best_action = score, a
+            elif least and score == best and applied.get(a, 0) < applied.get(best_action, 0):  # type: ignore[arg-type]
+                best_action = a
         return best_action
 
     def _uct_action(self, node: _Node) -> int:

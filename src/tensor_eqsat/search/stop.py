@@ -36,3 +36,5 @@ class StopReason(StrEnum):
     """MCTS reached a cost below its threshold."""
     TERMINAL = "terminal"
     """An environment reported a terminal state without saying why."""
+    INTERRUPTED = "interrupted"
+    """The user interrupted the run (Ctrl-C); the anytime search returns its best so far."""

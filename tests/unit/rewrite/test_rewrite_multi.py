@@ -162,6 +162,49 @@ def test_node_budget_stops_between_pairs():
     assert report.budget_exhausted and report.applied == 2 and report.nodes_added == 10
 
 
+def two_layer_graph() -> Graph:
+    """Two inputs, each read by three matmuls: two sites of three pairs each."""
+    g = Graph()
+    outs = []
+    for layer in range(2):
+        x = g.input((6, 4), name=f"x{layer}")
+        outs += [g.relu(g.matmul(x, g.weight((4, 3 + i), name=f"w{layer}{i}"))) for i in range(3)]
+    g.output(*outs)
+    return g
+
+
+def merged_sites(eg: EGraph) -> set[str]:
+    """The inputs read by a matmul over a concatenated weight."""
+    concats = {c.id for c in eg.classes() if any(n.op == "concat" for n in c.nodes)}
+    names = {c.id: str(n) for c in eg.classes() for n in c.nodes if n.op == "input"}
+    return {
+        names[n.children[0]]
+        for c in eg.classes()
+        for n in c.nodes
+        if n.op == "matmul" and n.children[1] in concats
+    }
+
+
+def test_a_short_budget_spreads_over_the_sites_breadth_first():
+    rule = merge_rule()
+    assert rule.max_new_nodes == 5  # concat, matmul, split, two gets
+    eg = from_graph(two_layer_graph())
+    report = apply_rule(eg, rule, node_budget=10)  # room for 2 of the 6 pairs
+    assert report.applied == 2 and report.budget_exhausted
+    assert len(merged_sites(eg)) == 2  # one merge per site, not two in the first
+
+
+def test_a_budget_that_holds_every_pair_keeps_the_pairs_order():
+    rule = merge_rule()
+    roomy, free = from_graph(two_layer_graph()), from_graph(two_layer_graph())
+    a = apply_rule(roomy, rule, node_budget=30)
+    b = apply_rule(free, rule)
+    assert (a.applied, a.nodes_added) == (b.applied, b.nodes_added) == (6, 30)
+    assert roomy.content_hash() == free.content_hash()
+    order = [p.first.eclass for p in rule.search(from_graph(two_layer_graph()))]
+    assert order == sorted(order)  # class order: both pairs of a site's first match come first
+
+
 def test_conditions_see_both_sources():
     g = shared_input_graph(3, widths=(3, 3, 5, 0))
     rule = MultiRewrite.parse(

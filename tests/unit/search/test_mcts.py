@@ -12,6 +12,8 @@ from tensor_eqsat.search.mcts import (
     Mcts,
     MctsConfig,
     RolloutPolicy,
+    StepResult,
+    TieBreak,
     _Node,
 )
 from tensor_eqsat.search.stop import StopReason
@@ -113,6 +115,47 @@ def test_final_choice_breaks_ties_by_lowest_action():
     plan = Mcts(budget=3, seed=5).plan(CountingEnv(3))
     assert len({c.mean_value for c in plan.children}) == 1
     assert plan.action == 0
+
+
+class FlatEnv:
+    """Every action changes the state and nothing ever pays: every mean value is 0."""
+
+    def __init__(self, n: int = 3) -> None:
+        self.n = n
+
+    @property
+    def num_actions(self) -> int:
+        return self.n
+
+    def cost(self) -> float:
+        return 5.0
+
+    def step(self, action: int) -> StepResult:
+        return StepResult(5.0, True)
+
+    def pruned_actions(self) -> frozenset[int]:
+        return frozenset()
+
+    def copy(self) -> FlatEnv:
+        return FlatEnv(self.n)
+
+
+def test_with_no_reward_the_paper_applies_the_lowest_action_every_step():
+    report = Mcts(budget=6, seed=0, max_steps=7).run(FlatEnv())
+    assert report.actions == [0] * 7
+
+
+def test_least_applied_tie_break_takes_the_tied_actions_in_turn():
+    report = Mcts(budget=6, seed=0, max_steps=7, tie_break="least-applied").run(FlatEnv())
+    assert report.actions == [0, 1, 2, 0, 1, 2, 0]
+    assert Mcts(tie_break=TieBreak.LEAST_APPLIED).config.tie_break is TieBreak.LEAST_APPLIED
+
+
+def test_least_applied_never_overrides_a_better_mean():
+    # The phase-order toy has real rewards: both tie-breaks find its optimum.
+    for tie in TieBreak:
+        env = FactsEnv(phase_order_rules(), limit=6)
+        assert Mcts(budget=32, seed=0, tie_break=tie).run(env).final_cost == 5.0
 
 
 def test_most_visited_final_choice():
@@ -256,6 +299,7 @@ def test_callbacks_see_every_simulation_and_step():
         ("gamma", 1.5),
         ("expand_probability", -0.1),
         ("max_steps", 0),
+        ("tie_break", "sideways"),
     ],
 )
 def test_invalid_configuration_names_the_field(field, value):

@@ -1,0 +1,513 @@
+"""The anytime portfolio (issue 18): the best graph for the time a user gives.
+
+No single construction wins everywhere (measured, A100 roofline, ILP final): NASNet-A gains
+16.3 % from saturation at 2,000 e-nodes and 37.7 % at 8,000 (saturated, 8 s), SqueezeNet gains
+most from MCTS, BERT from MCTS with an ILP reward. So ``search="auto"`` runs several
+constructions one after another within a time budget, extracts each one's e-graph with the final
+extractor (an ILP warm-started from the best graph so far, bounded by the time left), and keeps
+the cheapest under the run's cost model. Every finished candidate is kept, so the deadline or a
+Ctrl-C (KeyboardInterrupt) hands back the best found so far.
+
+The schedule, in order (docs/search.md has the measurements behind it):
+
+1. **TENSAT saturation at the first node limit** (the paper's 2,000 e-nodes): fast, and a
+   baseline within seconds.
+2. **Saturation at growing node limits**, ×``growth`` each (4k, 8k, ...), while the next rung is
+   predicted to end within ``ladder_share`` of the time left. Each rung starts from scratch: a
+   rung then equals ``--search saturate --node-limit N`` exactly (so every figure reproduces with
+   one command), and its multi-pattern rules get the whole budget ``node_multi = N`` in their
+   first iterations, as TENSAT gives them, which is where the larger limits gain (continuing a 2k
+   e-graph would leave its multi-pattern budget spent at 2k). With growth 2 the rungs before the
+   last cost at most as much as the last one, so starting over wastes at most half the ladder's
+   time. The ladder ends for good at a rung that saturates (a larger limit would build the same
+   e-graph), after ``stall_rungs`` rungs without gain, above ``max_node_limit`` or the memory
+   limit, or when a rung was cut short by the deadline.
+3. **MCTS at the first limit** (the paper's search; ``mcts_budget`` simulations per step, 16 as
+   in the results grid), until it stops or ``mcts_share`` of the time left is spent.
+4. **The ladder again**, now until the deadline: a rung predicted not to finish still runs, as a
+   rung cut short still grows a larger e-graph and its warm-started extraction cannot be worse
+   than the best so far (the time would otherwise go unused).
+5. **MCTS continued from the saturated e-graph**, when a rung saturated below its limit: the
+   saturation applies multi-pattern rules only in its first ``k_multi`` iterations, MCTS may
+   apply them at any step, so it can still grow the saturated e-graph (node limit twice its
+   size).
+6. Optionally (``ilp_mcts``), ILP-rewarded MCTS from the best e-graph with the time left.
+
+A strategy that does not fit is recorded as skipped with the reason. The portfolio composes
+:class:`~tensor_eqsat.search.construction.Construction` objects rather than being one: a
+construction grows one e-graph, the portfolio compares extracted candidates, so it needs the
+final extraction, which ``optimize()`` injects as ``finalize``.
+
+Alternatives rejected: running the strategies in parallel processes (the machine this targets
+has 2 cores, and ``mcts.workers`` already uses them); a fixed split of the budget (a rung that
+saturates in 1 s would leave the rest idle).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from tensor_eqsat.errors import ConfigError
+from tensor_eqsat.search.actions import Actions
+from tensor_eqsat.search.construction import (
+    Construction,
+    ConstructionReport,
+    MctsConstruction,
+    Progress,
+    ProgressFn,
+    Saturation,
+)
+from tensor_eqsat.search.mcts import MctsConfig
+from tensor_eqsat.search.runner import RunnerConfig
+from tensor_eqsat.search.stop import StopReason
+
+if TYPE_CHECKING:
+    from tensor_eqsat.egraph.egraph import EGraph
+    from tensor_eqsat.ir.graph import Graph
+
+log = logging.getLogger(__name__)
+
+MIN_STAGE_SECONDS = 0.5
+"""A strategy is not started with less time left than this: it could not finish a step."""
+
+
+@dataclass(frozen=True)
+class PortfolioConfig:
+    """Settings of the ``auto`` search.
+
+    growth: each saturation rung's node limit is the previous one's times this. Default 2.
+    max_node_limit: the largest saturation rung. Default None: as large as time and the memory
+        limit allow.
+    mcts_budget: MCTS simulations per step. Default 16 (the results grid's budget: the paper's
+        128 takes 102 s on NASNet-A alone).
+    ladder_share: before MCTS, a saturation rung starts only if it is predicted to end within this
+        fraction of the time left; after MCTS, rungs run until the deadline. Default 0.5.
+    mcts_share: MCTS (step 2) may use this fraction of the time left when it starts. Default 0.5.
+    extraction_reserve: a construction stops this fraction of the time left before the deadline,
+        so its extraction still fits. Default 0.2.
+    stall_rungs: the ladder stops after this many rungs in a row that did not lower the best
+        saturation cost (ResNeXt-50 gains nothing from 2k to 32k e-nodes). Default 2.
+    continue_mcts: run step 5 (MCTS continued from a saturated e-graph). Default True.
+    ilp_mcts: run step 6 (ILP-rewarded MCTS from the best e-graph, with the time left). Default
+        False: measured on BERT it gained 0.2 points (47.66 -> 47.90 %) and overran a 60 s budget
+        by 11.5 s, as one ILP-rewarded simulation (a rollout of up to 11 solves) cannot be cut
+        short at the deadline.
+    finalists: how many distinct candidates, cheapest first, the never-slower guard may measure.
+        Default 3.
+    """
+
+    growth: int = 2
+    max_node_limit: int | None = None
+    mcts_budget: int = 16
+    mcts_share: float = 0.5
+    ladder_share: float = 0.5
+    extraction_reserve: float = 0.2
+    stall_rungs: int = 2
+    continue_mcts: bool = True
+    ilp_mcts: bool = False
+    finalists: int = 3
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.growth, int) or self.growth < 2:
+            raise ConfigError(f"PortfolioConfig.growth must be an integer >= 2, got {self.growth!r}")
+        if self.max_node_limit is not None and self.max_node_limit < 1:
+            raise ConfigError(f"PortfolioConfig.max_node_limit must be positive, got {self.max_node_limit}")
+        if self.mcts_budget < 1:
+            raise ConfigError(f"PortfolioConfig.mcts_budget must be positive, got {self.mcts_budget}")
+        for name in ("mcts_share", "ladder_share", "extraction_reserve"):
+            value = getattr(self, name)
+            if not 0.0 < value < 1.0:
+                raise ConfigError(f"PortfolioConfig.{name} must be in (0, 1), got {value}")
+        if self.stall_rungs < 1:
+            raise ConfigError(f"PortfolioConfig.stall_rungs must be positive, got {self.stall_rungs}")
+        if self.finalists < 1:
+            raise ConfigError(f"PortfolioConfig.finalists must be positive, got {self.finalists}")
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """A finished final extraction: the graph, its cost under the run's cost model (ms), the
+    extractor's statistics (JSON-ready; ``"interrupted": True`` when the solver caught a Ctrl-C
+    and returned early, which ends the portfolio after this candidate) and its seconds."""
+
+    graph: Graph
+    cost_ms: float
+    stats: dict[str, Any]
+    seconds: float
+
+
+Finalize = Callable[["EGraph", "float | None", "Graph | None"], Extraction]
+"""``finalize(egraph, deadline, hint)``: the final extraction of ``egraph``, bounded by
+``deadline`` (a ``time.perf_counter()`` value), warm-started from ``hint`` (the best graph so
+far) where its nodes are in the e-graph."""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One strategy's result.
+
+    strategy: ``saturate``, ``mcts`` or ``mcts-continued``; settings: its node limit and the
+    rest; stop_reason: why its construction stopped; enodes, classes: the e-graph's size;
+    construction_s, extraction_s: seconds of each; cost_ms: the extracted graph's cost;
+    extraction: the final extractor's statistics; report: the construction's report;
+    graph: the extracted graph.
+    """
+
+    index: int
+    strategy: str
+    settings: dict[str, Any]
+    stop_reason: StopReason
+    enodes: int
+    classes: int
+    construction_s: float
+    extraction_s: float
+    cost_ms: float
+    extraction: dict[str, Any]
+    report: ConstructionReport = field(repr=False)
+    graph: Graph = field(repr=False)
+
+    @property
+    def label(self) -> str:
+        """``strategy@node_limit``, e.g. ``saturate@4000``."""
+        return f"{self.strategy}@{self.settings['node_limit']}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "strategy": self.strategy,
+            "settings": dict(self.settings),
+            "cost_ms": self.cost_ms,
+            "stop_reason": self.stop_reason.value,
+            "enodes": self.enodes,
+            "classes": self.classes,
+            "construction_s": self.construction_s,
+            "extraction_s": self.extraction_s,
+            "seconds": self.construction_s + self.extraction_s,
+            "final_extraction": dict(self.extraction),
+        }
+
+
+@dataclass(frozen=True)
+class PortfolioReport:
+    """What the portfolio did.
+
+    candidates: every finished candidate, in the order run; winner: the index of the cheapest
+    (None when none finished); stop: ``done`` (every strategy ran or was skipped), ``time
+    limit`` or ``interrupted``; skipped: (strategy, reason) for strategies not run; seconds:
+    the portfolio's wall time.
+    """
+
+    candidates: tuple[Candidate, ...]
+    winner: int | None
+    stop: str
+    skipped: tuple[tuple[str, str], ...]
+    seconds: float
+    best_egraph: EGraph | None = field(default=None, repr=False)
+
+    @property
+    def best(self) -> Candidate | None:
+        return None if self.winner is None else self.candidates[self.winner]
+
+    def finalists(self, n: int) -> list[Candidate]:
+        """Up to ``n`` candidates, cheapest first, one per distinct cost (ties keep the earliest)."""
+        seen: set[float] = set()
+        out = []
+        for c in sorted(self.candidates, key=lambda c: (c.cost_ms, c.index)):
+            if c.cost_ms in seen:
+                continue
+            seen.add(c.cost_ms)
+            out.append(c)
+            if len(out) == n:
+                break
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "stop": self.stop,
+            "winner": self.winner,
+            "seconds": self.seconds,
+            "candidates": [c.to_dict() for c in self.candidates],
+            "skipped": [{"strategy": s, "reason": r} for s, r in self.skipped],
+        }
+
+
+class _OutOfTime(Exception):
+    """The deadline passed: the schedule ends with the candidates it has."""
+
+
+@dataclass
+class Portfolio:
+    """The ``auto`` search: several constructions within a deadline, the cheapest extraction wins.
+
+    config: :class:`PortfolioConfig`.
+    runner: saturation limits (``node_limit``, ``node_multi`` are set per rung; ``k_multi`` is
+        the model's).
+    mcts: MCTS settings (``budget`` is replaced by ``config.mcts_budget``).
+    main_cost: the MCTS reward (the main extractor's cost of an e-graph).
+    node_limit: the first rung's node limit and MCTS's (the paper's 2,000).
+    node_cap: no e-graph grows beyond this many e-nodes (from the memory limit). Default None.
+    """
+
+    config: PortfolioConfig
+    runner: RunnerConfig
+    mcts: MctsConfig
+    main_cost: Callable[[EGraph], float]
+    node_limit: int
+    node_cap: int | None = None
+    ilp_cost: Callable[[EGraph], float] | None = None
+    _candidates: list[Candidate] = field(default_factory=list, init=False, repr=False)
+    _skipped: list[tuple[str, str]] = field(default_factory=list, init=False, repr=False)
+    _best_egraph: Any = field(default=None, init=False, repr=False)
+
+    def run(
+        self,
+        source: EGraph,
+        actions: Actions,
+        finalize: Finalize,
+        *,
+        seed: int,
+        deadline: float | None,
+        progress: ProgressFn | None = None,
+    ) -> PortfolioReport:
+        """Run the schedule (module docstring) on copies of ``source`` until it ends, the
+        ``deadline`` passes, or KeyboardInterrupt; return every finished candidate."""
+        t0 = time.perf_counter()
+        self._candidates, self._skipped, self._best_egraph = [], [], None
+        stop = "done"
+        try:
+            self._schedule(source, actions, finalize, seed, deadline, progress, t0)
+        except _OutOfTime:
+            stop = StopReason.TIME_LIMIT.value
+        except KeyboardInterrupt:
+            stop = "interrupted"
+            log.warning("interrupted: returning the best of %d candidate(s)", len(self._candidates))
+        cands = tuple(self._candidates)
+        winner = min(cands, key=lambda c: (c.cost_ms, c.index)).index if cands else None
+        seconds = time.perf_counter() - t0
+        return PortfolioReport(cands, winner, stop, tuple(self._skipped), seconds, self._best_egraph)
+
+    # --------------------------------------------------------------------------------------------
+    def _schedule(
+        self,
+        source: EGraph,
+        actions: Actions,
+        finalize: Finalize,
+        seed: int,
+        deadline: float | None,
+        progress: ProgressFn | None,
+        t0: float,
+    ) -> None:
+        cfg = self.config
+        first = self._cap(self.node_limit)
+        run = _Stage(self, source, actions, finalize, seed, deadline, progress, t0)
+        ladder = _Ladder(first, run.saturate(first))
+        # The ladder first, within ladder_share of the time left (saturation gains fast where it
+        # gains: NASNet-A 16 -> 38 % in 13 s, TT 4 -> 17 % in 30 s), then MCTS, then the ladder
+        # again with whatever time MCTS left.
+        self._climb(run, ladder, cfg.ladder_share)
+        run.mcts("mcts", source, first, share=cfg.mcts_share)
+        self._climb(run, ladder, 1.0)
+        if cfg.continue_mcts:
+            saturated = [c for c in self._candidates if c.strategy == "saturate"
+                         and c.stop_reason is StopReason.SATURATED]  # fmt: skip
+            if saturated:
+                base = saturated[-1]
+                grown = self._cap(max(2 * base.enodes, first))
+                run.mcts("mcts-continued", run.saturated_egraph, grown, share=1.0 - cfg.extraction_reserve)
+            else:
+                self._skipped.append(("mcts-continued", "no saturation rung saturated"))
+        if cfg.ilp_mcts and self.ilp_cost is not None and self._best_egraph is not None:
+            start = self._best_egraph
+            grown = self._cap(max(2 * start.num_enodes, first))
+            run.mcts("mcts-ilp", start, grown, share=1.0 - cfg.extraction_reserve, cost=self.ilp_cost)
+
+    def _climb(self, run: _Stage, ladder: _Ladder, share: float) -> None:
+        """Saturate at growing node limits while the next rung is predicted to end within
+        ``share`` of the time left; ``ladder.done`` once it ends for good (saturated, memory,
+        ``max_node_limit``, no gain, or a rung cut short by the deadline)."""
+        cfg = self.config
+        while not ladder.done:
+            last, nxt = ladder.last, ladder.limit * cfg.growth
+            label = f"saturate@{nxt}"
+            why = None
+            if last.stop_reason is StopReason.SATURATED:
+                ladder.done = True  # a larger limit would build the same e-graph
+                break
+            if cfg.max_node_limit is not None and nxt > cfg.max_node_limit:
+                why = f"above max_node_limit {cfg.max_node_limit}"
+            elif self.node_cap is not None and nxt > self.node_cap:
+                why = f"above the memory limit ({self.node_cap} e-nodes)"
+            elif run.stalled(cfg.stall_rungs):
+                why = f"no gain in the last {cfg.stall_rungs} rungs"
+            if why is not None:
+                self._skipped.append((label, why))
+                ladder.done = True
+                break
+            if last.stop_reason is StopReason.TIME_LIMIT:
+                ladder.done = True  # the previous rung was cut short: a larger one cannot finish
+                break
+            # The next rung's time: the ratio the last two rungs showed (bounded to [1.5, 4]: one
+            # noisy rung must not stop or unleash the ladder), growth^1.3 before there are two.
+            # With all the time left (share 1), the rung runs even if predicted not to finish: a
+            # rung cut short still grows a larger e-graph, and its extraction, warm-started from
+            # the best graph so far, cannot be worse; the time would otherwise go unused.
+            predicted = (last.construction_s + last.extraction_s) * run.growth_ratio(cfg.growth**1.3)
+            left = run.left()
+            if share < 1.0 and left is not None and predicted > left * share:
+                break
+            ladder.limit, ladder.last = nxt, run.saturate(nxt)
+
+    def _cap(self, n: int) -> int:
+        return n if self.node_cap is None else max(1, min(n, self.node_cap))
+
+
+@dataclass
+class _Ladder:
+    """Where the saturation ladder stands: its last rung's limit and candidate, and whether it
+    has ended for good."""
+
+    limit: int
+    last: Candidate
+    done: bool = False
+
+
+@dataclass
+class _Stage:
+    """Runs one strategy and records its candidate (the portfolio's inner loop)."""
+
+    portfolio: Portfolio
+    source: EGraph
+    actions: Actions
+    finalize: Finalize
+    seed: int
+    deadline: float | None
+    progress: ProgressFn | None
+    t0: float
+    saturated_egraph: Any = None
+    _rung_times: list[tuple[int, float]] = field(default_factory=list)
+
+    def left(self) -> float | None:
+        return None if self.deadline is None else self.deadline - time.perf_counter()
+
+    def stalled(self, rungs: int) -> bool:
+        """Whether the last ``rungs`` saturation rungs all failed to beat the rungs before them."""
+        costs = [c.cost_ms for c in self.portfolio._candidates if c.strategy == "saturate"]
+        if len(costs) <= rungs:
+            return False
+        return min(costs[-rungs:]) >= min(costs[:-rungs]) * (1 - 1e-9)
+
+    def growth_ratio(self, default: float) -> float:
+        """How much longer the last saturation rung took than the one before, within [1.5, 4]
+        (``default`` before two rungs ran)."""
+        if len(self._rung_times) < 2:
+            return default
+        (_, a), (_, b) = self._rung_times[-2:]
+        return min(max(b / a if a > 0 else default, 1.5), 4.0)
+
+    def saturate(self, node_limit: int) -> Candidate:
+        p = self.portfolio
+        runner = replace(p.runner, node_limit=node_limit, node_multi=node_limit)
+        settings = {"node_limit": node_limit, "k_multi": runner.k_multi}
+        egraph = self.source.copy()
+        cand = self._run(
+            "saturate", Saturation(runner), egraph, settings, share=1.0 - p.config.extraction_reserve
+        )
+        self._rung_times.append((node_limit, cand.construction_s + cand.extraction_s))
+        if cand.stop_reason is StopReason.SATURATED:
+            self.saturated_egraph = egraph
+        return cand
+
+    def mcts(
+        self, strategy: str, start: EGraph, node_limit: int, *, share: float, cost: Any = None
+    ) -> Candidate | None:
+        p = self.portfolio
+        cfg = replace(p.mcts, budget=p.config.mcts_budget)
+        if start.num_enodes >= node_limit:
+            p._skipped.append((f"{strategy}@{node_limit}", "the e-graph is already at the node limit"))
+            return None
+        settings = {
+            "node_limit": node_limit,
+            "budget": cfg.budget,
+            "max_rollout_depth": cfg.max_rollout_depth,
+        }
+        if strategy != "mcts":
+            settings["from_enodes"] = start.num_enodes
+        construction = MctsConstruction(cfg, p.main_cost if cost is None else cost, node_limit)
+        return self._run(strategy, construction, start.copy(), settings, share=share)
+
+    def _run(
+        self,
+        strategy: str,
+        construction: Construction,
+        egraph: EGraph,
+        settings: dict[str, Any],
+        *,
+        share: float,
+    ) -> Candidate:
+        p = self.portfolio
+        label = f"{strategy}@{settings['node_limit']}"
+        left = self.left()
+        if left is not None and left < MIN_STAGE_SECONDS:
+            p._skipped.append((label, f"{max(left, 0.0):.1f} s left"))
+            raise _OutOfTime
+        ts = time.perf_counter()
+        # The construction stops early enough for its extraction: the larger of the share's
+        # reserve and 1.5x the slowest extraction so far (a larger e-graph extracts slower; the
+        # last candidate may have been a small MCTS e-graph), but never more than half the time
+        # left (an ILP cut at its cap says little about the next).
+        slowest = max((c.extraction_s for c in p._candidates), default=0.0)
+        reserve = 0.0 if left is None else max(left * (1.0 - share), min(1.5 * slowest, left / 2))
+        stop_at = None if left is None else ts + left - reserve
+        self._emit(label, egraph.num_enodes)
+        offset = self._offset(ts)
+        report = construction.construct(
+            egraph, self.actions, seed=self.seed, deadline=stop_at, progress=offset
+        )
+        construction_s = time.perf_counter() - ts
+        best = min(p._candidates, key=lambda c: (c.cost_ms, c.index)) if p._candidates else None
+        ext = self.finalize(egraph, self.deadline, best.graph if best is not None else None)
+        cand = Candidate(
+            len(p._candidates), strategy, settings, report.stop_reason, egraph.num_enodes, egraph.num_classes,
+            construction_s, ext.seconds, ext.cost_ms, ext.stats, report, ext.graph,
+        )  # fmt: skip
+        if best is None or cand.cost_ms < best.cost_ms:
+            p._best_egraph = egraph  # kept for extra extractions (guard candidates)
+        p._candidates.append(cand)
+        log.info("%s: %.4f ms (%s, %.1f s + %.1f s)", label, cand.cost_ms, report.stop_reason.value,
+                 construction_s, ext.seconds)  # fmt: skip
+        best_cost = min(c.cost_ms for c in p._candidates)
+        self._emit(label, egraph.num_enodes, best_cost)
+        if ext.stats.get("interrupted"):
+            raise KeyboardInterrupt  # the solver caught the user's Ctrl-C: the run ends here
+        if self.deadline is not None and time.perf_counter() >= self.deadline:
+            raise _OutOfTime
+        return cand
+
+    def _emit(self, label: str, enodes: int, best: float | None = None) -> None:
+        if self.progress is not None:
+            elapsed = time.perf_counter() - self.t0
+            self.progress(Progress("search", rule=label, enodes=enodes, best_cost=best, elapsed=elapsed))
+
+    def _offset(self, ts: float) -> ProgressFn | None:
+        progress = self.progress
+        if progress is None:
+            return None
+        offset = ts - self.t0
+        # Events of the construction inside: its own elapsed time, shifted to the portfolio's.
+        return lambda ev: progress(replace(ev, elapsed=ev.elapsed + offset))
+
+
+def node_cap_for(memory_limit: int | None, bytes_per_enode: float) -> int | None:
+    """E-nodes that fit in ``memory_limit`` bytes at ``bytes_per_enode`` each (None: no limit).
+
+    >>> node_cap_for(2 * 1024**3, 20_000.0)
+    107374
+    """
+    if memory_limit is None:
+        return None
+    return max(1, math.floor(memory_limit / bytes_per_enode))
