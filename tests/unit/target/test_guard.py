@@ -82,8 +82,8 @@ def test_a_lucky_first_timing_is_not_handed_back(monkeypatch):
         timed = real(models, target, **kw)
         calls.append(len(models))
         if len(calls) == 1:
-            timed.times[2][:] = [0.7 * t for t in timed.times[2]]
-            timed.block_medians[2][:] = [0.7 * t for t in timed.block_medians[2]]
+            timed.times[2][:] = [0.5 * t for t in timed.times[2]]
+            timed.block_medians[2][:] = [0.5 * t for t in timed.block_medians[2]]
         else:  # timed again it ties with the original (made exact, so the test cannot flake)
             for arm in (1, 2):
                 timed.times[arm][:] = timed.times[0]
@@ -94,7 +94,7 @@ def test_a_lucky_first_timing_is_not_handed_back(monkeypatch):
     original = _deep(1)
     choice, report = guard(original, [("final", _renamed(original))], ORT, **FAST)
     assert calls == [3, 3]  # the first timing, then the winner again
-    assert report.candidates[0].speedup_pct > 20  # it looked 30 % faster the first time
+    assert report.candidates[0].speedup_pct > 20  # it looked about 50 % faster the first time
     assert choice is None and report.kept_original and report.chosen == "original"
     assert (
         report.confirmation is not None and report.confirmation.speedup_pct <= report.confirmation.noise_pct
