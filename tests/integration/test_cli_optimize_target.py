@@ -165,8 +165,63 @@ def test_the_guard_also_times_other_extractions(tmp_path, capsys):
     assert main(args) == 0
     data = json.loads(capsys.readouterr().out)
     labels = [c["label"] for c in data["guard"]["candidates"]]
-    assert labels == ["final extraction", "greedy-dag extraction", "greedy-tree extraction"]
+    assert labels == [
+        "re-exported original",
+        "final extraction",
+        "greedy-dag extraction",
+        "greedy-tree extraction",
+    ]
     assert data["guard"]["chosen"] in ["original", *labels]
     # without a guard nothing more is extracted
     assert main([*args, "--no-guard"]) == 0
     assert "guard" not in json.loads(capsys.readouterr().out)
+
+
+def test_the_re_exported_original_is_a_candidate_of_its_own(tmp_path, capsys, monkeypatch):
+    """For ONNX input our export of the unchanged graph is another model than the user's file (it
+    may keep a fusion onnxruntime misses in the file): it is timed, even when the final extraction
+    is the imported graph, and handed back (exported, verified) when it alone is faster."""
+    src, out = tmp_path / "model.onnx", tmp_path / "opt.onnx"
+    _model(src)
+    guard_mod = sys.modules["tensor_eqsat.target.guard"]
+    real = guard_mod.time_alternating
+    timed_models: list[int] = []
+
+    def re_export_faster(models, target, **kw):
+        timed = real(models, target, **kw)
+        timed_models.append(len(models))
+        # arms: original, original again, then the distinct candidates, the re-export first
+        timed.times[2][:] = [t / 2 for t in timed.times[0]]
+        timed.block_medians[2][:] = [t / 2 for t in timed.block_medians[0]]
+        for arm in range(3, len(models)):
+            timed.times[arm][:] = [2 * t for t in timed.times[0]]
+            timed.block_medians[arm][:] = [2 * t for t in timed.block_medians[0]]
+        return timed
+
+    monkeypatch.setattr(guard_mod, "time_alternating", re_export_faster)
+    # unit costs: nothing rewritten is cheaper, so the final extraction is the imported graph
+    args = ["optimize", str(src), *FAST, "--cost-model", "unit", "-o", str(out), "--json"]
+    assert main(args) == 0
+    data = json.loads(capsys.readouterr().out)
+    guard = data["guard"]
+    assert guard["candidates"][0]["label"] == "re-exported original"
+    assert guard["candidates"][0]["duplicate_of"] is None
+    assert timed_models and timed_models[0] >= 3  # the re-export was timed beside the two originals
+    assert guard["chosen"] == "re-exported original" and data["kept_original"] is False
+    assert data["measured"]["speedup_pct"] > 40
+    assert out.read_bytes() != src.read_bytes() and verify(str(src), str(out)).ok
+
+
+def test_graph_input_does_not_time_its_own_export(tmp_path, capsys):
+    """A graph (not a file) is its own original: no re-export candidate."""
+    from tensor_eqsat.ir.serialize import save
+
+    g = Graph()
+    x = g.input((1, 16, 12, 12), name="x")
+    g.output(g.relu(g.conv2d(x, g.weight((16, 16, 3, 3), name="w"))))
+    src = tmp_path / "g.json"
+    save(g, src)
+    args = ["optimize", str(src), *FAST, "--target", "ort-cpu", "--cost-model", "unit", "--json"]
+    assert main(args) == 0
+    labels = [c["label"] for c in json.loads(capsys.readouterr().out)["guard"]["candidates"]]
+    assert "re-exported original" not in labels and labels[0] == "final extraction"

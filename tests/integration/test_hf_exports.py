@@ -55,11 +55,18 @@ def export(module, args, path, input_names, output_names=None):
     return onnx.load(path)
 
 
-def check_round_trip(tmp_path, model, *, min_gain: float | None = 0.0):
+def check_round_trip(
+    tmp_path,
+    model,
+    *,
+    min_gain: float | None = 0.0,
+    rules: str = "default",
+    cost_model: str = "roofline:a100",
+):
     """Import, optimize (saturate, small node limit), export, and compare in onnxruntime."""
     graph = import_onnx(model)
     assert graph.op_counts().get("matmul", 0) > 0, graph.op_counts()
-    result = optimize(graph, search="saturate", node_limit=1500, cost_model="roofline:a100")
+    result = optimize(graph, search="saturate", node_limit=1500, cost_model=cost_model, rules=rules)
     assert result.optimized_cost_ms <= result.original_cost_ms
     if min_gain is not None:
         assert result.speedup_pct > min_gain, (result.speedup_pct, result.rule_counts)
@@ -120,9 +127,13 @@ def test_hf_gpt2(tmp_path):
     )
     model = export(transformers.GPT2Model(cfg), (_ids(),), tmp_path / "gpt2.onnx", ["input_ids"])
     assert model_inputs(model)["input_ids"].bound == VOCAB
-    # GPT-2's attention is one packed Conv1D (c_attn): nothing left to merge there, so no gain is
-    # required, only a correct result.
+    # GPT-2's attention is one packed Conv1D (c_attn): nothing left to merge there, so the paper's
+    # rules need only give a correct result.
     check_round_trip(tmp_path, model, min_gain=None)
+    # The scalar-scale rules fold the two score scales into one: a gain on both analytic devices.
+    for cost_model in ("roofline:a100", "roofline:cpu"):
+        result = check_round_trip(tmp_path, model, rules="taso-transformer", cost_model=cost_model)
+        assert {200, 201, 202, 203} & set(result.rule_counts), result.rule_counts
 
 
 def test_hf_distilbert(tmp_path):

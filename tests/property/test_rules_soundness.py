@@ -10,7 +10,11 @@ from tensor_eqsat.rules.instantiate import InstanceSearch
 from tensor_eqsat.rules.sets import load_rule_set
 from tensor_eqsat.rules.soundness import check_instance
 
-RULES = [*load_rule_set("taso"), load_rule_set("taso-nasrnn").by_id(128)]
+RULES = [
+    *load_rule_set("taso"),
+    load_rule_set("taso-nasrnn").by_id(128),
+    *(r for r in load_rule_set("taso-transformer") if r.id >= 200),
+]
 
 
 @given(

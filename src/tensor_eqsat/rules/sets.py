@@ -9,6 +9,9 @@ Built-in sets (``tensor-eqsat rules --set NAME``):
 * ``taso-nasrnn``: the same with the multi-rule variant the paper used for NASRNN
   (``converted_multi_nasrnn.txt``): rule 128, which batches matmuls that share a left operand, is
   replaced by a second copy of the matmul re-association pair (rule 124).
+* ``taso-transformer``: the paper's 139 rules plus the scalar-scale rules 200-203
+  (``scalar.rules``), which move the attention score scales of real transformer exports across
+  matmuls and fold them into one (GPT-2's only gain under the analytic models).
 
 A set is a list of rule files plus optional override files whose rules replace the rules with
 the same id; the NASRNN variant is one such override, so the 138 rules the two sets share are
@@ -98,6 +101,11 @@ RULE_SETS: dict[str, _SetDef] = {
         ("taso-single.rules", "taso-multi.rules"),
         ("taso-nasrnn.rules",),
         "the paper's rules for NASRNN: multi rule 128 replaced by a copy of rule 124",
+    ),
+    "taso-transformer": _SetDef(
+        ("taso-single.rules", "taso-multi.rules", "scalar.rules"),
+        (),
+        "the paper's 139 rules plus 4 scalar-scale rules (200-203) for transformer attention",
     ),
 }
 

@@ -35,10 +35,23 @@ def test_nasrnn_differs_only_in_rule_128():
 
 
 def test_set_names_and_files():
-    assert rule_set_names() == ["taso", "taso-nasrnn"]
-    assert builtin_rule_files() == ["taso-multi.rules", "taso-nasrnn.rules", "taso-single.rules"]
-    with pytest.raises(FormatError, match="unknown rule set 'tasso' \\(known: taso, taso-nasrnn\\)"):
+    assert rule_set_names() == ["taso", "taso-nasrnn", "taso-transformer"]
+    assert builtin_rule_files() == [
+        "scalar.rules",
+        "taso-multi.rules",
+        "taso-nasrnn.rules",
+        "taso-single.rules",
+    ]
+    with pytest.raises(FormatError, match="unknown rule set 'tasso' \\(known: taso, taso-nasrnn, taso-tr"):
         load_rule_set("tasso")
+
+
+def test_transformer_set_is_the_paper_set_plus_the_scalar_rules():
+    taso, tr = load_rule_set("taso"), load_rule_set("taso-transformer")
+    assert [r.id for r in tr] == [*range(139), 200, 201, 202, 203]
+    assert all(tr.by_id(r.id) == r for r in taso)
+    assert [tr.by_id(i).name for i in (200, 201)] == ["matmul-smul-both-to-lhs", "smul-smul-fold"]
+    assert all(tr.by_id(i).conditions == () for i in range(200, 204))
 
 
 def test_by_id_names_a_missing_id():

@@ -41,6 +41,15 @@ def test_every_builtin_rule_verifies():
         assert v.shape_checks >= 10 and v.numeric_checks >= 5, (v.rule_id, v.shape_checks, v.numeric_checks)
 
 
+def test_the_scalar_scale_rules_verify_at_every_rank():
+    rules = [r for r in load_rule_set("taso-transformer") if r.id >= 200]
+    report = verify_rules(rules)
+    assert [v.rule_id for v in report.verdicts if v.verified] == [200, 201, 202, 203]
+    for v in report.verdicts:
+        assert v.numeric_checks >= 5, (v.rule_id, v.numeric_checks)
+        assert {2, 3, 4} <= set(v.ranks), (v.rule_id, v.ranks)
+
+
 @pytest.mark.parametrize(
     ("text", "problem"),
     [
@@ -52,6 +61,12 @@ def test_every_builtin_rule_verifies():
         ("rule 0 w single\n (relu (smul scalar=-2.0 ?a)) => (smul scalar=-2.0 (relu ?a))", "value"),
         # the fused activation is applied after the conv, not before
         ("rule 0 w single\n (conv2d activation=relu ?x ?w) => (conv2d (relu ?x) ?w)", "value"),
+        # the scalar-scale rules: both scales must reach the product, each once
+        (
+            "rule 0 w single\n (matmul (smul scalar=?s ?a) (smul scalar=?t ?b)) => (matmul (smul scalar=?s ?a) ?b)",  # noqa: E501
+            "value",
+        ),
+        ("rule 0 w single\n (smul scalar=?s (smul scalar=?t ?x)) => (smul scalar=(mul ?s ?s) ?x)", "value"),
         # a transposed product has another shape
         (
             "rule 0 w single\n (matmul ?a ?b) => (matmul (transpose perm=[1 0] ?b) (transpose perm=[1 0] ?a))",  # noqa: E501

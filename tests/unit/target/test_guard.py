@@ -51,6 +51,62 @@ def test_a_much_faster_candidate_is_taken_and_the_best_wins():
     assert report.measured.optimized_ms < report.measured.original_ms
 
 
+def test_a_winner_is_timed_again_and_reported_by_that_second_timing():
+    original = _deep(3)
+    choice, report = guard(original, [("final", _deep(1))], ORT, **FAST)
+    assert choice == 0 and not report.kept_original
+    again = report.confirmation
+    assert again is not None and report.measured == again
+    assert again.speedup_pct > again.noise_pct and again.optimized_ms < again.original_ms
+    assert report.to_dict()["confirmation"]["speedup_pct"] == again.speedup_pct
+
+
+def _renamed(g: Graph) -> Graph:
+    """The same computation under other weight names: another fingerprint, the same speed."""
+    h = Graph()
+    x = h.input((1, 64, 28, 28), name="x")
+    h.output(h.conv2d(x, h.weight((64, 64, 3, 3), name="other"), padding="same"))
+    return h
+
+
+def test_a_lucky_first_timing_is_not_handed_back(monkeypatch):
+    """A candidate that wins the first timing only by luck (here: its times are scaled down in the
+    first timing alone) is timed again, ties, and the original is kept."""
+    import sys
+
+    guard_mod = sys.modules["tensor_eqsat.target.guard"]
+    real = guard_mod.time_alternating
+    calls: list[int] = []
+
+    def lucky_once(models, target, **kw):
+        timed = real(models, target, **kw)
+        calls.append(len(models))
+        if len(calls) == 1:
+            timed.times[2][:] = [0.5 * t for t in timed.times[2]]
+            timed.block_medians[2][:] = [0.5 * t for t in timed.block_medians[2]]
+        else:  # timed again it ties with the original (made exact, so the test cannot flake)
+            for arm in (1, 2):
+                timed.times[arm][:] = timed.times[0]
+                timed.block_medians[arm][:] = timed.block_medians[0]
+        return timed
+
+    monkeypatch.setattr(guard_mod, "time_alternating", lucky_once)
+    original = _deep(1)
+    choice, report = guard(original, [("final", _renamed(original))], ORT, **FAST)
+    assert calls == [3, 3]  # the first timing, then the winner again
+    assert report.candidates[0].speedup_pct > 20  # it looked about 50 % faster the first time
+    assert choice is None and report.kept_original and report.chosen == "original"
+    assert (
+        report.confirmation is not None and report.confirmation.speedup_pct <= report.confirmation.noise_pct
+    )
+    assert report.measured.speedup_pct == 0.0
+    assert "timed again" in report.message
+    # without the confirmation the lucky timing would have won
+    calls.clear()
+    choice, report = guard(original, [("final", _renamed(original))], ORT, confirm=False, **FAST)
+    assert calls == [3] and choice == 0 and report.confirmation is None
+
+
 def test_duplicates_are_not_timed_and_identity_keeps_the_original():
     original = _deep(1)
     choice, report = guard(original, [("final", _deep(1)), ("again", _deep(1))], ORT, **FAST)
