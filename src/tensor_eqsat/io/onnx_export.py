@@ -113,7 +113,7 @@ def export_onnx(
     model = ctx.build()
     if check:
         try:
-            if model.ByteSize() > LARGE_MODEL_BYTES:
+            if model_bytes(model) > LARGE_MODEL_BYTES:
                 # The checker reads models over 2 GiB only from a file with external data.
                 with tempfile.TemporaryDirectory(prefix="tensor-eqsat-") as tmp:
                     save_model(model, Path(tmp) / "model.onnx")
@@ -138,13 +138,22 @@ LARGE_MODEL_BYTES = 1_800_000_000
 """Models above this size are saved with external tensor data (protobuf's limit is 2 GiB)."""
 
 
+def model_bytes(model: onnx.ModelProto) -> int:
+    """The serialized size of ``model``, or more than :data:`LARGE_MODEL_BYTES` when protobuf
+    cannot tell (its ``ByteSize`` raises past 2 GiB, e.g. for ViT-Huge's 2.5 GB of weights)."""
+    try:
+        return int(model.ByteSize())
+    except Exception:  # google.protobuf.message.EncodeError: too large to serialize
+        return 2 * LARGE_MODEL_BYTES
+
+
 def save_model(model: onnx.ModelProto, path: str | os.PathLike[str]) -> None:
     """Save atomically; a model over :data:`LARGE_MODEL_BYTES` keeps its tensors in ``<name>.data``."""
     onnx = require_onnx()
     path = Path(path)
     with atomic_target(path) as tmp:
         try:
-            if model.ByteSize() > LARGE_MODEL_BYTES:
+            if model_bytes(model) > LARGE_MODEL_BYTES:
                 # Saving with external data rewrites the tensors in place: save a copy. The data
                 # file sits beside the (symlink-resolved) target, under the target's name.
                 copy = onnx.ModelProto()

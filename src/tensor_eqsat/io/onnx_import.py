@@ -39,7 +39,7 @@ from tensor_eqsat.io.onnx_common import (
     require_onnx,
     require_ort,
 )
-from tensor_eqsat.io.onnx_export import LARGE_MODEL_BYTES
+from tensor_eqsat.io.onnx_export import LARGE_MODEL_BYTES, model_bytes
 from tensor_eqsat.io.onnx_gelu import find_gelu
 from tensor_eqsat.io.onnx_ops import ACTIVATIONS, HANDLERS, Ins, OnnxAttrs, Unsupported, Value
 from tensor_eqsat.io.opaque import ConstSlot, Slot, TensorSlot, build_opaque
@@ -119,7 +119,7 @@ class Importer:
         # Protobuf cannot serialize more than 2 GiB, which the checker and shape inference need:
         # for big models they see a skeleton whose large initializers are declared graph inputs.
         self.detached: dict[str, Any] = {}
-        if model.ByteSize() > LARGE_MODEL_BYTES:
+        if model_bytes(model) > LARGE_MODEL_BYTES:
             model = self._detach_large_initializers(model)
         self.model = self._prepare(model, input_shapes)
         self.g = Graph()

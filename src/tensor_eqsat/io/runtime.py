@@ -21,7 +21,7 @@ import numpy as np
 
 from tensor_eqsat.errors import FormatError, TensorEqsatError
 from tensor_eqsat.io.onnx_common import describe_source, load_model, require_ort
-from tensor_eqsat.io.onnx_export import LARGE_MODEL_BYTES, export_onnx, save_model
+from tensor_eqsat.io.onnx_export import LARGE_MODEL_BYTES, export_onnx, model_bytes, save_model
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.ir.interpreter import random_input
 from tensor_eqsat.ir.types import Shape
@@ -116,7 +116,7 @@ def ort_session(
             raise FormatError(f"{path}: no such file")
         return _session(ort, str(path), opts, providers, describe_source(source))
     model = load_model(source)
-    if model.ByteSize() > LARGE_MODEL_BYTES:
+    if model_bytes(model) > LARGE_MODEL_BYTES:
         with tempfile.TemporaryDirectory(prefix="tensor-eqsat-") as tmp:
             path = Path(tmp) / "model.onnx"
             save_model(model, path)

@@ -146,3 +146,21 @@ def test_default_output_names_avoid_input_and_weight_names():
     g.output(g.ewadd(x, g.weight((2,), name="_output_0")))
     model = export_onnx(g)
     assert [o.name for o in model.graph.output] == ["__output_0"]
+
+
+def test_model_bytes_says_large_when_protobuf_cannot_serialize() -> None:
+    # protobuf's ByteSize raises past 2 GiB (ViT-Huge's weights); that size is "large", not an error
+    from google.protobuf.message import EncodeError
+
+    from tensor_eqsat.io.onnx_export import LARGE_MODEL_BYTES, model_bytes
+
+    class TooBig:
+        def ByteSize(self) -> int:
+            raise EncodeError("Failed to serialize proto")
+
+    assert model_bytes(TooBig()) > LARGE_MODEL_BYTES  # type: ignore[arg-type]
+    g = Graph()
+    x = g.input((2, 3), name="x")
+    g.output(g.relu(x))
+    small = export_onnx(g)
+    assert model_bytes(small) == small.ByteSize() < LARGE_MODEL_BYTES
