@@ -27,10 +27,10 @@ from tensor_eqsat import zoo
 
 BEST_KNOWN: dict[str, tuple[float, str]] = {
     # model: (speedup %, where it comes from); the commands are in docs/results.md "Best known".
-    "bert": (59.329, "MCTS ILP/ILP @2k, budget 16 (results DB, 1,269 s)"),
+    "bert": (59.81, "MCTS OCF/ILP @4k, budget 16 (8 s; ILP/ILP @2k in the results DB: 59.33 %)"),
     "inceptionv3": (12.124, "saturate @2k (results DB); saturated at 4,193 e-nodes"),
     "mobilenetv2": (10.027, "saturate @4k, saturated at 2,110 e-nodes = MCTS DAG/ILP (results DB)"),
-    "nasneta": (37.72, "saturate @8k, saturated at 6,679 e-nodes"),
+    "nasneta": (37.97, "auto: MCTS continued from saturation @8k (saturated at 6,679 e-nodes: 37.72 %)"),
     "nasrnn": (39.611, "MCTS OCF/ILP @2k, budget 16 (results DB, 14.6 s)"),
     "resnet50": (0.5356, "saturate @2k (results DB); up to 32k gains nothing more"),
     "resnext50": (56.043, "MCTS OCF/ILP @2k, budget 16 (results DB, 2.2 s)"),
@@ -39,7 +39,7 @@ BEST_KNOWN: dict[str, tuple[float, str]] = {
     "vgg": (19.063, "saturate @2k, saturated at 86 e-nodes"),
     "vit-base": (19.169, "saturate @2k (results DB; the same today)"),
     "vit-large": (17.397, "saturate @4k (and @2k in the results DB)"),
-    "vit-huge": (13.258, "MCTS ILP/ILP @2k, budget 16 (results DB, 23.9 s)"),
+    "vit-huge": (13.258, "MCTS OCF/ILP @4k, budget 16 (3 s; ILP/ILP @2k in the results DB)"),
 }
 
 

@@ -4,6 +4,7 @@ winner, determinism."""
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -202,3 +203,18 @@ def test_an_interrupt_caught_by_the_solver_ends_the_run_after_its_candidate():
 
     report = _portfolio().run(source, actions, caught, seed=0, deadline=None)
     assert report.stop == "interrupted" and len(report.candidates) == 1 and report.winner == 0
+
+
+def test_mcts_stopped_by_the_first_limit_runs_again_at_a_wider_one():
+    actions = Actions.from_rules(load_rule_set("taso"))
+    source = from_graph(nasneta())  # 198 e-nodes
+
+    def run(**kw):
+        portfolio = replace(_portfolio(max_node_limit=600, continue_mcts=False, **kw), node_limit=300)
+        return portfolio.run(source, actions, _by_size, seed=0, deadline=None)
+
+    mcts = [c for c in run().candidates if c.strategy == "mcts"]
+    assert [c.settings["node_limit"] for c in mcts] == [300, 600]
+    assert mcts[0].stop_reason is StopReason.NODE_LIMIT and mcts[1].enodes > 300
+    narrow = run(wide_mcts=False)
+    assert [c.settings["node_limit"] for c in narrow.candidates if c.strategy == "mcts"] == [300]
