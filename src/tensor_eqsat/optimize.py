@@ -38,6 +38,7 @@ from tensor_eqsat.errors import ConfigError
 from tensor_eqsat.extract.egraph_problem import problem_from_egraph
 from tensor_eqsat.extract.ilp import IlpExtractor, IlpReward
 from tensor_eqsat.extract.registry import ExtractorKind, make_extractor
+from tensor_eqsat.extract.result import ExtractionResult
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.ir.opspec import PROJECTION
 from tensor_eqsat.ir.serialize import dumps
@@ -357,14 +358,7 @@ def _finalizer(cm: CostModel, cfg: OptimizeConfig) -> Any:
         else:
             result = extractor.extract(problem.problem)
         graph = problem.to_graph(result)
-        stats = {
-            "extractor": cfg.extractor_name("final"),
-            "status": result.status.value,
-            "reported_cost": result.reported_cost,
-            "dag_cost": result.dag_cost(),
-            "gap": result.gap,
-            "solve_s": result.time_s,
-        }
+        stats = _extraction_stats(cfg, result)
         if "hint_cost" in result.stats:
             stats["hint_cost"] = result.stats["hint_cost"]
         # SCIP catches Ctrl-C itself and returns its incumbent: pass the interrupt on.
@@ -430,19 +424,19 @@ def _extract_final(
     time_left = None if deadline is None else deadline - time.perf_counter()
     result = cfg.extractor("final", time_left).extract(problem.problem)
     optimized = problem.to_graph(result)
-    seconds = time.perf_counter() - tf
-    return (
-        optimized,
-        {
-            "extractor": cfg.extractor_name("final"),
-            "status": result.status.value,
-            "reported_cost": result.reported_cost,
-            "dag_cost": result.dag_cost(),
-            "gap": result.gap,
-            "solve_s": result.time_s,
-        },
-        seconds,
-    )
+    return optimized, _extraction_stats(cfg, result), time.perf_counter() - tf
+
+
+def _extraction_stats(cfg: OptimizeConfig, result: ExtractionResult) -> dict[str, Any]:
+    """What a run reports of its final extraction (``stats["final_extraction"]``)."""
+    return {
+        "extractor": cfg.extractor_name("final"),
+        "status": result.status.value,
+        "reported_cost": result.reported_cost,
+        "dag_cost": result.dag_cost(),
+        "gap": result.gap,
+        "solve_s": result.time_s,
+    }
 
 
 def _extract_alternatives(

@@ -413,6 +413,16 @@ class _Node:
     def count(self) -> int:
         return 1 + sum(c.count() for c in self.children if c is not None)
 
+    def child_stats(self) -> tuple[ChildStats, ...]:
+        """What a step reports of each expanded child."""
+        out = []
+        for a, child in enumerate(self.children):
+            if child is not None:
+                n = self.visits[a]
+                mean = self.value[a] / n if n else 0.0
+                out.append(ChildStats(a, n, mean, self.reward[a], self.saturated[a], self.done[a]))
+        return tuple(out)
+
 
 class Mcts:
     """The paper's MCTS: choose each next action by tree search, apply it, repeat.
@@ -643,18 +653,7 @@ class Mcts:
                 progress(root.visits_total, cfg.budget)
         action = None if root.all_saturated() else self._final_action(root)
         twins.forget(root)
-        children = tuple(
-            ChildStats(
-                action=a,
-                visits=root.visits[a],
-                mean_value=root.value[a] / root.visits[a] if root.visits[a] else 0.0,
-                reward=root.reward[a],
-                saturated=root.saturated[a],
-                done=root.done[a],
-            )
-            for a, c in enumerate(root.children)
-            if c is not None
-        )
+        children = root.child_stats()
         plan = StepPlan(
             action=action,
             simulations=simulations,

@@ -38,7 +38,6 @@ from dataclasses import dataclass, replace
 
 from tensor_eqsat.search.mcts import (
     Backend,
-    ChildStats,
     Environment,
     Mcts,
     MctsConfig,
@@ -145,18 +144,7 @@ def plan_root(
             root.done[a] = root.done[a] or s.done[a]
     root.reward = reward
     action = None if root.all_saturated() else search._final_action(root)
-    children = tuple(
-        ChildStats(
-            action=a,
-            visits=root.visits[a],
-            mean_value=root.value[a] / root.visits[a] if root.visits[a] else 0.0,
-            reward=root.reward[a],
-            saturated=root.saturated[a],
-            done=root.done[a],
-        )
-        for a, c in enumerate(root.children)
-        if c is not None
-    )
+    children = root.child_stats()
     plan = StepPlan(
         action=action,
         simulations=sum(s.simulations for s in stats),

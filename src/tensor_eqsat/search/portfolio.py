@@ -291,7 +291,7 @@ class Portfolio:
         except _OutOfTime:
             stop = StopReason.TIME_LIMIT.value
         except KeyboardInterrupt:
-            stop = "interrupted"
+            stop = StopReason.INTERRUPTED.value
             log.warning("interrupted: returning the best of %d candidate(s)", len(self._candidates))
         cands = tuple(self._candidates)
         winner = min(cands, key=lambda c: (c.cost_ms, c.index)).index if cands else None
