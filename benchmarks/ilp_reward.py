@@ -18,11 +18,17 @@ optimum where some variant proved it, ``opt`` says on how many states): the larg
 relative excess, and the states where it is above 0.1 %. It also prints the share of a solve
 spent building the problem and the model (all a model reused across states could save).
 
+**Reuse** (``--reuse``). The most a HiGHS model kept across states (``addCols``/``addRows``
+instead of a rebuild) could save: each recorded state's model is solved, then run again in the
+same ``Highs`` object unchanged (a reused model with nothing added, the best case), and both run
+times are printed beside the time to build the problem and the model.
+
 **Runs** (``--run``). ILP/ILP at the given budget (MCTS rewarded by ILP, ILP final) per model,
 one run at a time: wall time, speedup, the reward solves by status, and the search's cache hits.
 
     PYTHONPATH=src python benchmarks/ilp_reward.py bert --states 25 --time-limit 60 \\
         --variants scip-cold,scip-cold@10,scip-cold@100,scip-warm@100
+    PYTHONPATH=src python benchmarks/ilp_reward.py bert --states 25 --reuse --reuse-nodes 100
     PYTHONPATH=src python benchmarks/ilp_reward.py --run bert squeezenet --budget 128
     PYTHONPATH=src python benchmarks/ilp_reward.py --run bert --reward-node-limit 0   # exact rewards
 """
@@ -72,8 +78,8 @@ def parse_variant(text: str, time_limit: float) -> tuple[str, IlpConfig]:
     return mode, IlpConfig(backend=IlpBackend(backend), time_limit=time_limit, node_limit=node_limit)
 
 
-def states_mode(args: argparse.Namespace) -> int:
-    cm = OptimizeConfig().cost_model_object()
+def record(args: argparse.Namespace, cm: Any) -> list[EGraph]:
+    """The first ``args.states`` e-graphs an MCTS run prices, in its order."""
     rec = Recorder(cm, args.states)
     mcts = MctsConfig(budget=args.budget, max_steps=args.steps)
     # The recorder is the reward itself: a custom construction with it as the main cost.
@@ -86,8 +92,14 @@ def states_mode(args: argparse.Namespace) -> int:
         f"({min(sizes)}-{max(sizes)} e-nodes)",
         flush=True,
     )
+    return rec.states
+
+
+def states_mode(args: argparse.Namespace) -> int:
+    cm = OptimizeConfig().cost_model_object()
+    states = record(args, cm)
     costs: dict[str, list[float]] = {}
-    proven: list[float | None] = [None] * len(rec.states)
+    proven: list[float | None] = [None] * len(states)
     rows: list[str] = []
     build = solve = 0.0
     print(f"{'variant':16s} {'total s':>8s} {'median s':>8s} {'max s':>8s} {'at limit':>8s} {'hinted':>6s}")
@@ -98,7 +110,7 @@ def states_mode(args: argparse.Namespace) -> int:
         times: list[float] = []
         out: list[float] = []
         at_limit = 0
-        for i, eg in enumerate(rec.states):
+        for i, eg in enumerate(states):
             t = time.perf_counter()
             if mode == "warm":
                 reward(eg)
@@ -123,7 +135,7 @@ def states_mode(args: argparse.Namespace) -> int:
             f"{at_limit:8d} {reward.hinted if mode == 'warm' else 0:6d}",
             flush=True,
         )
-    best = [min(c[i] for c in costs.values()) for i in range(len(rec.states))]
+    best = [min(c[i] for c in costs.values()) for i in range(len(states))]
     n_opt = sum(p is not None for p in proven)
     print(f"\nrewards against the best known ({n_opt} of {len(best)} proven optimal by some variant):")
     print(f"{'variant':16s} {'max %':>7s} {'mean %':>7s} {'> 0.1 %':>7s}")
@@ -138,6 +150,46 @@ def states_mode(args: argparse.Namespace) -> int:
             f"\ncold solves: building the problem and the model {build:.2f}s, solver {solve:.2f}s "
             f"({100.0 * build / (build + solve):.2f} % building)"
         )
+    return 0
+
+
+def reuse_mode(args: argparse.Namespace) -> int:
+    import highspy
+    import numpy as np
+
+    from tensor_eqsat.extract.greedy_dag import GreedyDagExtractor
+    from tensor_eqsat.extract.ilp import build_model, prune, warm_start_vector
+    from tensor_eqsat.extract.ilp_solvers import _run_highs
+
+    cm = OptimizeConfig().cost_model_object()
+    states = record(args, cm)
+    nodes = args.reuse_nodes or None
+    print(f"HiGHS, node limit {nodes}: seconds to build, to solve, to run the same model again")
+    print(f"{'state':>5s} {'e-nodes':>7s} {'build s':>8s} {'solve s':>8s} {'again s':>8s} {'same':>5s}")
+    total = [0.0, 0.0, 0.0]
+    for i, eg in enumerate(states):
+        t = time.perf_counter()
+        problem = problem_from_egraph(eg, cm).problem
+        greedy = GreedyDagExtractor().extract(problem)
+        ub = greedy.dag_cost()
+        if ub <= 0.0:
+            continue
+        pruned = prune(problem, ub)
+        model = build_model(problem, pruned, ub)
+        warm = warm_start_vector(problem, model, pruned, greedy)
+        build = time.perf_counter() - t
+        t = time.perf_counter()
+        h, first = _run_highs(highspy, np, model, args.time_limit, 1, 1e-9, warm, nodes)
+        solve = time.perf_counter() - t
+        t = time.perf_counter()
+        h.run()
+        again = time.perf_counter() - t
+        second = list(h.getSolution().col_value)
+        same = first is not None and np.allclose(first, second)
+        for k, v in enumerate((build, solve, again)):
+            total[k] += v
+        print(f"{i:5d} {eg.num_enodes:7d} {build:8.3f} {solve:8.3f} {again:8.3f} {same!s:>5s}", flush=True)
+    print(f"{'all':>5s} {'':7s} {total[0]:8.2f} {total[1]:8.2f} {total[2]:8.2f}")
     return 0
 
 
@@ -196,8 +248,14 @@ def main(argv: list[str] | None = None) -> int:
         help=f"with --run: nodes per reward solve, 0 for none (default {REWARD_NODE_LIMIT})",
     )
     p.add_argument("--reward-time-limit", type=float, default=None, help="with --run: seconds per reward")
+    p.add_argument("--reuse", action="store_true", help="measure what a reused HiGHS model could save")
+    p.add_argument(
+        "--reuse-nodes", type=int, default=REWARD_NODE_LIMIT, help="with --reuse: node limit, 0 none"
+    )
     args = p.parse_args(argv)
-    return run_mode(args) if args.run else states_mode(args)
+    if args.run:
+        return run_mode(args)
+    return reuse_mode(args) if args.reuse else states_mode(args)
 
 
 if __name__ == "__main__":
