@@ -6,8 +6,9 @@ Two published schemes, chosen by ``MctsConfig.parallel``:
   UCT"; Chaslot, Winands & van den Herik 2008, "Parallel Monte-Carlo tree search"):
   :func:`plan_root` sends the step's state to each of W workers once, each grows its own tree
   with its share of the budget (:func:`_plan_tree`, the sequential planner) from a seed drawn
-  here, and returns only its root's statistics; visits and value sums are added per action and
-  the action is chosen from the sums as the sequential search chooses it. One task per worker
+  here, and returns only its root's statistics; visits and value sums are added per action, the
+  lowest cost reached is the minimum over the trees, and the action is chosen from these as the
+  sequential search chooses it. One task per worker
   and step: a SqueezeNet simulation is 8-9 ms of work, and a task per simulation adds about
   2 ms of pickling (the state out, the child back), the pool's round trip and a wait for each
   batch's slowest simulation, so it cannot pay; a whole tree per task costs one state transfer
