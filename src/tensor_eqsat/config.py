@@ -57,9 +57,10 @@ MIN_ILP_SECONDS = 1.0
 greedy-dag warm start, which the solver keeps as its incumbent, checked."""
 REWARD_NODE_LIMIT = 100
 """Branch-and-bound nodes per ILP reward solve (``OptimizeConfig.reward_node_limit``). On BERT's
-first 25 states priced by MCTS at budget 128, SCIP at 100 nodes took 49 s in all against 373 s at
-a 60 s time limit (which 6 solves reached), and its rewards were within 0.5 % of the best
-known; at 10 nodes one reward was 23 % off (``benchmarks/ilp_reward.py``, docs/search.md)."""
+first 25 states priced by MCTS at budget 128, SCIP at 100 nodes took 145 s in all against 397 s
+at a 60 s time limit per solve, with rewards at most 0.80 % (mean 0.08 %) above the best known;
+at 10 nodes one was 22.8 % above (``benchmarks/ilp_reward.py``, docs/search.md, "ILP
+rewards")."""
 AUTO_TIME_BUDGET = 60.0
 """The ``auto`` search's time budget when none is given, seconds (issue 18: "a user who gives the
 tool a minute")."""
