@@ -141,48 +141,49 @@ def problem_from_egraph(
     enodes: list[Any] = []
     class_nodes: list[tuple[int, ...]] = []
     for ci, cls in enumerate(classes):
-        nodes = cls.nodes
-        if not nodes:
-            raise ExtractionError(f"e-class {cls.id} has no e-nodes")
         start = len(enodes)
         cid = cls.id
-        for node in nodes:
+        for pos, node in enumerate(cls.nodes):
             op, attrs, children = node
             if not children:
-                node_children.append(())
-                node_cost.append(0.0)
-                continue
-            try:
-                ch = tuple([index[k] for k in children])
-            except KeyError as exc:
-                raise ExtractionError(
-                    f"e-node {node} of e-class {cid}: unknown child e-class {exc.args[0]}"
-                ) from None
-            node_children.append(ch)
-            if op == PROJECTION:
-                node_cost.append(0.0)
-                continue
-            all_w = all([flags[k] for k in ch])
-            key = (node, all_w)
-            cached = costs.get(key)
-            if cached is None:
-                in_shapes = tuple([single[k] for k in ch])
-                if None in in_shapes:
+                ch: tuple[int, ...] = ()
+                cost = 0.0
+            else:
+                try:
+                    ch = tuple([index[k] for k in children])
+                except KeyError as exc:
                     raise ExtractionError(
-                        f"e-node {node} of e-class {cid} reads a multi-output class without a "
-                        f"{PROJECTION!r} projection"
-                    )
-                cached = float(op_cost(op, attrs, in_shapes, all_w))
-                if not (math.isfinite(cached) and cached >= 0.0):
-                    raise ExtractionError(f"e-node {node} of e-class {cid}: cost model returned {cached!r}")
-                costs[key] = cached
-            node_cost.append(cached)
-        enodes.extend(nodes)
-        n = len(nodes)
-        node_class.extend([ci] * n)
-        node_op.extend([node[0] for node in nodes])
-        node_keys.extend([(cid, pos) for pos in range(n)])
-        class_nodes.append(tuple(range(start, start + n)))
+                        f"e-node {node} of e-class {cid}: unknown child e-class {exc.args[0]}"
+                    ) from None
+                if op == PROJECTION:
+                    cost = 0.0
+                else:
+                    all_w = all([flags[k] for k in ch])
+                    key = (node, all_w)
+                    cached = costs.get(key)
+                    if cached is None:
+                        in_shapes = tuple([single[k] for k in ch])
+                        if None in in_shapes:
+                            raise ExtractionError(
+                                f"e-node {node} of e-class {cid} reads a multi-output class without a "
+                                f"{PROJECTION!r} projection"
+                            )
+                        cached = float(op_cost(op, attrs, in_shapes, all_w))
+                        if not (math.isfinite(cached) and cached >= 0.0):
+                            raise ExtractionError(
+                                f"e-node {node} of e-class {cid}: cost model returned {cached!r}"
+                            )
+                        costs[key] = cached
+                    cost = cached
+            node_class.append(ci)
+            node_children.append(ch)
+            node_cost.append(cost)
+            node_op.append(op)
+            node_keys.append((cid, pos))
+            enodes.append(node)
+        if len(enodes) == start:
+            raise ExtractionError(f"e-class {cid} has no e-nodes")
+        class_nodes.append(tuple(range(start, len(enodes))))
     node_bl = [node in blacklist for node in enodes] if blacklist else [False] * len(enodes)
     roots: list[int] = []
     for r in egraph.roots:
