@@ -54,374 +54,51 @@ import functools
 import logging
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import Executor
-from dataclasses import dataclass, field, replace
-from enum import Enum
-from typing import Any, Protocol
+from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
-from tensor_eqsat.errors import parse_enum
 from tensor_eqsat.search import twins
+from tensor_eqsat.search.mcts_config import (
+    Backend,
+    FinalChoice,
+    MctsConfig,
+    Parallelism,
+    RolloutPolicy,
+    TieBreak,
+)
+from tensor_eqsat.search.mcts_tree import (
+    ChildStats,
+    Environment,
+    MctsReport,
+    MctsStep,
+    StepPlan,
+    StepResult,
+    _Node,
+)
 from tensor_eqsat.search.stop import StopReason
 
+__all__ = [
+    "Backend",
+    "ChildStats",
+    "Environment",
+    "FinalChoice",
+    "Mcts",
+    "MctsConfig",
+    "MctsReport",
+    "MctsStep",
+    "Parallelism",
+    "RolloutPolicy",
+    "StepPlan",
+    "StepResult",
+    "TieBreak",
+    "_Node",
+]
+
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class StepResult:
-    """What one environment step reports.
-
-    cost: the main extractor's cost of the new state.
-    changed: False if the action changed nothing (the state is identical to the previous one).
-    done: the new state is terminal (e.g. the e-graph reached its node limit).
-    reason: why the state is terminal (e.g. :attr:`StopReason.NODE_LIMIT`); None if not done, and
-        :attr:`StopReason.TERMINAL` is reported for a terminal state without one.
-    info: environment-specific statistics copied into the step log (rule name, e-graph size...).
-    """
-
-    cost: float
-    changed: bool
-    done: bool = False
-    reason: StopReason | None = None
-    info: Mapping[str, Any] = field(default_factory=dict)
-
-
-class Environment(Protocol):
-    """A state that actions transform; MCTS owns copies of it, one per tree node.
-
-    ``step`` mutates the state in place; ``copy`` must return an independent state (sharing
-    immutable data and caches is fine). Costs must be deterministic for runs to be reproducible.
-    """
-
-    @property
-    def num_actions(self) -> int:
-        """Number of actions; actions are ``0 .. num_actions - 1``."""
-        ...
-
-    def cost(self) -> float:
-        """The main extractor's cost of the current state."""
-        ...
-
-    def step(self, action: int) -> StepResult:
-        """Apply ``action`` to the current state."""
-        ...
-
-    def pruned_actions(self) -> frozenset[int]:
-        """Actions known to change nothing in the current state (may miss some, never wrong)."""
-        ...
-
-    def copy(self) -> Environment:
-        """An independent copy of the current state."""
-        ...
-
-
-class RolloutPolicy(Enum):
-    """How rollouts choose actions."""
-
-    RANDOM = "random"
-    """Uniform over all actions, pruned ones included (the paper's experiments)."""
-    PRUNING = "pruning"
-    """Uniform over the actions not pruned at the expanded child (all actions if none is left)."""
-
-
-class TieBreak(Enum):
-    """Which of the root children tied on the final choice's score is applied."""
-
-    LOWEST_ACTION = "lowest-action"
-    """The lowest action (the artifact: a strict ``>`` over actions in order)."""
-    LEAST_APPLIED = "least-applied"
-    """The action applied least often so far in this run, then the lowest."""
-
-
-class Parallelism(Enum):
-    """How ``workers`` > 1 share a planning step (see :mod:`tensor_eqsat.search.parallel`)."""
-
-    ROOT = "root"
-    """Root parallelism: each worker grows its own tree from the step's state with a share of
-    the budget, and the root statistics are summed; one task per worker per step."""
-    TREE = "tree"
-    """Tree parallelism with WU-UCT's unobserved visits: one tree, each simulation's expansion
-    and rollout a task of its own (pays only when a simulation is long, e.g. ILP rewards)."""
-
-
-class Backend(Enum):
-    """Where worker tasks run when ``workers`` > 1."""
-
-    PROCESS = "process"
-    """A pool of ``workers`` processes on this machine."""
-    RAY = "ray"
-    """Ray tasks on a local Ray instance or a cluster (the optional ``ray`` extra)."""
-
-
-class FinalChoice(Enum):
-    """How the action applied to the real environment is chosen among the root's children."""
-
-    MEAN_VALUE = "mean-value"
-    """Best mean value, ties to the lowest action (the paper)."""
-    MOST_VISITED = "most-visited"
-    """Most visits, ties to the lowest action."""
-
-
-@dataclass(frozen=True)
-class MctsConfig:
-    """Settings of the search. Defaults are the paper artifact's.
-
-    budget: simulations (selection, expansion, rollout, backpropagation) per real step; if
-        every root child expanded within the budget changed nothing, planning goes on until one
-        did (or the root is saturated). Default 128.
-    max_rollout_depth: the artifact's ``max_sim_step``; a rollout takes at most
-        ``max_rollout_depth + 1`` steps (its counter is checked after stepping). Default 10,
-        i.e. up to 11 steps.
-    gamma: discount of rewards in rollouts and backpropagation. Default 0.99.
-    exploration: c in UCT = mean + c·sqrt(ln N / n). Default 2·sqrt(2) (the artifact's
-        ``Q/n + 2·sqrt(2 ln N / n)``).
-    expand_probability: probability that selection stops to expand at a non-root node with
-        untried actions. Default 0.5.
-    rollout: :class:`RolloutPolicy`. Default RANDOM.
-    prune_actions: ask the environment for pruned actions at each new node. Default True.
-    final_choice: :class:`FinalChoice`. Default MEAN_VALUE.
-    tie_break: :class:`TieBreak` (or its name) among root children tied on the final choice's
-        score. Default LOWEST_ACTION (the artifact).
-    subtree_reuse: keep the chosen child's subtree as the next root; its visits count against
-        the next step's budget. Default False (the paper's runs).
-    clip_rewards: reward = max(cost before − cost after, 0) (the paper, which clipped because its
-        measured costs were noisy). False keeps negative rewards, so steps that make the main
-        extractor's cost worse are penalised (with a deterministic cost model). Default True.
-    terminal_saturated_nodes: a node whose actions are all pruned or saturated ends the
-        simulation like a terminal state, instead of ending the whole planning step (the
-        artifact). Default False.
-    max_steps: real steps at most. Default 200.
-    cost_threshold: stop once the cost falls below this; the artifact used 0.1 ms as a guard
-        against failed extractions. Default None (off).
-    time_limit: wall seconds for the whole run; planning stops early when it is reached and the
-        run stops after that step. Default None (off).
-    plan_time_limit: wall seconds per planning step (at least one simulation runs).
-        Default None (off).
-    workers: workers planning at once (see :meth:`Mcts.run`). Default 1 (sequential, the
-        paper's runs; no worker is started).
-    parallel: :class:`Parallelism`, how workers share a step. Default ROOT (one task per worker
-        per step). ``subtree_reuse`` needs TREE when ``workers`` > 1.
-    backend: :class:`Backend`, where the workers run. Default PROCESS; RAY needs ``workers`` > 1.
-    address: the Ray cluster to join (``ray.init(address=...)``: ``auto``, ``ray://HOST:10001``);
-        None starts a local Ray instance. Default None; only with ``backend`` RAY.
-    """
-
-    budget: int = 128
-    max_rollout_depth: int = 10
-    gamma: float = 0.99
-    exploration: float = 2.0 * math.sqrt(2.0)
-    expand_probability: float = 0.5
-    rollout: RolloutPolicy = RolloutPolicy.RANDOM
-    prune_actions: bool = True
-    final_choice: FinalChoice = FinalChoice.MEAN_VALUE
-    tie_break: TieBreak = TieBreak.LOWEST_ACTION
-    subtree_reuse: bool = False
-    clip_rewards: bool = True
-    terminal_saturated_nodes: bool = False
-    max_steps: int = 200
-    cost_threshold: float | None = None
-    time_limit: float | None = None
-    plan_time_limit: float | None = None
-    workers: int = 1
-    parallel: Parallelism = Parallelism.ROOT
-    backend: Backend = Backend.PROCESS
-    address: str | None = None
-
-    def __post_init__(self) -> None:
-        checks = [
-            ("budget", self.budget >= 1, "at least 1"),
-            ("max_rollout_depth", self.max_rollout_depth >= 0, "at least 0"),
-            ("gamma", 0.0 <= self.gamma <= 1.0, "in [0, 1]"),
-            ("exploration", self.exploration >= 0.0, "at least 0"),
-            ("expand_probability", 0.0 <= self.expand_probability <= 1.0, "in [0, 1]"),
-            ("max_steps", self.max_steps >= 1, "at least 1"),
-            ("time_limit", self.time_limit is None or self.time_limit > 0, "positive"),
-            ("plan_time_limit", self.plan_time_limit is None or self.plan_time_limit > 0, "positive"),
-            ("workers", self.workers >= 1, "at least 1"),
-        ]
-        for name, ok, want in checks:
-            if not ok:
-                raise ValueError(f"MctsConfig.{name} must be {want}, got {getattr(self, name)!r}")
-        if not isinstance(self.rollout, RolloutPolicy):
-            raise ValueError(f"MctsConfig.rollout must be a RolloutPolicy, got {self.rollout!r}")
-        if not isinstance(self.final_choice, FinalChoice):
-            raise ValueError(f"MctsConfig.final_choice must be a FinalChoice, got {self.final_choice!r}")
-        object.__setattr__(self, "tie_break", parse_enum(TieBreak, self.tie_break, "MctsConfig.tie_break"))
-        for name, kind in (("parallel", Parallelism), ("backend", Backend)):
-            # by name too (``optimize(g, workers=2, backend="ray")``); frozen, hence __setattr__
-            object.__setattr__(self, name, parse_enum(kind, getattr(self, name), f"MctsConfig.{name}"))
-        if self.backend is Backend.RAY and self.workers == 1:
-            raise ValueError("MctsConfig.backend 'ray' runs workers: MctsConfig.workers must be 2 or more")
-        if self.address is not None and self.backend is not Backend.RAY:
-            raise ValueError("MctsConfig.address is a Ray cluster to join: it needs MctsConfig.backend 'ray'")
-        if self.subtree_reuse and self.workers > 1 and self.parallel is Parallelism.ROOT:
-            raise ValueError(
-                "MctsConfig.subtree_reuse keeps one tree across steps: with MctsConfig.workers > 1 it "
-                "needs MctsConfig.parallel 'tree' (root parallelism grows new trees every step)"
-            )
-
-
-@dataclass(frozen=True)
-class ChildStats:
-    """Statistics of one root child after planning."""
-
-    action: int
-    visits: int
-    mean_value: float
-    reward: float
-    saturated: bool
-    done: bool
-
-
-@dataclass(frozen=True)
-class StepPlan:
-    """The outcome of one planning step.
-
-    action: the chosen action, or None if every root action is pruned or saturated.
-    simulations: simulations run in this step; inherited_visits: root visits carried over by
-        subtree reuse (they count against the budget).
-    tree_nodes: nodes in the tree at the end; max_depth: deepest selection path.
-    pruned_root: root actions pruned before planning.
-    aborted: planning ended early because selection reached a node whose children are all
-        saturated.
-    children: statistics of the root's existing children, by action.
-    worker_seconds: root parallelism only: CPU seconds of each worker's tree (the load balance;
-        the largest bounds the step on an idle machine). Default () otherwise.
-    """
-
-    action: int | None
-    simulations: int
-    inherited_visits: int
-    tree_nodes: int
-    max_depth: int
-    pruned_root: int
-    aborted: bool
-    seconds: float
-    children: tuple[ChildStats, ...]
-    worker_seconds: tuple[float, ...] = ()
-
-
-@dataclass(frozen=True)
-class MctsStep:
-    """One real step of :meth:`Mcts.run`.
-
-    cost: the main extractor's cost after the step; best_cost: the lowest cost seen so far
-    (initial state included); reward: max(previous cost − cost, 0) (unclipped if so configured).
-    """
-
-    index: int
-    action: int
-    reward: float
-    cost: float
-    best_cost: float
-    changed: bool
-    done: bool
-    reason: StopReason | None
-    plan: StepPlan
-    step_seconds: float
-    elapsed: float
-    info: Mapping[str, Any]
-
-
-@dataclass(frozen=True)
-class MctsReport:
-    """The result of :meth:`Mcts.run`; the environment passed in holds the final state."""
-
-    stop_reason: StopReason
-    steps: tuple[MctsStep, ...]
-    initial_cost: float
-    final_cost: float
-    best_cost: float
-    seconds: float
-
-    @property
-    def simulations(self) -> int:
-        """Simulations run over all steps."""
-        return sum(s.plan.simulations for s in self.steps)
-
-    @property
-    def actions(self) -> list[int]:
-        """The actions applied to the real environment, in order."""
-        return [s.action for s in self.steps]
-
-
-class _Node:
-    """A tree node: a state and per-action statistics of its children."""
-
-    __slots__ = (
-        "children",
-        "cost",
-        "done",
-        "env",
-        "n_pruned",
-        "n_reserved",
-        "n_saturated",
-        "n_visited",
-        "pending",
-        "pending_total",
-        "pruned",
-        "reward",
-        "saturated",
-        "twin",
-        "value",
-        "visits",
-        "visits_total",
-    )
-
-    def __init__(self, env: Environment | None, cost: float, n_actions: int, pruned: frozenset[int]) -> None:
-        self.env = env
-        self.cost = cost
-        self.children: list[_Node | None] = [None] * n_actions
-        self.reward = [0.0] * n_actions
-        self.done = [False] * n_actions
-        self.visits = [0] * n_actions
-        self.value = [0.0] * n_actions
-        self.saturated = [False] * n_actions
-        for a in pruned:
-            self.saturated[a] = True
-        self.pruned = pruned
-        self.twin: _Node | None = None  # the previous tree's node of this state (search/twins.py)
-        self.n_pruned = len(pruned)
-        self.n_saturated = len(pruned)
-        self.n_visited = 0
-        self.visits_total = 0
-        # In-flight simulations (workers > 1 only): WU-UCT's unobserved visits per action, and
-        # actions whose expansion is running (reserved, not yet visited).
-        self.pending = [0] * n_actions
-        self.pending_total = 0
-        self.n_reserved = 0
-
-    def expandable(self) -> bool:
-        n = len(self.children)
-        k = self.n_visited + self.n_reserved
-        return k < n and k + self.n_pruned < n
-
-    def no_child_available(self) -> bool:
-        # every tried child is saturated (the pruned ones are counted in n_saturated too)
-        return self.n_visited == 0 or self.n_visited == self.n_saturated - self.n_pruned
-
-    def all_saturated(self) -> bool:
-        return self.n_saturated == len(self.children)
-
-    def mark_saturated(self, action: int) -> None:
-        if not self.saturated[action]:
-            self.saturated[action] = True
-            self.n_saturated += 1
-
-    def count(self) -> int:
-        return 1 + sum(c.count() for c in self.children if c is not None)
-
-    def child_stats(self) -> tuple[ChildStats, ...]:
-        """What a step reports of each expanded child."""
-        out = []
-        for a, child in enumerate(self.children):
-            if child is not None:
-                n = self.visits[a]
-                mean = self.value[a] / n if n else 0.0
-                out.append(ChildStats(a, n, mean, self.reward[a], self.saturated[a], self.done[a]))
-        return tuple(out)
 
 
 class Mcts:
