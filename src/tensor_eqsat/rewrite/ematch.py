@@ -184,6 +184,46 @@ def _compile_match(p: Pattern) -> MatchFn:
             s[_DEFERRED] = s.get(_DEFERRED, ()) + tuple((v, a[i]) for i, v, _ in def_t)
         return s
 
+    # Specialised for the common shapes (no attribute to bind, one or two children): this
+    # closure runs for every node of every candidate class. Every variant gives the general
+    # loop's substitutions in the same order.
+    lit1 = lit_t[0] if len(lit_t) == 1 else None
+    many_lits = len(lit_t) > 1
+
+    def accepts(a: tuple[Any, ...]) -> bool:
+        return all(a[i] == v for i, v in lit_t)
+
+    if simple_attrs and nch in (1, 2):
+        cm0 = child_ms[0]
+        cm1 = child_ms[1] if nch == 2 else cm0
+        i0, v0 = lit1 if lit1 is not None else (-1, None)
+        one = nch == 1
+
+        def match_simple(cid: int, s: Subst, ctx: tuple[Any, ...]) -> list[Subst]:
+            nodes, class_nodes, blacklist, _ = ctx
+            out: list[Subst] = []
+            for nid in class_nodes[cid]:
+                node = nodes[nid]
+                if node[0] != op or nid in blacklist:
+                    continue
+                ch = node[2]
+                if len(ch) != nch:
+                    continue
+                if i0 >= 0:
+                    if node[1][i0] != v0:
+                        continue
+                elif many_lits and not accepts(node[1]):
+                    continue
+                if one:
+                    out.extend(cm0(ch[0], s, ctx))
+                else:
+                    c1 = ch[1]
+                    for x in cm0(ch[0], s, ctx):
+                        out.extend(cm1(c1, x, ctx))
+            return out
+
+        return match_simple
+
     def match_node(cid: int, s: Subst, ctx: tuple[Any, ...]) -> list[Subst]:
         nodes, class_nodes, blacklist, _ = ctx
         out: list[Subst] = []
@@ -195,12 +235,7 @@ def _compile_match(p: Pattern) -> MatchFn:
             if len(ch) != nch:
                 continue
             a = node[1]
-            ok = True
-            for i, v in lit_t:
-                if a[i] != v:
-                    ok = False
-                    break
-            if not ok:
+            if lit_t and not accepts(a):
                 continue
             if simple_attrs:
                 substs = [s]
