@@ -24,6 +24,7 @@ already output-sensitive.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -190,7 +191,12 @@ def _compile_match(p: Pattern) -> MatchFn:
     lit1 = lit_t[0] if len(lit_t) == 1 else None
     many_lits = len(lit_t) > 1
 
+    lit_vals = tuple(v for _, v in lit_t)
+    lit_get = operator.itemgetter(*[i for i, _ in lit_t]) if many_lits else None
+
     def accepts(a: tuple[Any, ...]) -> bool:
+        if lit_get is not None:
+            return bool(lit_get(a) == lit_vals)
         return all(a[i] == v for i, v in lit_t)
 
     if simple_attrs and nch in (1, 2):
@@ -212,7 +218,7 @@ def _compile_match(p: Pattern) -> MatchFn:
                 if i0 >= 0:
                     if node[1][i0] != v0:
                         continue
-                elif many_lits and not accepts(node[1]):
+                elif lit_get is not None and lit_get(node[1]) != lit_vals:
                     continue
                 if one:
                     out.extend(cm0(ch[0], s, ctx))
