@@ -704,6 +704,8 @@ class EGraph:
         new._version = self._version
         new._cache = self._cache
         new._cache_version = self._cache_version
+        if "_sids" in self.__dict__:  # hashing.py's per-node ids, which never change for a node id
+            new._sids = self._sids.copy()  # type: ignore[attr-defined]
         return new
 
     def same_as(self, other: EGraph) -> bool:
