@@ -44,6 +44,7 @@ from tensor_eqsat.rewrite.pattern import (
     eval_value,
     tensor_vars,
     value_vars,
+    walk,
 )
 
 if TYPE_CHECKING:
@@ -282,6 +283,14 @@ class Searcher:
         self.tensor_vars: list[str] = tensor_vars(pattern)
         self.attr_vars: list[str] = attr_vars(pattern)
         self._match = _compile_match(pattern)
+        # Every op below the root: a match needs a node of each, so an e-graph without one of
+        # them has no match and its root candidates need not be tried.
+        inner = (
+            {q.op for c in pattern.children for q in walk(c) if isinstance(q, PNode)}
+            if self.root_op
+            else set()
+        )
+        self._inner_ops = tuple(sorted(inner))
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Compiled closures do not pickle (a worker process set up by spawn or Ray receives the
@@ -312,10 +321,14 @@ class Searcher:
         internals = egraph.internals
         ctx = internals.match_context()
         stamp = internals.blacklist_version
+        op_index = internals.op_index
+        for op in self._inner_ops:
+            if not op_index.get(op):
+                return []
         if self.root_op is None:
             candidates: Iterable[int] = list(internals.class_nodes)
         else:
-            candidates = internals.op_index.get(self.root_op, ())
+            candidates = op_index.get(self.root_op, ())
         match = self._match
         out: list[Match] = []
         empty: Subst = {}
