@@ -28,7 +28,6 @@ import operator
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from tensor_eqsat.egraph.enode import ENode
 from tensor_eqsat.errors import AttributeValueError, ShapeError
 from tensor_eqsat.ir.opspec import AttrSpec, lookup
 from tensor_eqsat.rewrite.pattern import (
@@ -285,12 +284,8 @@ class Searcher:
         self._match = _compile_match(pattern)
         # Every op below the root: a match needs a node of each, so an e-graph without one of
         # them has no match and its root candidates need not be tried.
-        inner = (
-            {q.op for c in pattern.children for q in walk(c) if isinstance(q, PNode)}
-            if self.root_op
-            else set()
-        )
-        self._inner_ops = tuple(sorted(inner))
+        below = [q for c in pattern.children for q in walk(c)] if isinstance(pattern, PNode) else []
+        self._inner_ops = tuple(sorted({q.op for q in below if isinstance(q, PNode)}))
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Compiled closures do not pickle (a worker process set up by spawn or Ray receives the
@@ -411,7 +406,7 @@ class Plan:
                 fresh = True
                 break
         if not fresh:
-            nid = self.memo.get(_new_enode(ENode, key))
+            nid = self.memo.get(key)  # a plain tuple hashes and compares as the ENode would
             if nid is not None:
                 return self.find(self.node_class[nid])
         ref = self.index.get(key)
@@ -458,14 +453,20 @@ def _compile_build(p: Pattern) -> BuildFn:
     slots = tuple(v for _, v in p.attrs)
     child_bs = tuple(_compile_build(c) for c in p.children)
 
+    # Per attribute slot, decided once: 0 a literal, 1 an attribute variable, 2 an expression.
+    kinds = tuple(0 if _is_literal(v) else 1 if isinstance(v, AttrVar) else 2 for v in slots)
+    slot_t: list[tuple[int, int, Any]] = []
+    for i, (k, v) in enumerate(zip(kinds, slots, strict=True)):
+        slot_t.append((i, k, v.name if isinstance(v, AttrVar) else v))
+
     def attrs_of(s: Subst, plan: Plan) -> tuple[Any, ...]:
         out = []
         shape_of = None
-        for i, v in enumerate(slots):
-            if _is_literal(v):
+        for i, kind, v in slot_t:
+            if kind == 0:
                 out.append(v)
-            elif isinstance(v, AttrVar):
-                out.append(s[v.name])
+            elif kind == 1:
+                out.append(s[v])
             else:
                 if shape_of is None:
                     shape_of = shape_getter(plan.egraph, s)
