@@ -103,7 +103,7 @@ def _dag_hashes(egraph: EGraph) -> dict[int, int]:
             elif len(ch) == 1:
                 sigs.append(hash((sid, h[ch[0]])))
             else:
-                sigs.append(hash((sid, *[h[x] for x in ch])))
+                sigs.append(hash((sid, *map(h.__getitem__, ch))))
         if len(sigs) > 1:
             sigs.sort()
         h[c] = hash(tuple(sigs))

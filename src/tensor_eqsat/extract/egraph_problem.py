@@ -133,6 +133,8 @@ def problem_from_egraph(
     blacklist = egraph.blacklist
     costs = cache if cache is not None else {}
     op_cost = cost_model.op_cost
+    # C-level lookups (``map`` over bound ``__getitem__``) for the per-node work below.
+    class_of, flag_of, shape_of = index.__getitem__, flags.__getitem__, single.__getitem__
     node_class: list[int] = []
     node_children: list[tuple[int, ...]] = []
     node_cost: list[float] = []
@@ -150,7 +152,7 @@ def problem_from_egraph(
                 cost = 0.0
             else:
                 try:
-                    ch = tuple([index[k] for k in children])
+                    ch = tuple(map(class_of, children))
                 except KeyError as exc:
                     raise ExtractionError(
                         f"e-node {node} of e-class {cid}: unknown child e-class {exc.args[0]}"
@@ -158,11 +160,11 @@ def problem_from_egraph(
                 if op == PROJECTION:
                     cost = 0.0
                 else:
-                    all_w = all([flags[k] for k in ch])
+                    all_w = all(map(flag_of, ch))
                     key = (node, all_w)
                     cached = costs.get(key)
                     if cached is None:
-                        in_shapes = tuple([single[k] for k in ch])
+                        in_shapes = tuple(map(shape_of, ch))
                         if None in in_shapes:
                             raise ExtractionError(
                                 f"e-node {node} of e-class {cid} reads a multi-output class without a "
