@@ -71,6 +71,8 @@ def test_paper_extractor_names_and_options(graph_file, capsys):
             "--rollout",
             "pruning",
             "--subtree-reuse",
+            "--final-choice",
+            "mean-value",
             "--seed",
             "7",
             "--cost-model",
@@ -82,6 +84,7 @@ def test_paper_extractor_names_and_options(graph_file, capsys):
     s = json.loads(capsys.readouterr().out)["settings"]
     assert (s["main_extractor"], s["final_extractor"], s["seed"]) == ("greedy-tree", "greedy-tree", 7)
     assert s["mcts"]["rollout"] == "pruning" and s["mcts"]["subtree_reuse"] is True
+    assert s["mcts"]["final_choice"] == "mean-value"
     assert s["cost_model"] == "roofline:p100"
 
 

@@ -69,7 +69,7 @@ from tensor_eqsat.ir.serialize import save
 from tensor_eqsat.optimize import OptimizeResult, Progress, optimize, save_run
 from tensor_eqsat.outputs import atomic_write, check_output, check_output_dir
 from tensor_eqsat.rules.sets import rule_set_names
-from tensor_eqsat.search.mcts import Backend, MctsConfig, Parallelism, RolloutPolicy
+from tensor_eqsat.search.mcts import Backend, FinalChoice, MctsConfig, Parallelism, RolloutPolicy
 from tensor_eqsat.search.portfolio import PortfolioConfig
 from tensor_eqsat.target import GuardReport, Target, default_target, get_target, target_names
 
@@ -167,6 +167,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         choices=[r.value for r in RolloutPolicy],
         default="random",
         help="rollout policy: random over all rules (the paper) or over unpruned ones (default: random)",
+    )
+    p.add_argument(
+        "--final-choice",
+        choices=[c.value for c in FinalChoice],
+        default=MctsConfig().final_choice.value,
+        help="the rule each MCTS step applies: the root child whose simulations reached the lowest "
+        "cost (best-seen), the best mean value (mean-value, the paper) or the most visited "
+        "(default: best-seen)",
     )
     p.add_argument(
         "--subtree-reuse", action="store_true", help="keep the chosen child's subtree for the next step"
@@ -315,6 +323,7 @@ def _mcts_config(args: argparse.Namespace) -> MctsConfig:
             budget=args.budget if args.budget is not None else MctsConfig().budget,
             max_rollout_depth=args.rollout_depth,
             rollout=RolloutPolicy(args.rollout),
+            final_choice=FinalChoice(args.final_choice),
             subtree_reuse=args.subtree_reuse,
             workers=args.workers,
             parallel=Parallelism(args.parallel),

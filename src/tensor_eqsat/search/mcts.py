@@ -4,7 +4,7 @@ The search runs over an abstract :class:`Environment` (the e-graph one is in ``s
 a state, a fixed number of actions (rules), ``step(action)`` returning the main extractor's cost
 of the new state, ``pruned_actions()`` (actions known to change nothing) and ``copy()``.
 Everything below follows the paper's artifact (``reference/paper-artifact.md`` §1) unless an
-option says otherwise:
+option says otherwise, except the final choice (``final_choice="mean-value"`` is the artifact's):
 
 * **Outer loop** (:meth:`Mcts.run`): plan with a fresh tree of ``budget`` simulations, apply the
   chosen action to the real environment, repeat until the environment is done (node limit), the
@@ -25,14 +25,25 @@ option says otherwise:
   up to 11 steps, and ``max_rollout_depth`` keeps that convention. Return
   G = Σ_t γ^t·max(cost_{t-1} − cost_t, 0), γ = 0.99.
 * **Backpropagation**: from the expanded node up, value := r(node, action) + γ·value; the edge's
-  value sum and visit count are updated. Terminal expansions and traversals back up G = 0.
-* **Final choice**: the root child with the best mean value, excluding saturated children;
-  ``FinalChoice.MOST_VISITED`` is the artifact's unused alternative. Ties go to the lowest
-  action in the artifact (``TieBreak.LOWEST_ACTION``): when no simulation saw a gain, every
-  mean is 0 and the same low rule is applied step after step until the node limit (its
-  weakness 4: BERT applies rules 0, 1 and 4). ``TieBreak.LEAST_APPLIED`` gives a tie to the
-  action applied least often so far in the run, then the lowest: with no signal, the search
-  takes the rules in turn, as saturation would.
+  value sum and visit count are updated, and its *best seen*: the lowest main cost of any state
+  the simulation reached below the edge (tree states and rollout states alike). Terminal
+  expansions and traversals back up G = 0.
+* **Final choice** (the one default that is not the artifact's): ``FinalChoice.BEST_SEEN``, the
+  root child through which a simulation reached the lowest cost, ties by mean value; saturated
+  children excluded. The artifact's ``FinalChoice.MEAN_VALUE`` (best mean value) estimates what
+  a *random* continuation earns, and discounts: on TT (issue 13) a merge that fills the e-graph
+  is worth 0.3358 at once, and the same merge after a 0.0033 relu concat is worth
+  0.0033 + 0.99·0.3358 = 0.3358 − 0.00005, so even a search that found the better order would
+  not take it, and rollouts that miss the merge (11 uniform draws over 139 rules) drag that
+  child's mean to a third. The run's objective is the final cost of a deterministic
+  environment, so a reached state is an achievable one, and the lowest reached is what a step
+  should aim at; when every child reached the same cost (often: no simulation saw a gain) the
+  mean decides, as in the artifact. ``FinalChoice.MOST_VISITED`` is the artifact's unused
+  alternative. Ties go to the lowest action in the artifact (``TieBreak.LOWEST_ACTION``): when
+  no simulation saw a gain, every mean is 0 and the same low rule is applied step after step
+  until the node limit (its weakness 4: BERT applies rules 0, 1 and 4).
+  ``TieBreak.LEAST_APPLIED`` gives a tie to the action applied least often so far in the run,
+  then the lowest: with no signal, the search takes the rules in turn, as saturation would.
 
 All randomness (selection coin, expansion choice, rollout actions) comes from one
 ``numpy.random.Generator`` seeded by ``seed``: with a deterministic environment the same seed gives
@@ -346,19 +357,23 @@ class Mcts:
 
     def _final_action(self, root: _Node) -> int | None:
         best_action = None
-        best = -math.inf
+        best: tuple[float, ...] = ()
         least = self.config.tie_break is TieBreak.LEAST_APPLIED
+        choice = self.config.final_choice
         applied = self._applied
         for a, child in enumerate(root.children):
             if child is None or root.saturated[a] or root.visits[a] == 0:
                 continue
-            if self.config.final_choice is FinalChoice.MEAN_VALUE:
-                score = root.value[a] / root.visits[a]
+            mean = root.value[a] / root.visits[a]
+            if choice is FinalChoice.MEAN_VALUE:
+                score: tuple[float, ...] = (mean,)
+            elif choice is FinalChoice.BEST_SEEN:
+                score = (-root.best[a], mean)
             else:
-                score = float(root.visits[a])
-            if score > best:
+                score = (float(root.visits[a]),)
+            if best_action is None or score > best:
                 best, best_action = score, a
-            elif least and score == best and applied.get(a, 0) < applied.get(best_action, 0):  # type: ignore[arg-type]
+            elif least and score == best and applied.get(a, 0) < applied.get(best_action, 0):
                 best_action = a
         return best_action
 
@@ -436,10 +451,12 @@ class Mcts:
             child = self._new_node(env, result.cost)
             pruned = frozenset(a for a, s in enumerate(child.saturated) if s)
         node.children[action] = child
-        g = self._rollout(env.copy() if child.env is env else env, result.cost, pruned)
-        self._backpropagate(path, g)
+        start = env.copy() if child.env is env else env
+        self._backpropagate(path, *self._rollout(start, result.cost, pruned))
 
-    def _rollout(self, env: Environment, cost: float, pruned: frozenset[int]) -> float:
+    def _rollout(self, env: Environment, cost: float, pruned: frozenset[int]) -> tuple[float, float]:
+        """Random steps from ``env`` (mutated) of main cost ``cost``; returns (the discounted
+        return G, the lowest cost of a state the rollout reached)."""
         cfg = self.config
         n = env.num_actions
         choices: list[int] | None = None
@@ -447,6 +464,7 @@ class Mcts:
             choices = [a for a in range(n) if a not in pruned]
         total = 0.0
         discount = 1.0
+        lowest = math.inf
         for _ in range(cfg.max_rollout_depth + 1):
             if choices is None:
                 action = int(self.rng.integers(n))
@@ -456,15 +474,18 @@ class Mcts:
             total += discount * self._reward(cost, result.cost)
             discount *= cfg.gamma
             cost = result.cost
+            lowest = min(lowest, cost)
             if result.done:
                 break
-        return total
+        return total, lowest
 
     def _reward(self, before: float, after: float) -> float:
         gain = before - after
         return max(gain, 0.0) if self.config.clip_rewards else gain
 
-    def _backpropagate(self, path: list[tuple[_Node, int]], value: float) -> None:
+    def _backpropagate(self, path: list[tuple[_Node, int]], value: float, lowest: float = math.inf) -> None:
+        """Back up the return ``value`` from the end of ``path``, and the lowest cost the
+        simulation reached: ``lowest`` (its rollout's) or a state on the path below the edge."""
         gamma = self.config.gamma
         for node, a in reversed(path):
             value = node.reward[a] + gamma * value
@@ -473,3 +494,8 @@ class Mcts:
                 node.n_visited += 1
             node.visits[a] += 1
             node.visits_total += 1
+            child = node.children[a]
+            if child is not None and child.cost < lowest:
+                lowest = child.cost
+            if lowest < node.best[a]:
+                node.best[a] = lowest

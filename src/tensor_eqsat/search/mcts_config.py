@@ -1,8 +1,9 @@
 """Settings of :class:`~tensor_eqsat.search.mcts.Mcts`: the strategies it can switch between
 (rollout policy, final choice, tie break, parallelism, backend) and :class:`MctsConfig`.
 
-Defaults are the paper artifact's (``reference/paper-artifact.md`` §1); the search itself and
-its rejected alternatives are described in :mod:`tensor_eqsat.search.mcts`.
+Defaults are the paper artifact's (``reference/paper-artifact.md`` §1) except the final choice
+(best seen, not best mean value); the search itself and its rejected alternatives are described
+in :mod:`tensor_eqsat.search.mcts`.
 """
 
 from __future__ import annotations
@@ -56,14 +57,17 @@ class FinalChoice(Enum):
     """How the action applied to the real environment is chosen among the root's children."""
 
     MEAN_VALUE = "mean-value"
-    """Best mean value, ties to the lowest action (the paper)."""
+    """Best mean value, ties by ``tie_break`` (the paper)."""
     MOST_VISITED = "most-visited"
-    """Most visits, ties to the lowest action."""
+    """Most visits, ties by ``tie_break``."""
+    BEST_SEEN = "best-seen"
+    """The child through which a simulation reached the lowest main cost (undiscounted: the
+    run's objective is the final cost), ties by mean value, then by ``tie_break``."""
 
 
 @dataclass(frozen=True)
 class MctsConfig:
-    """Settings of the search. Defaults are the paper artifact's.
+    """Settings of the search. Defaults are the paper artifact's, except ``final_choice``.
 
     budget: simulations (selection, expansion, rollout, backpropagation) per real step; if
         every root child expanded within the budget changed nothing, planning goes on until one
@@ -78,7 +82,9 @@ class MctsConfig:
         untried actions. Default 0.5.
     rollout: :class:`RolloutPolicy`. Default RANDOM.
     prune_actions: ask the environment for pruned actions at each new node. Default True.
-    final_choice: :class:`FinalChoice`. Default MEAN_VALUE.
+    final_choice: :class:`FinalChoice`. Default BEST_SEEN; MEAN_VALUE is the paper's (its
+        discounted mean over random rollouts can prefer a big gain now to the same gain after a
+        small one, and a terminal child's exact value to children whose rollouts rarely find it).
     tie_break: :class:`TieBreak` (or its name) among root children tied on the final choice's
         score. Default LOWEST_ACTION (the artifact).
     subtree_reuse: keep the chosen child's subtree as the next root; its visits count against
@@ -112,7 +118,7 @@ class MctsConfig:
     expand_probability: float = 0.5
     rollout: RolloutPolicy = RolloutPolicy.RANDOM
     prune_actions: bool = True
-    final_choice: FinalChoice = FinalChoice.MEAN_VALUE
+    final_choice: FinalChoice = FinalChoice.BEST_SEEN
     tie_break: TieBreak = TieBreak.LOWEST_ACTION
     subtree_reuse: bool = False
     clip_rewards: bool = True
@@ -143,10 +149,13 @@ class MctsConfig:
                 raise ValueError(f"MctsConfig.{name} must be {want}, got {getattr(self, name)!r}")
         if not isinstance(self.rollout, RolloutPolicy):
             raise ValueError(f"MctsConfig.rollout must be a RolloutPolicy, got {self.rollout!r}")
-        if not isinstance(self.final_choice, FinalChoice):
-            raise ValueError(f"MctsConfig.final_choice must be a FinalChoice, got {self.final_choice!r}")
-        object.__setattr__(self, "tie_break", parse_enum(TieBreak, self.tie_break, "MctsConfig.tie_break"))
-        for name, kind in (("parallel", Parallelism), ("backend", Backend)):
+        kinds: tuple[tuple[str, type[Enum]], ...] = (
+            ("final_choice", FinalChoice),
+            ("tie_break", TieBreak),
+            ("parallel", Parallelism),
+            ("backend", Backend),
+        )
+        for name, kind in kinds:
             # by name too (``optimize(g, workers=2, backend="ray")``); frozen, hence __setattr__
             object.__setattr__(self, name, parse_enum(kind, getattr(self, name), f"MctsConfig.{name}"))
         if self.backend is Backend.RAY and self.workers == 1:

@@ -8,6 +8,7 @@ An :class:`Environment` is what the search acts on (one state per tree node, ``s
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -73,6 +74,9 @@ class ChildStats:
     reward: float
     saturated: bool
     done: bool
+    best_cost: float = math.inf
+    """The lowest main cost of any state a simulation through this child reached (the child's
+    state, the states below it in the tree, its rollouts' states); inf if none was priced."""
 
 
 @dataclass(frozen=True)
@@ -151,6 +155,7 @@ class _Node:
     """A tree node: a state and per-action statistics of its children."""
 
     __slots__ = (
+        "best",
         "children",
         "cost",
         "done",
@@ -178,6 +183,8 @@ class _Node:
         self.done = [False] * n_actions
         self.visits = [0] * n_actions
         self.value = [0.0] * n_actions
+        # the lowest cost a simulation through the action reached (FinalChoice.BEST_SEEN)
+        self.best = [math.inf] * n_actions
         self.saturated = [False] * n_actions
         for a in pruned:
             self.saturated[a] = True
@@ -220,5 +227,7 @@ class _Node:
             if child is not None:
                 n = self.visits[a]
                 mean = self.value[a] / n if n else 0.0
-                out.append(ChildStats(a, n, mean, self.reward[a], self.saturated[a], self.done[a]))
+                out.append(
+                    ChildStats(a, n, mean, self.reward[a], self.saturated[a], self.done[a], self.best[a])
+                )
         return tuple(out)

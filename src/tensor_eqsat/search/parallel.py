@@ -6,8 +6,9 @@ Two published schemes, chosen by ``MctsConfig.parallel``:
   UCT"; Chaslot, Winands & van den Herik 2008, "Parallel Monte-Carlo tree search"):
   :func:`plan_root` sends the step's state to each of W workers once, each grows its own tree
   with its share of the budget (:func:`_plan_tree`, the sequential planner) from a seed drawn
-  here, and returns only its root's statistics; visits and value sums are added per action and
-  the action is chosen from the sums as the sequential search chooses it. One task per worker
+  here, and returns only its root's statistics; visits and value sums are added per action, the
+  lowest cost reached is the minimum over the trees, and the action is chosen from these as the
+  sequential search chooses it. One task per worker
   and step: a SqueezeNet simulation is 8-9 ms of work, and a task per simulation adds about
   2 ms of pickling (the state out, the child back), the pool's round trip and a wait for each
   batch's slowest simulation, so it cannot pay; a whole tree per task costs one state transfer
@@ -30,6 +31,7 @@ order, so a run depends on the seed and W only, not on timing or on where the ta
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
@@ -73,6 +75,7 @@ class _RootStats:
 
     visits: list[int]
     value: list[float]
+    best: list[float]
     reward: list[float]
     saturated: list[bool]
     done: list[bool]
@@ -139,6 +142,7 @@ def plan_root(
                 root.visits[a] += s.visits[a]
                 root.visits_total += s.visits[a]
                 root.value[a] += s.value[a]
+                root.best[a] = min(root.best[a], s.best[a])
             if s.expanded[a] and root.children[a] is None:
                 root.children[a] = _Node(None, 0.0, 0, frozenset())
             root.done[a] = root.done[a] or s.done[a]
@@ -172,6 +176,7 @@ def _plan_tree(env: Environment, config: MctsConfig, seed: int, seconds: float |
     return _RootStats(
         visits=list(root.visits),
         value=list(root.value),
+        best=list(root.best),
         reward=list(root.reward),
         saturated=list(root.saturated),
         done=list(root.done),
@@ -268,27 +273,27 @@ def simulate_batch(search: Mcts, root: _Node, k: int) -> tuple[int, int, bool]:
         elif env is None:
             node.children[action] = _Node(None, result.cost, n_actions, frozenset(range(n_actions)))
             node.mark_saturated(action)
-            search._backpropagate(path, g)
+            search._backpropagate(path, *g)
         else:
             node.children[action] = _Node(env, result.cost, n_actions, pruned)
-            search._backpropagate(path, g)
+            search._backpropagate(path, *g)
         completed += 1
     return completed, depth, aborted
 
 
 def _expand_and_rollout(
     env: Environment, action: int, seed: int, config: MctsConfig
-) -> tuple[StepResult, Environment | None, frozenset[int], float]:
+) -> tuple[StepResult, Environment | None, frozenset[int], tuple[float, float]]:
     """A worker's half of a simulation from the leaf state ``env``: the expansion step, the new
     child's pruned actions, and a rollout from it with a generator seeded by ``seed``.
 
     Returns (step result, the child's state or None if the step was terminal or changed nothing,
-    its pruned actions, the rollout's return)."""
+    its pruned actions, the rollout's return and lowest cost)."""
     search = Mcts(config, seed=seed)
     env = env.copy()  # an executor that does not pickle (threads) must not touch the tree's state
     result = env.step(action)
     if result.done:
-        return result, None, frozenset(), 0.0
+        return result, None, frozenset(), (0.0, math.inf)
     if not result.changed:
         return result, None, frozenset(), search._rollout(env, result.cost, frozenset(range(env.num_actions)))
     pruned = env.pruned_actions() if config.prune_actions else frozenset()

@@ -58,7 +58,7 @@ def expand_known(mcts: Mcts, node: _Node, action: int, path: list[tuple[_Node, i
         child.twin = known
         start = known.env.copy()
     node.children[action] = child
-    mcts._backpropagate(path, mcts._rollout(start, known.cost, child.pruned))
+    mcts._backpropagate(path, *mcts._rollout(start, known.cost, child.pruned))
 
 
 def forget(root: _Node) -> None:

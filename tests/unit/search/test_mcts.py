@@ -5,7 +5,15 @@ from __future__ import annotations
 import math
 
 import pytest
-from mcts_toys import CountingEnv, FactRule, FactsEnv, fixed_order, phase_order_rules, random_rules
+from mcts_toys import (
+    CountingEnv,
+    FactRule,
+    FactsEnv,
+    filling_rules,
+    fixed_order,
+    phase_order_rules,
+    random_rules,
+)
 
 from tensor_eqsat.search.mcts import (
     FinalChoice,
@@ -158,6 +166,46 @@ def test_least_applied_never_overrides_a_better_mean():
         assert Mcts(budget=32, seed=0, tie_break=tie).run(env).final_cost == 5.0
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_best_seen_takes_the_small_gain_before_the_step_that_fills_the_egraph(seed):
+    paper = Mcts(budget=16, seed=seed, final_choice="mean-value").run(FactsEnv(filling_rules(), limit=6))
+    assert paper.actions == [0] and paper.final_cost == 7.0
+    report = Mcts(budget=16, seed=seed).run(FactsEnv(filling_rules(), limit=6))
+    assert report.actions == [1, 0] and report.final_cost == pytest.approx(6.99)
+    first = {c.action: c for c in report.steps[0].plan.children}
+    assert first[0].best_cost == 7.0 and first[1].best_cost == pytest.approx(6.99)
+    assert first[0].mean_value > first[1].mean_value  # what the paper's choice goes by
+
+
+def test_best_seen_ties_go_by_mean_value_then_the_tie_break():
+    # both children reach cost 0 (a terminal step), so the better mean decides; equal means
+    # (CountingEnv: every step pays 1) go to the lowest action, as in the paper
+    node = _Node(None, 10.0, 3, frozenset())
+    node.children = [node, node, node]
+    node.visits, node.value, node.best = [2, 2, 2], [4.0, 6.0, 9.0], [0.0, 0.0, 1.0]
+    node.n_visited = 3
+    assert Mcts()._final_action(node) == 1
+    assert Mcts(final_choice="mean-value")._final_action(node) == 2
+    plan = Mcts(budget=3, seed=5).plan(CountingEnv(3))
+    assert len({(c.best_cost, c.mean_value) for c in plan.children}) == 1 and plan.action == 0
+
+
+def test_backpropagation_keeps_the_lowest_cost_below_each_edge():
+    root = _Node(None, 10.0, 2, frozenset())
+    mid = _Node(None, 8.0, 2, frozenset())
+    leaf = _Node(None, 9.0, 2, frozenset())
+    root.children[1], mid.children[0] = mid, leaf
+    mcts = Mcts()
+    mcts._backpropagate([(root, 1), (mid, 0)], 0.0, 7.5)  # a rollout from the leaf reached 7.5
+    assert (root.best[1], mid.best[0]) == (7.5, 7.5)
+    mcts._backpropagate([(root, 1), (mid, 0)], 0.0)  # no rollout: the path's own states
+    assert (root.best[1], mid.best[0]) == (7.5, 7.5)
+    other = _Node(None, 10.0, 2, frozenset())
+    other.children[1], mid.best[0] = mid, 9.5
+    mcts._backpropagate([(other, 1), (mid, 0)], 0.0, 9.9)
+    assert (other.best[1], mid.best[0]) == (8.0, 9.0)  # mid's own state is below other's edge
+
+
 def test_most_visited_final_choice():
     plan = Mcts(budget=30, seed=0, final_choice=FinalChoice.MOST_VISITED).plan(
         FactsEnv(phase_order_rules(), limit=6)
@@ -300,6 +348,7 @@ def test_callbacks_see_every_simulation_and_step():
         ("expand_probability", -0.1),
         ("max_steps", 0),
         ("tie_break", "sideways"),
+        ("final_choice", "best-mean"),
     ],
 )
 def test_invalid_configuration_names_the_field(field, value):
@@ -310,9 +359,13 @@ def test_invalid_configuration_names_the_field(field, value):
 def test_unclipped_rewards_steer_away_from_steps_that_raise_the_cost():
     # both rules end the episode; rule 0 makes the cost worse, rule 1 changes nothing in cost
     rules = [FactRule(frozenset({"a"}), "worse", 1, -3.0), FactRule(frozenset({"a"}), "same", 1, 0.0)]
-    clipped = Mcts(budget=2, seed=0).plan(FactsEnv(rules, limit=2))
+    paper = {"final_choice": "mean-value"}
+    clipped = Mcts(budget=2, seed=0, **paper).plan(FactsEnv(rules, limit=2))
     assert [c.mean_value for c in clipped.children] == [0.0, 0.0]
     assert clipped.action == 0  # the paper's clipping cannot tell them apart: lowest index
-    unclipped = Mcts(budget=2, seed=0, clip_rewards=False).plan(FactsEnv(rules, limit=2))
+    unclipped = Mcts(budget=2, seed=0, clip_rewards=False, **paper).plan(FactsEnv(rules, limit=2))
     assert [c.mean_value for c in unclipped.children] == [-3.0, 0.0]
     assert unclipped.action == 1
+    # the lowest cost each child reached tells them apart without unclipped rewards
+    assert [c.best_cost for c in clipped.children] == [13.0, 10.0]
+    assert Mcts(budget=2, seed=0).plan(FactsEnv(rules, limit=2)).action == 1

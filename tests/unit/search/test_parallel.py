@@ -8,7 +8,7 @@ import sys
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
 import pytest
-from mcts_toys import FactRule, FactsEnv
+from mcts_toys import FactRule, FactsEnv, filling_rules
 from test_env import paper_env
 
 from tensor_eqsat.errors import ConfigError
@@ -112,11 +112,14 @@ def test_root_statistics_are_the_sums_of_the_workers_trees():
         assert root.visits[a] == sum(t.visits[a] for t in trees)
         assert root.value[a] == pytest.approx(sum(t.value[a] for t in trees))
         assert root.saturated[a] == any(t.saturated[a] for t in trees)
+        assert root.best[a] == min(t.best[a] for t in trees)  # the lowest cost any tree reached
     assert plan.simulations == sum(t.simulations for t in trees) >= 9
     assert len(plan.worker_seconds) == 2 and all(t >= 0.0 for t in plan.worker_seconds)
     assert plan.pruned_root == 2 and not root.visits[2] and not root.visits[3]  # d needs b; e needs z
-    means = {c.action: c.mean_value for c in plan.children if not c.saturated}
-    assert plan.action == max(means, key=lambda a: (means[a], -a))
+    # best seen, then mean value, then the lowest action
+    key = {c.action: (-c.best_cost, c.mean_value, -c.action) for c in plan.children if not c.saturated}
+    assert plan.action == max(key, key=key.__getitem__)
+    assert min(c.best_cost for c in plan.children) == 5.5  # b, c and d: 10 - 4.5
 
 
 def test_progress_reaches_the_budget_once_per_worker_tree():
@@ -124,6 +127,15 @@ def test_progress_reaches_the_budget_once_per_worker_tree():
     Mcts(budget=8, seed=1, workers=2).run(paper_env(), on_simulation=lambda *a: seen.append(a))
     first_step = [s for s in seen if s[0] == 0]
     assert len(first_step) == 2 and first_step[-1][1:] == (8, 8)
+
+
+@pytest.mark.parametrize("parallel", SCHEMES)
+def test_parallel_planning_takes_the_small_gain_before_the_filling_step(parallel):
+    # the lowest cost a simulation reached comes back from the workers' trees and rollouts
+    env = FactsEnv(filling_rules(), limit=6)
+    with ThreadPoolExecutor(2) as pool:
+        report = Mcts(budget=16, seed=0, workers=2, parallel=parallel).run(env, executor=pool)
+    assert report.actions == [1, 0] and report.final_cost == pytest.approx(6.99)
 
 
 def test_subtree_reuse_runs_with_tree_parallelism():
