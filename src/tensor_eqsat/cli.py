@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import pkgutil
 import sqlite3
 import sys
@@ -67,6 +68,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader of stdout went away (`... | head`): stop quietly, as Unix tools do, and keep
+        # Python from reporting the same error again when it flushes stdout at exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
     except sqlite3.DatabaseError as exc:
         # A results database damaged in a way the checks at open did not see.
         print(f"error: results database: {exc}", file=sys.stderr)

@@ -22,6 +22,7 @@ def _dry_run(capsys, *args: str) -> list[dict]:
 def test_paper_grid_has_390_runs(capsys, tmp_path):
     runs = _dry_run(capsys, "--paper", "--db", str(tmp_path / "r.sqlite"))
     assert len(runs) == 390
+    assert not (tmp_path / "r.sqlite").exists(), "a dry run must not create the database"
     assert runs[0] == {"model": "bert", "config": "dcf-dcf", "seed": 0}
     assert {r["config"] for r in runs} == {"dcf-dcf", "dcf-ilp", "ocf-ocf", "ocf-ilp", "ilp-ilp", "tensat"}
 

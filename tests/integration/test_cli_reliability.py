@@ -556,3 +556,19 @@ def test_hostile_files_and_arguments_get_one_line_errors(argv, message, tmp_path
     err = capsys.readouterr().err
     assert "Traceback" not in err
     assert message in err.strip().splitlines()[-1]
+
+
+def test_a_closed_stdout_pipe_ends_quietly(tmp_path):
+    """`tensor-eqsat ... | head -1`: the reader goes away while the command still writes; the
+    command stops with 141 (as a Unix tool killed by SIGPIPE) and no traceback."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")}
+    argv = [sys.executable, "-m", "tensor_eqsat", "bench", "--paper", "--configs", "all"]
+    argv += ["--seeds", "0-199", "--dry-run", "--db", str(tmp_path / "r.sqlite")]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert proc.stdout is not None and proc.stderr is not None
+    first = proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141, err
+    assert first.startswith(b"bert dcf-dcf seed 0")
+    assert "Traceback" not in err and "BrokenPipe" not in err

@@ -162,18 +162,7 @@ class ResultsDB:
     def __init__(self, path: str | Path, *, create: bool = True) -> None:
         """Open ``path``; with ``create=False`` it must already be a results database (reports)."""
         self.path = Path(path)
-        if not create and not self.path.is_file():
-            raise BenchError(f"{self.path}: no such results database")
-        if create and not self.path.parent.is_dir():
-            raise BenchError(f"{self.path}: directory {self.path.parent} does not exist")
-        if self.path.is_dir():
-            raise BenchError(f"{self.path}: is a directory, not a results database")
-        if create:
-            # WAL needs the directory writable (for the -wal and -shm files) as well as the file.
-            if not os.access(self.path.parent, os.W_OK | os.X_OK):
-                raise BenchError(f"{self.path}: directory {self.path.parent} is not writable")
-            if self.path.exists() and not os.access(self.path, os.W_OK):
-                raise BenchError(f"{self.path}: the results database is read-only")
+        self.check_path(self.path, create=create)
         try:
             # isolation_level=None: transactions are explicit (BEGIN IMMEDIATE ... COMMIT) below.
             self._conn = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None)
@@ -194,6 +183,23 @@ class ResultsDB:
         except sqlite3.DatabaseError as exc:
             raise BenchError(f"{self.path}: not a results database ({exc})") from None
         self._host = socket.gethostname()
+
+    @staticmethod
+    def check_path(path: Path, *, create: bool = True) -> None:
+        """Raise BenchError if ``path`` cannot be opened as a results database (with ``create``:
+        created or appended to), without creating anything."""
+        if not create and not path.is_file():
+            raise BenchError(f"{path}: no such results database")
+        if create and not path.parent.is_dir():
+            raise BenchError(f"{path}: directory {path.parent} does not exist")
+        if path.is_dir():
+            raise BenchError(f"{path}: is a directory, not a results database")
+        if create:
+            # WAL needs the directory writable (for the -wal and -shm files) as well as the file.
+            if not os.access(path.parent, os.W_OK | os.X_OK):
+                raise BenchError(f"{path}: directory {path.parent} is not writable")
+            if path.exists() and not os.access(path, os.W_OK):
+                raise BenchError(f"{path}: the results database is read-only")
 
     def _check_integrity(self) -> None:
         """Refuse a damaged file (a corrupted page) before reading from or appending to it."""

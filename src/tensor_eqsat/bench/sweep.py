@@ -220,9 +220,12 @@ class SweepReport:
         return not self.failures
 
 
-def pending(experiments: Iterable[Experiment], db: ResultsDB) -> tuple[list[Experiment], list[Experiment]]:
-    """(to run, already stored), duplicates in the grid dropped, order kept."""
-    finished = db.finished_keys()
+def pending(
+    experiments: Iterable[Experiment], db: ResultsDB | None
+) -> tuple[list[Experiment], list[Experiment]]:
+    """(to run, already stored), duplicates in the grid dropped, order kept; ``db=None`` is a
+    database with nothing stored (a dry run before the database exists)."""
+    finished = db.finished_keys() if db is not None else set()
     todo: list[Experiment] = []
     done: list[Experiment] = []
     seen: set[tuple[str, str, int, str]] = set()

@@ -25,6 +25,7 @@ from tensor_eqsat.bench.grid import (
     PAPER_SEEDS,
     PAPER_SETTINGS,
     BenchError,
+    Experiment,
     Settings,
     build_grid,
     parse_seeds,
@@ -251,7 +252,7 @@ def _check_model_params(params: dict[str, dict[str, Any]]) -> None:
             raise BenchError(f"--model-param {model}: bad value ({exc})") from None
 
 
-def grid_from_args(args: argparse.Namespace) -> list[Any]:
+def grid_from_args(args: argparse.Namespace) -> list[Experiment]:
     """The experiments the flags describe."""
     from tensor_eqsat.zoo import names
 
@@ -306,19 +307,31 @@ class _Progress:
             _line(f"{head}: FAILED: {outcome.error}; {tail}")
 
 
+def _dry_run(args: argparse.Namespace, experiments: list[Experiment]) -> int:
+    """List the runs still to do; reads the database if it exists and never creates one, but
+    refuses a path the real run could not write, as the real run would."""
+    ResultsDB.check_path(Path(args.db))
+    if Path(args.db).is_file():
+        with ResultsDB(args.db, create=False) as db:
+            todo, done = pending(experiments, db)
+    else:
+        todo, done = pending(experiments, None)
+    if args.json:
+        print_json([{"model": e.model, "config": e.config.name, "seed": e.seed} for e in todo])
+    else:
+        for e in todo:
+            print(e.describe())
+    _line(f"{len(todo)} to run, {len(done)} already in {args.db}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     experiments = grid_from_args(args)
     backend = backend_from_args(args)
+    if args.dry_run:
+        return _dry_run(args, experiments)
     with ResultsDB(args.db) as db:
         todo, done = pending(experiments, db)
-        if args.dry_run:
-            if args.json:
-                print_json([{"model": e.model, "config": e.config.name, "seed": e.seed} for e in todo])
-            else:
-                for e in todo:
-                    print(e.describe())
-            _line(f"{len(todo)} to run, {len(done)} already in {args.db}")
-            return 0
         accuracy = args.paper if args.accuracy is None else args.accuracy
         if accuracy:
             models = list(dict.fromkeys(e.model for e in experiments))

@@ -643,9 +643,8 @@ class EGraph:
         self.rebuild()
 
         def build() -> list[EClass]:
-            nodes = self._nodes
-            data = self._data
-            return [EClass(c, tuple([nodes[n] for n in ns]), data[c]) for c, ns in self._class_nodes.items()]
+            get, data, new = self._nodes.__getitem__, self._data, _new_enode
+            return [new(EClass, (c, tuple(map(get, ns)), data[c])) for c, ns in self._class_nodes.items()]
 
         result: list[EClass] = self._cached("classes", build)
         return result
@@ -704,6 +703,8 @@ class EGraph:
         new._version = self._version
         new._cache = self._cache
         new._cache_version = self._cache_version
+        if "_sids" in self.__dict__:  # hashing.py's per-node ids, which never change for a node id
+            new._sids = self._sids.copy()  # type: ignore[attr-defined]
         return new
 
     def same_as(self, other: EGraph) -> bool:

@@ -67,30 +67,43 @@ def _node_sig(node: Any, h: dict[int, int]) -> int:
     return hash((_stable(node[0], node[1]), *[h.get(ch, _CYCLE) for ch in node[2]]))
 
 
+def _node_sids(egraph: EGraph) -> list[int]:
+    """The stable id of each node id's (op, attrs), kept on the e-graph and extended for new
+    nodes: a node id's op and attributes never change (a rebuild only renames its children),
+    so each is hashed once per e-graph lineage instead of once per hash (copies take a copy)."""
+    sids: list[int] | None = egraph.__dict__.get("_sids")
+    if sids is None:
+        sids = []
+        egraph._sids = sids  # type: ignore[attr-defined]
+    nodes = egraph._nodes
+    stable = _STABLE
+    for nid in range(len(sids), len(nodes)):
+        op, attrs, _ = nodes[nid]
+        sid = stable.get((op, attrs))
+        sids.append(_stable(op, attrs) if sid is None else sid)
+    return sids
+
+
 def _dag_hashes(egraph: EGraph) -> dict[int, int]:
     # Heights increase along every non-blacklisted edge: ascending height is a topological order.
     nodes = egraph._nodes
     class_nodes = egraph._class_nodes
     blacklist = egraph._blacklist
-    stable = _STABLE
+    sids = _node_sids(egraph)
     h: dict[int, int] = {}
     for c in sorted(class_nodes, key=egraph._height.__getitem__):
         sigs = []
         for nid in class_nodes[c]:
             if nid in blacklist:
                 continue
-            node = nodes[nid]
-            key = (node[0], node[1])
-            sid = stable.get(key)
-            if sid is None:
-                sid = _stable(node[0], node[1])
-            ch = node[2]
+            sid = sids[nid]
+            ch = nodes[nid][2]
             if not ch:
                 sigs.append(hash((sid,)))
             elif len(ch) == 1:
                 sigs.append(hash((sid, h[ch[0]])))
             else:
-                sigs.append(hash((sid, *[h[x] for x in ch])))
+                sigs.append(hash((sid, *map(h.__getitem__, ch))))
         if len(sigs) > 1:
             sigs.sort()
         h[c] = hash(tuple(sigs))

@@ -128,51 +128,65 @@ def problem_from_egraph(
     classes = list(egraph.classes())
     index: dict[int, int] = {cls.id: i for i, cls in enumerate(classes)}
     flags = [bool(cls.data.all_weights) for cls in classes]
-    shapes = [cls.data.shapes for cls in classes]
+    # The single shape of each class (None for a multi-output one, which only ``get`` may read).
+    single = [shapes[0] if len(shapes) == 1 else None for shapes in (cls.data.shapes for cls in classes)]
     blacklist = egraph.blacklist
     costs = cache if cache is not None else {}
+    op_cost = cost_model.op_cost
+    # C-level lookups (``map`` over bound ``__getitem__``) for the per-node work below.
+    class_of, flag_of, shape_of = index.__getitem__, flags.__getitem__, single.__getitem__
     node_class: list[int] = []
     node_children: list[tuple[int, ...]] = []
     node_cost: list[float] = []
     node_op: list[str] = []
-    node_bl: list[bool] = []
     node_keys: list[Hashable] = []
     enodes: list[Any] = []
     class_nodes: list[tuple[int, ...]] = []
     for ci, cls in enumerate(classes):
         start = len(enodes)
+        cid = cls.id
         for pos, node in enumerate(cls.nodes):
-            try:
-                ch = tuple([index[k] for k in node.children])
-            except KeyError as exc:
-                raise ExtractionError(
-                    f"e-node {node} of e-class {cls.id}: unknown child e-class {exc.args[0]}"
-                ) from None
-            if not ch or node.op == PROJECTION:
+            op, attrs, children = node
+            if not children:
+                ch: tuple[int, ...] = ()
                 cost = 0.0
             else:
-                all_w = all([flags[k] for k in ch])
-                key = (node, all_w)
-                cached = costs.get(key)
-                if cached is None:
-                    in_shapes = tuple([_single(shapes[k], node, cls.id) for k in ch])
-                    cached = float(cost_model.op_cost(node.op, node.attrs, in_shapes, all_w))
-                    if not (math.isfinite(cached) and cached >= 0.0):
-                        raise ExtractionError(
-                            f"e-node {node} of e-class {cls.id}: cost model returned {cached!r}"
-                        )
-                    costs[key] = cached
-                cost = cached
+                try:
+                    ch = tuple(map(class_of, children))
+                except KeyError as exc:
+                    raise ExtractionError(
+                        f"e-node {node} of e-class {cid}: unknown child e-class {exc.args[0]}"
+                    ) from None
+                if op == PROJECTION:
+                    cost = 0.0
+                else:
+                    all_w = all(map(flag_of, ch))
+                    key = (node, all_w)
+                    cached = costs.get(key)
+                    if cached is None:
+                        in_shapes = tuple(map(shape_of, ch))
+                        if None in in_shapes:
+                            raise ExtractionError(
+                                f"e-node {node} of e-class {cid} reads a multi-output class without a "
+                                f"{PROJECTION!r} projection"
+                            )
+                        cached = float(op_cost(op, attrs, in_shapes, all_w))
+                        if not (math.isfinite(cached) and cached >= 0.0):
+                            raise ExtractionError(
+                                f"e-node {node} of e-class {cid}: cost model returned {cached!r}"
+                            )
+                        costs[key] = cached
+                    cost = cached
             node_class.append(ci)
             node_children.append(ch)
             node_cost.append(cost)
-            node_op.append(node.op)
-            node_bl.append(node in blacklist if blacklist else False)
-            node_keys.append((cls.id, pos))
+            node_op.append(op)
+            node_keys.append((cid, pos))
             enodes.append(node)
         if len(enodes) == start:
-            raise ExtractionError(f"e-class {cls.id} has no e-nodes")
+            raise ExtractionError(f"e-class {cid} has no e-nodes")
         class_nodes.append(tuple(range(start, len(enodes))))
+    node_bl = [node in blacklist for node in enodes] if blacklist else [False] * len(enodes)
     roots: list[int] = []
     for r in egraph.roots:
         if r not in index:
@@ -194,11 +208,3 @@ def problem_from_egraph(
         roots=tuple(roots),
     )
     return EGraphProblem(problem, egraph, enodes)
-
-
-def _single(shapes: tuple[Any, ...], node: Any, cid: int) -> Any:
-    if len(shapes) != 1:
-        raise ExtractionError(
-            f"e-node {node} of e-class {cid} reads a multi-output class without a {PROJECTION!r} projection"
-        )
-    return shapes[0]

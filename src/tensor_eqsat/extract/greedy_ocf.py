@@ -155,6 +155,8 @@ class OcfState:
         # Classes whose child classes changed cost or history since their latest pricing.
         self.dirty = [True] * num_c
         self.pricings = 0
+        self._parents = p.parent_nodes
+        self._node_class = p.node_class
 
     def _switch(self, c: int) -> None:
         """A call for class ``c`` after one for another class: store the previous class's best
@@ -167,9 +169,9 @@ class OcfState:
             if old is not new:
                 self.hist[prev] = new
                 if old != new:
-                    nc = self.p.node_class
+                    nc = self._node_class
                     dirty = self.dirty
-                    for n in self.p.parent_nodes[prev]:
+                    for n in self._parents[prev]:
                         dirty[nc[n]] = True
         self.cur = c
         self.best_cur = math.inf

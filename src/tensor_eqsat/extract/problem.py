@@ -218,7 +218,9 @@ class ExtractionProblem:
         """Per node, its distinct child classes in first-occurrence order."""
         if self._child_sets is None:
             self._child_sets = [
-                ch if len(ch) < 2 or len(set(ch)) == len(ch) else tuple(dict.fromkeys(ch))
+                ch
+                if len(ch) < 2 or (ch[0] != ch[1] if len(ch) == 2 else len(set(ch)) == len(ch))
+                else tuple(dict.fromkeys(ch))
                 for ch in self.node_children
             ]
         return self._child_sets
@@ -328,14 +330,24 @@ class _Scc:
     (reverse topological) order, and ``cyclic[c]`` (the class lies on a cycle: a component of
     two or more classes, or a non-blacklisted node with its own class as a child)."""
 
-    __slots__ = ("comp", "components", "cyclic", "order")
+    __slots__ = ("_components", "comp", "cyclic", "order")
 
-    def __init__(self, comp: list[int], components: list[list[int]], cyclic: list[bool]) -> None:
+    def __init__(
+        self, comp: list[int], components: list[list[int]] | None, cyclic: list[bool], order: list[int]
+    ) -> None:
         self.comp = comp
-        self.components = components
+        self._components = components
         self.cyclic = cyclic
-        self.order = [c for members in components for c in members]
+        self.order = order
         """Every class, children before parents except within a cyclic component."""
+
+    @property
+    def components(self) -> list[list[int]]:
+        """Members per component, children-first (built on first use: an acyclic problem's are
+        all singletons, and most extractors need only ``order``)."""
+        if self._components is None:
+            self._components = [[c] for c in self.order]
+        return self._components
 
 
 def _components(p: ExtractionProblem) -> _Scc:
@@ -350,49 +362,48 @@ def _components(p: ExtractionProblem) -> _Scc:
     cs = p.child_sets
     node_class = p.node_class
     pending = [0] * num_c
-    for n, ch in enumerate(cs):
-        if not bl[n]:
-            pending[node_class[n]] += len(ch)
+    for c, ch, b in zip(node_class, cs, bl, strict=True):
+        if not b and ch:
+            pending[c] += len(ch)
     ready = [c for c in range(num_c) if pending[c] == 0]
     parents = p.parent_nodes
-    i = 0
-    while i < len(ready):
-        for n in parents[ready[i]]:
+    for c in ready:  # the list grows while it is read: Kahn's queue
+        for n in parents[c]:
             if not bl[n]:
-                c = node_class[n]
-                pending[c] -= 1
-                if pending[c] == 0:
-                    ready.append(c)
-        i += 1
+                k = node_class[n]
+                pending[k] -= 1
+                if pending[k] == 0:
+                    ready.append(k)
     comp = [-1] * num_c
     for idx, c in enumerate(ready):
         comp[c] = idx
-    components = [[c] for c in ready]
     cyclic = [False] * num_c
-    if len(ready) < num_c:
-        rest = [c for c in range(num_c) if comp[c] < 0]
-        local = {c: j for j, c in enumerate(rest)}
-        succ: list[list[int]] = []
-        for c in rest:
-            out: dict[int, None] = {}
-            for n in p.class_nodes[c]:
-                if bl[n]:
-                    continue
-                for k in cs[n]:
-                    if k == c:
-                        cyclic[c] = True
-                    j = local.get(k)
-                    if j is not None:
-                        out[j] = None
-            succ.append(list(out))
-        for members in strongly_connected_components(succ)[1]:
-            classes = sorted(rest[j] for j in members)
-            for c in classes:
-                comp[c] = len(components)
-                if len(classes) > 1:
+    if len(ready) == num_c:
+        return _Scc(comp, None, cyclic, ready)
+    components = [[c] for c in ready]
+    rest = [c for c in range(num_c) if comp[c] < 0]
+    local = {c: j for j, c in enumerate(rest)}
+    succ: list[list[int]] = []
+    for c in rest:
+        out: dict[int, None] = {}
+        for n in p.class_nodes[c]:
+            if bl[n]:
+                continue
+            for k in cs[n]:
+                if k == c:
                     cyclic[c] = True
-            components.append(classes)
-    return _Scc(comp, components, cyclic)
+                j = local.get(k)
+                if j is not None:
+                    out[j] = None
+        succ.append(list(out))
+    for members in strongly_connected_components(succ)[1]:
+        classes = sorted(rest[j] for j in members)
+        for c in classes:
+            comp[c] = len(components)
+            if len(classes) > 1:
+                cyclic[c] = True
+        components.append(classes)
+    return _Scc(comp, components, cyclic, [c for members in components for c in members])
 
 
 def strongly_connected_components(succ: Sequence[Sequence[int]]) -> tuple[list[int], list[list[int]]]:

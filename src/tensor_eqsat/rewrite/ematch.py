@@ -24,10 +24,10 @@ already output-sensitive.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from tensor_eqsat.egraph.enode import ENode
 from tensor_eqsat.errors import AttributeValueError, ShapeError
 from tensor_eqsat.ir.opspec import AttrSpec, lookup
 from tensor_eqsat.rewrite.pattern import (
@@ -43,6 +43,7 @@ from tensor_eqsat.rewrite.pattern import (
     eval_value,
     tensor_vars,
     value_vars,
+    walk,
 )
 
 if TYPE_CHECKING:
@@ -184,6 +185,51 @@ def _compile_match(p: Pattern) -> MatchFn:
             s[_DEFERRED] = s.get(_DEFERRED, ()) + tuple((v, a[i]) for i, v, _ in def_t)
         return s
 
+    # Specialised for the common shapes (no attribute to bind, one or two children): this
+    # closure runs for every node of every candidate class. Every variant gives the general
+    # loop's substitutions in the same order.
+    lit1 = lit_t[0] if len(lit_t) == 1 else None
+    many_lits = len(lit_t) > 1
+
+    lit_vals = tuple(v for _, v in lit_t)
+    lit_get = operator.itemgetter(*[i for i, _ in lit_t]) if many_lits else None
+
+    def accepts(a: tuple[Any, ...]) -> bool:
+        if lit_get is not None:
+            return bool(lit_get(a) == lit_vals)
+        return all(a[i] == v for i, v in lit_t)
+
+    if simple_attrs and nch in (1, 2):
+        cm0 = child_ms[0]
+        cm1 = child_ms[1] if nch == 2 else cm0
+        i0, v0 = lit1 if lit1 is not None else (-1, None)
+        one = nch == 1
+
+        def match_simple(cid: int, s: Subst, ctx: tuple[Any, ...]) -> list[Subst]:
+            nodes, class_nodes, blacklist, _ = ctx
+            out: list[Subst] = []
+            for nid in class_nodes[cid]:
+                node = nodes[nid]
+                if node[0] != op or nid in blacklist:
+                    continue
+                ch = node[2]
+                if len(ch) != nch:
+                    continue
+                if i0 >= 0:
+                    if node[1][i0] != v0:
+                        continue
+                elif lit_get is not None and lit_get(node[1]) != lit_vals:
+                    continue
+                if one:
+                    out.extend(cm0(ch[0], s, ctx))
+                else:
+                    c1 = ch[1]
+                    for x in cm0(ch[0], s, ctx):
+                        out.extend(cm1(c1, x, ctx))
+            return out
+
+        return match_simple
+
     def match_node(cid: int, s: Subst, ctx: tuple[Any, ...]) -> list[Subst]:
         nodes, class_nodes, blacklist, _ = ctx
         out: list[Subst] = []
@@ -195,12 +241,7 @@ def _compile_match(p: Pattern) -> MatchFn:
             if len(ch) != nch:
                 continue
             a = node[1]
-            ok = True
-            for i, v in lit_t:
-                if a[i] != v:
-                    ok = False
-                    break
-            if not ok:
+            if lit_t and not accepts(a):
                 continue
             if simple_attrs:
                 substs = [s]
@@ -241,6 +282,10 @@ class Searcher:
         self.tensor_vars: list[str] = tensor_vars(pattern)
         self.attr_vars: list[str] = attr_vars(pattern)
         self._match = _compile_match(pattern)
+        # Every op below the root: a match needs a node of each, so an e-graph without one of
+        # them has no match and its root candidates need not be tried.
+        below = [q for c in pattern.children for q in walk(c)] if isinstance(pattern, PNode) else []
+        self._inner_ops = tuple(sorted({q.op for q in below if isinstance(q, PNode)}))
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Compiled closures do not pickle (a worker process set up by spawn or Ray receives the
@@ -271,10 +316,14 @@ class Searcher:
         internals = egraph.internals
         ctx = internals.match_context()
         stamp = internals.blacklist_version
+        op_index = internals.op_index
+        for op in self._inner_ops:
+            if not op_index.get(op):
+                return []
         if self.root_op is None:
             candidates: Iterable[int] = list(internals.class_nodes)
         else:
-            candidates = internals.op_index.get(self.root_op, ())
+            candidates = op_index.get(self.root_op, ())
         match = self._match
         out: list[Match] = []
         empty: Subst = {}
@@ -357,7 +406,7 @@ class Plan:
                 fresh = True
                 break
         if not fresh:
-            nid = self.memo.get(_new_enode(ENode, key))
+            nid = self.memo.get(key)  # a plain tuple hashes and compares as the ENode would
             if nid is not None:
                 return self.find(self.node_class[nid])
         ref = self.index.get(key)
@@ -404,14 +453,20 @@ def _compile_build(p: Pattern) -> BuildFn:
     slots = tuple(v for _, v in p.attrs)
     child_bs = tuple(_compile_build(c) for c in p.children)
 
+    # Per attribute slot, decided once: 0 a literal, 1 an attribute variable, 2 an expression.
+    kinds = tuple(0 if _is_literal(v) else 1 if isinstance(v, AttrVar) else 2 for v in slots)
+    slot_t: list[tuple[int, int, Any]] = []
+    for i, (k, v) in enumerate(zip(kinds, slots, strict=True)):
+        slot_t.append((i, k, v.name if isinstance(v, AttrVar) else v))
+
     def attrs_of(s: Subst, plan: Plan) -> tuple[Any, ...]:
         out = []
         shape_of = None
-        for i, v in enumerate(slots):
-            if _is_literal(v):
+        for i, kind, v in slot_t:
+            if kind == 0:
                 out.append(v)
-            elif isinstance(v, AttrVar):
-                out.append(s[v.name])
+            elif kind == 1:
+                out.append(s[v])
             else:
                 if shape_of is None:
                     shape_of = shape_getter(plan.egraph, s)

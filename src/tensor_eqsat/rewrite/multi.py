@@ -224,11 +224,9 @@ class MultiRewrite:
             return
         back0, back1 = self._back
         shared = self.shared_vars
-        firsts = [({back0[k]: v for k, v in m.subst.items()}, m) for m in first]
-        if second is first and back1 == back0:
-            seconds = firsts
-        else:
-            seconds = [({back1[k]: v for k, v in m.subst.items()}, m) for m in second]
+        # Each source match renamed to the rule's variables once (not once per pair it joins).
+        firsts = [_renamed(m, back0) for m in first]
+        seconds = firsts if second is first and back1 == back0 else [_renamed(m, back1) for m in second]
         concat = self._concat_keys if isinstance(egraph.analysis, TensorAnalysis) else ()
         data = egraph.internals.data
         find = egraph.internals.find
@@ -262,7 +260,7 @@ class MultiRewrite:
                 merged = {**s1, **s2}
                 if self.conditions and not holds(self.conditions, egraph, m1.eclass, merged):
                     continue
-                yield PairMatch(Match(m1.eclass, s1, m1.stamp), Match(m2.eclass, s2, m2.stamp), merged)
+                yield _new_tuple(PairMatch, (m1, m2, merged))
 
     def search(self, egraph: EGraph, limit: int | None = None) -> list[PairMatch]:
         """Compatible pairs (at most ``limit``)."""
@@ -389,6 +387,15 @@ class MultiRewrite:
         u2 = egraph.union(c2, root2)
         if plan.steps or u1 or u2:
             stats.applied += 1
+
+
+_new_tuple = tuple.__new__
+
+
+def _renamed(m: Match, back: dict[str, str]) -> tuple[Subst, Match]:
+    """A source match with its canonical variables renamed back to the rule's: (subst, match)."""
+    s = {back[k]: v for k, v in m.subst.items()}
+    return s, _new_tuple(Match, (m.eclass, s, m.stamp))
 
 
 def _concat_keys(

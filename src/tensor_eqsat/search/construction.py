@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from tensor_eqsat.search.actions import Actions
+from tensor_eqsat.search.collector import fewer_collections
 from tensor_eqsat.search.env import EGraphEnv
 from tensor_eqsat.search.mcts import Mcts, MctsConfig, MctsStep
 from tensor_eqsat.search.runner import Runner, RunnerConfig
@@ -185,7 +186,8 @@ class MctsConstruction:
             emit(step=s.index + 1, rule=last["rule"], enodes=s.info["enodes"], best_cost=s.best_cost)
 
         cfg = replace(self.config, time_limit=_remaining(deadline))
-        report = Mcts(cfg, seed=seed).run(env, on_step=on_step, on_simulation=on_simulation)
+        with fewer_collections():
+            report = Mcts(cfg, seed=seed).run(env, on_step=on_step, on_simulation=on_simulation)
         steps = tuple(
             StepLog(
                 index=s.index,
