@@ -55,6 +55,12 @@ TENSAT_TIME_LIMIT = 3600.0
 MIN_ILP_SECONDS = 1.0
 """The least time an ILP solve gets when a run's ``time_limit`` is used up: enough to return the
 greedy-dag warm start, which the solver keeps as its incumbent, checked."""
+REWARD_NODE_LIMIT = 100
+"""Branch-and-bound nodes per ILP reward solve (``OptimizeConfig.reward_node_limit``). On BERT's
+first 25 states priced by MCTS at budget 128, SCIP at 100 nodes took 145 s in all against 397 s
+at a 60 s time limit per solve, with rewards at most 0.80 % (mean 0.08 %) above the best known;
+at 10 nodes one was 22.8 % above (``benchmarks/ilp_reward.py``, docs/search.md, "ILP
+rewards")."""
 AUTO_TIME_BUDGET = 60.0
 """The ``auto`` search's time budget when none is given, seconds (issue 18: "a user who gives the
 tool a minute")."""
@@ -120,7 +126,14 @@ class OptimizeConfig:
         (:class:`~tensor_eqsat.extract.ilp.IlpReward`); the answers stay exact, only the solve
         time changes. Default True.
     reward_time_limit: seconds per reward solve of the ``ilp`` main extractor (an answer at the
-        limit is the solver's best, never worse than greedy-dag). Default None: ``ilp.time_limit``.
+        limit is the solver's best, never worse than greedy-dag). A time limit makes the reward,
+        and so the search, depend on the machine's speed and load. Default None:
+        ``ilp.time_limit``, a backstop that ``reward_node_limit`` keeps from being reached.
+    reward_node_limit: branch-and-bound nodes per reward solve of the ``ilp`` main extractor
+        (:attr:`IlpConfig.node_limit`): each reward is the best answer found within them, the
+        same on any machine, so ILP-rewarded MCTS gives one result per seed. Default
+        :data:`REWARD_NODE_LIMIT` (100); None solves each reward to optimality (the paper; up to
+        ``reward_time_limit``). The final extraction is not affected.
     alternatives: extractors (names) whose extractions of the final e-graph are returned beside
         the result (``OptimizeResult.alternatives``), as further candidates for the never-slower
         guard (:mod:`tensor_eqsat.target.guard`), which measures them on the target and keeps the
@@ -163,6 +176,7 @@ class OptimizeConfig:
     portfolio: PortfolioConfig = field(default_factory=PortfolioConfig)
     reward_warm_start: bool = True
     reward_time_limit: float | None = None
+    reward_node_limit: int | None = REWARD_NODE_LIMIT
 
     def __post_init__(self) -> None:
         if isinstance(self.search, str | Search):
@@ -187,6 +201,9 @@ class OptimizeConfig:
             raise ConfigError(f"memory_limit must be a positive number of bytes or None, got {memory!r}")
         if self.reward_time_limit is not None and not self.reward_time_limit > 0:
             raise ConfigError(f"reward_time_limit must be positive or None, got {self.reward_time_limit!r}")
+        nodes = self.reward_node_limit
+        if nodes is not None and (isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1):
+            raise ConfigError(f"reward_node_limit must be a positive integer or None, got {nodes!r}")
 
     def with_overrides(self, **overrides: Any) -> OptimizeConfig:
         """A copy with ``overrides`` applied: top-level fields (nested configs included) first,
@@ -233,10 +250,10 @@ class OptimizeConfig:
 
     def main_cost(self, cost_model: CostModel) -> ExtractorCost | IlpReward:
         """The reward's cost function: the main extractor's cost of an e-graph. With the ``ilp``
-        main extractor each solve has ``reward_time_limit`` (if set) and, with
-        ``reward_warm_start``, starts from the previous solve's answer."""
+        main extractor each solve has ``reward_node_limit`` and ``reward_time_limit`` (if set)
+        and, with ``reward_warm_start``, starts from the previous solve's answer."""
         if self.main_extractor is ExtractorKind.ILP:
-            ilp = self.ilp
+            ilp = replace(self.ilp, node_limit=self.reward_node_limit)
             if self.reward_time_limit is not None:
                 ilp = replace(ilp, time_limit=self.reward_time_limit)
             if self.reward_warm_start:

@@ -100,12 +100,16 @@ class OptimizeSettings:
     time_budget: float | None = None
     memory_limit: int | None = None
     portfolio: dict[str, Any] | None = None
+    reward: dict[str, Any] | None = None
+    """The ILP reward's settings (``warm_start``, ``node_limit``, ``time_limit``) of an MCTS run
+    rewarded by ``ilp``."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready data (``settings.json``); ``mcts`` only for an MCTS run; ``time_budget``,
-        ``memory_limit`` and ``portfolio`` only when set (``portfolio`` for an ``auto`` run)."""
+        ``memory_limit`` and ``portfolio`` only when set (``portfolio`` for an ``auto`` run);
+        ``reward`` only for an ILP-rewarded MCTS run."""
         out = dict(self.__dict__)
-        for key in ("mcts", "time_budget", "memory_limit", "portfolio"):
+        for key in ("mcts", "time_budget", "memory_limit", "portfolio", "reward"):
             if out[key] is None:
                 del out[key]
         if out["alternatives"]:
@@ -481,7 +485,19 @@ def _settings(
         time_budget=cfg.auto_time_budget() if auto else cfg.time_budget,
         memory_limit=cfg.memory_limit,
         portfolio={k: v for k, v in cfg.portfolio.__dict__.items()} if auto else None,
+        reward=_reward_settings(cfg) if mcts is not None else None,
     )
+
+
+def _reward_settings(cfg: OptimizeConfig) -> dict[str, Any] | None:
+    """What an ILP reward solve was allowed (None unless the main extractor is ``ilp``)."""
+    if cfg.main_extractor is not ExtractorKind.ILP:
+        return None
+    return {
+        "warm_start": cfg.reward_warm_start,
+        "node_limit": cfg.reward_node_limit,
+        "time_limit": cfg.ilp.time_limit if cfg.reward_time_limit is None else cfg.reward_time_limit,
+    }
 
 
 def _zoo_info(name: str | None, *, required: bool) -> Any:

@@ -88,6 +88,15 @@ def test_paper_extractor_names_and_options(graph_file, capsys):
     assert s["cost_model"] == "roofline:p100"
 
 
+@pytest.mark.parametrize(("flag", "expected"), [([], 100), (["--reward-node-limit", "7"], 7),
+                                              (["--reward-node-limit", "0"], None)])  # fmt: skip
+def test_ilp_rewards_stop_at_the_node_limit_given(graph_file, capsys, flag, expected):
+    args = ["optimize", str(graph_file), *FAST, "--extractor", "ilp", "--final-extractor", "greedy-dag"]
+    assert main([*args, *flag, "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)["settings"]
+    assert s["reward"] == {"warm_start": True, "node_limit": expected, "time_limit": 600.0}
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -76,6 +76,7 @@ BAD_OPTIONS = [
     (["optimize", "squeezenet", "--time-limit", "nan"], "--time-limit: must be a finite number"),
     (["optimize", "squeezenet", "--time-limit", "inf"], "--time-limit: must be a finite number"),
     (["optimize", "squeezenet", "--ilp-time-limit", "0"], "--ilp-time-limit: must be > 0"),
+    (["optimize", "squeezenet", "--reward-node-limit", "-1"], "--reward-node-limit: must be >= 0"),
     (["optimize", "squeezenet", "--rollout-depth", "-1"], "--rollout-depth: must be >= 0"),
     (["optimize", "squeezenet", "--k-multi", "-1"], "--k-multi: must be >= 0"),
     (["optimize", "squeezenet", "--seed", "-1"], "--seed: must be >= 0"),

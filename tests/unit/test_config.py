@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from tensor_eqsat.config import OptimizeConfig, Search
+from tensor_eqsat.config import REWARD_NODE_LIMIT, OptimizeConfig, Search
 from tensor_eqsat.errors import ConfigError, TensorEqsatError
 from tensor_eqsat.extract.greedy_dag import GreedyDagExtractor
 from tensor_eqsat.extract.ilp import IlpBackend
@@ -58,6 +58,8 @@ def test_overrides_reach_top_level_and_nested_settings():
         ({"budgets": 3}, "'budgets' is not a setting"),
         ({"search": 3}, "expected a name or a Construction"),
         ({"reward_time_limit": 0}, "reward_time_limit must be positive"),
+        ({"reward_node_limit": 0}, "reward_node_limit must be a positive integer or None"),
+        ({"reward_node_limit": 2.5}, "reward_node_limit must be a positive integer or None"),
     ],
 )
 def test_bad_settings_are_config_errors(overrides, message):
@@ -177,8 +179,15 @@ def test_the_ilp_reward_is_warm_started_and_time_limited_as_configured():
     cm = OptimizeConfig().cost_model_object()
     warm = OptimizeConfig(main_extractor="ilp", reward_time_limit=7.0).main_cost(cm)
     assert isinstance(warm, IlpReward) and warm.extractor.config.time_limit == 7.0
+    assert warm.extractor.config.node_limit == REWARD_NODE_LIMIT == 100
     cold = OptimizeConfig(main_extractor="ilp", reward_warm_start=False).main_cost(cm)
     assert isinstance(cold, ExtractorCost) and cold.extractor.config.time_limit == 600.0
+    assert cold.extractor.config.node_limit == 100
+    exact = OptimizeConfig(main_extractor="ilp", reward_node_limit=None).main_cost(cm)
+    assert isinstance(exact, IlpReward) and exact.extractor.config.node_limit is None
+    # The node limit is the reward's alone: the final extraction stays exact.
+    final = OptimizeConfig(main_extractor="ilp").extractor("final")
+    assert final.config.node_limit is None and final.config.time_limit == 600.0
     greedy = OptimizeConfig(reward_time_limit=7.0).main_cost(cm)
     assert isinstance(greedy, ExtractorCost) and greedy.extractor.name == "greedy-ocf"
     built = OptimizeConfig(main_extractor="ilp").construction(cost_model=cm, k_multi=1)
@@ -193,11 +202,19 @@ def _reduced(model: str) -> Graph:
 
 
 def test_warm_started_ilp_rewards_give_the_same_search():
-    # The answers are exact either way, so the search takes the same steps at the same costs.
+    # Solved to optimality the answers are exact either way, so the search takes the same steps
+    # at the same costs.
     runs = [
         optimize(_reduced("squeezenet"), model="squeezenet", budget=2, node_limit=250, main_extractor="ilp",
-                 final_extractor="greedy-dag", seed=1, reward_warm_start=warm, ilp_backend=IlpBackend.HIGHS)
+                 final_extractor="greedy-dag", seed=1, reward_warm_start=warm, ilp_backend=IlpBackend.HIGHS,
+                 reward_node_limit=None)
         for warm in (True, False)
     ]  # fmt: skip
     assert [(s.rule, s.cost) for s in runs[0].steps] == [(s.rule, s.cost) for s in runs[1].steps]
     assert len(runs[0].steps) > 0
+    # The run records what each reward solve was allowed, and how the solves ended.
+    allowed = {"warm_start": True, "node_limit": None, "time_limit": 600.0}
+    assert runs[0].settings.to_dict()["reward"] == allowed
+    reward = runs[0].stats.construction["reward"]
+    assert reward["solves"] > 0 and reward["statuses"] == {"optimal": reward["solves"]}
+    assert "reward" not in runs[1].stats.construction  # the plain ExtractorCost has no report

@@ -59,7 +59,7 @@ from tensor_eqsat.commands._common import (
     stdout,
     zoo_model_name,
 )
-from tensor_eqsat.config import AUTO_TIME_BUDGET, BYTES_PER_ENODE, OptimizeConfig, Search
+from tensor_eqsat.config import AUTO_TIME_BUDGET, BYTES_PER_ENODE, REWARD_NODE_LIMIT, OptimizeConfig, Search
 from tensor_eqsat.cost.spec import graph_options, parse_cost_model
 from tensor_eqsat.errors import ConfigError
 from tensor_eqsat.extract.ilp import IlpConfig
@@ -232,6 +232,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=600.0,
         metavar="S",
         help="seconds per ILP solve (default: 600)",
+    )
+    p.add_argument(
+        "--reward-node-limit",
+        type=non_negative_int,
+        default=REWARD_NODE_LIMIT,
+        metavar="N",
+        help=f"branch-and-bound nodes per ILP reward solve with --extractor ilp, the same answer on any "
+        f"machine; 0 solves each to optimality (default: {REWARD_NODE_LIMIT})",
     )
     p.add_argument(
         "-o",
@@ -456,6 +464,7 @@ def _config(args: argparse.Namespace, model: str | None, cost_model: Any) -> Opt
         time_budget=args.time_budget,
         memory_limit=args.memory_limit,
         portfolio=portfolio,
+        reward_node_limit=args.reward_node_limit or None,
     )
 
 

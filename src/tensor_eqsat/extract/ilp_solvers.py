@@ -1,8 +1,10 @@
 """MILP solver adapters for :mod:`tensor_eqsat.extract.ilp`: SCIP (pyscipopt) and HiGHS (highspy).
 
 Each takes the solver-independent :class:`~tensor_eqsat.extract.ilp.IlpModel` (node columns are
-binary, order columns continuous), a time limit, a thread count, a relative gap and an optional
-warm start, and returns a :class:`SolverOutcome`. Both solvers are optional dependencies (the
+binary, order columns continuous), a time limit, a thread count, a relative gap, an optional
+warm start and an optional branch-and-bound node limit (SCIP's ``limits/nodes``, HiGHS's
+``mip_max_nodes``: unlike the time limit, the answer at a node limit is the same on any machine
+and under any load), and returns a :class:`SolverOutcome`. Both solvers are optional dependencies (the
 ``ilp`` extra); a missing one raises a clear ExtractionError.
 """
 
@@ -31,9 +33,11 @@ class SolverOutcome:
         raw_status: the solver's own status string.
         optimal: the solver proved its answer optimal (within the configured gap).
         time_limit_hit: the solver stopped at its time limit.
+        node_limit_hit: the solver stopped at its branch-and-bound node limit.
         values: column values of its best solution, or None without one.
         dual_bound: its proven lower bound on the (scaled) objective, or None.
         time_s: wall time of the solve call.
+        nodes: branch-and-bound nodes the solver explored.
     """
 
     raw_status: str
@@ -42,10 +46,17 @@ class SolverOutcome:
     values: list[float] | None
     dual_bound: float | None
     time_s: float
+    node_limit_hit: bool = False
+    nodes: int = 0
 
 
 def solve_scip(
-    model: IlpModel, time_limit: float | None, threads: int, rel_gap: float, warm: Sequence[float]
+    model: IlpModel,
+    time_limit: float | None,
+    threads: int,
+    rel_gap: float,
+    warm: Sequence[float],
+    node_limit: int | None = None,
 ) -> SolverOutcome:
     """Solve with SCIP through pyscipopt."""
     try:
@@ -73,6 +84,8 @@ def solve_scip(
             m.addCons(pyscipopt.Expr() + lo <= expr <= up)
     if time_limit is not None:
         m.setParam("limits/time", float(time_limit))
+    if node_limit is not None:
+        m.setParam("limits/nodes", int(node_limit))
     m.setParam("limits/gap", rel_gap)
     m.setParam("parallel/maxnthreads", threads)
     if warm:
@@ -97,6 +110,8 @@ def solve_scip(
         values=values,
         dual_bound=dual if math.isfinite(dual) else None,
         time_s=elapsed,
+        node_limit_hit=status == "nodelimit",
+        nodes=int(m.getNNodes()),
     )
 
 
@@ -105,7 +120,12 @@ _highs_threads: int | None = None
 
 
 def solve_highs(
-    model: IlpModel, time_limit: float | None, threads: int, rel_gap: float, warm: Sequence[float]
+    model: IlpModel,
+    time_limit: float | None,
+    threads: int,
+    rel_gap: float,
+    warm: Sequence[float],
+    node_limit: int | None = None,
 ) -> SolverOutcome:
     """Solve with HiGHS through highspy."""
     try:
@@ -114,7 +134,7 @@ def solve_highs(
     except ImportError:
         raise ExtractionError("ilp backend 'highs' needs highspy (pip install 'tensor-eqsat[ilp]')") from None
     start = time.perf_counter()
-    h, values = _run_highs(highspy, np, model, time_limit, threads, rel_gap, warm)
+    h, values = _run_highs(highspy, np, model, time_limit, threads, rel_gap, warm, node_limit)
     info = h.getInfo()
     if warm and values is not None and h.getModelStatus() == highspy.HighsModelStatus.kOptimal:
         # HiGHS (1.16) can return the given start unchanged while reporting "Optimal" for an
@@ -131,7 +151,7 @@ def solve_highs(
                 claimed,
             )
             left = None if time_limit is None else max(time_limit - (time.perf_counter() - start), 1.0)
-            h, values = _run_highs(highspy, np, model, left, threads, rel_gap, [])
+            h, values = _run_highs(highspy, np, model, left, threads, rel_gap, [], node_limit)
             info = h.getInfo()
     elapsed = time.perf_counter() - start
     ms = h.getModelStatus()
@@ -143,6 +163,8 @@ def solve_highs(
         values=values,
         dual_bound=dual if math.isfinite(dual) else None,
         time_s=elapsed,
+        node_limit_hit=ms == highspy.HighsModelStatus.kSolutionLimit,
+        nodes=int(info.mip_node_count),
     )
 
 
@@ -154,6 +176,7 @@ def _run_highs(
     threads: int,
     rel_gap: float,
     warm: Sequence[float],
+    node_limit: int | None = None,
 ) -> tuple[Any, list[float] | None]:
     """One HiGHS run: the solver object (for its status and info) and its answer, if any."""
     h = highspy.Highs()
@@ -186,6 +209,8 @@ def _run_highs(
     _highs_threads = threads
     h.setOptionValue("threads", threads)
     h.setOptionValue("mip_rel_gap", rel_gap)
+    if node_limit is not None:
+        h.setOptionValue("mip_max_nodes", int(node_limit))
     h.setOptionValue("random_seed", 0)
     if warm:
         sol = highspy.HighsSolution()

@@ -29,12 +29,15 @@ class SolveStatus(enum.Enum):
 
     HEURISTIC: a greedy extractor (no optimality claim). OPTIMAL: proven optimal in DAG cost.
     TIME_LIMIT: the solver stopped at its time limit; the result is the best valid one found
-    (solver incumbent or greedy warm start). INFEASIBLE: no acyclic extraction exists.
+    (solver incumbent or greedy warm start). NODE_LIMIT: the solver stopped at its
+    branch-and-bound node limit (a limit that does not depend on the machine); the result is the
+    best valid one found, as for TIME_LIMIT. INFEASIBLE: no acyclic extraction exists.
     """
 
     HEURISTIC = "heuristic"
     OPTIMAL = "optimal"
     TIME_LIMIT = "time_limit"
+    NODE_LIMIT = "node_limit"
     INFEASIBLE = "infeasible"
 
 

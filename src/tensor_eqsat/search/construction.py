@@ -210,6 +210,10 @@ class MctsConstruction:
             # root parallelism: each step's CPU seconds per worker tree (the load balance)
             stats["worker_cpu_s"] = [list(s.plan.worker_seconds) for s in report.steps]
         stats["main_best_cost"] = report.best_cost
+        reward_report = getattr(self.main_cost, "report", None)
+        if callable(reward_report):
+            # e.g. IlpReward's solves by status (those made in this process)
+            stats["reward"] = reward_report()
         counts = Counter(actions.ids[a] for a in report.actions)
         return ConstructionReport(report.stop_reason, steps, dict(counts), stats)
 

@@ -255,6 +255,7 @@ def test_ilp_reward_warm_starts_from_the_previous_answer_and_stays_exact() -> No
         assert reward.last is not None
         assert reward.last.stats["hint_cost"] == pytest.approx(costs[-2])
     assert reward.solves == 5 and reward.hinted == 4
+    assert reward.report()["statuses"] == {"optimal": 5} and reward.report()["solves"] == 5
     assert costs[-1] < costs[0]
 
 
@@ -272,3 +273,44 @@ def test_highs_false_optimum_from_a_warm_start_is_not_trusted() -> None:
         r = ilp(backend, time_limit=120).extract(problem)
         assert r.status is SolveStatus.OPTIMAL
         assert r.reported_cost == pytest.approx(0.3168980652392477, rel=1e-9), backend
+
+
+@pytest.mark.parametrize("bad", [0, -3, 2.5, True])
+def test_node_limit_must_be_a_positive_integer(bad: object) -> None:
+    with pytest.raises(ValueError, match="node_limit must be a positive integer or None"):
+        IlpConfig(node_limit=bad)  # type: ignore[arg-type]
+
+
+def _bert_rollout_state() -> ExtractionProblem:
+    # A BERT e-graph MCTS priced at budget 128, seed 0 (1,444 e-nodes, the 10th state of
+    # benchmarks/ilp_reward.py's recording): SCIP needs thousands of branch-and-bound nodes to
+    # prove its optimum, so a small node limit stops it before that.
+    from pathlib import Path
+
+    from tensor_eqsat.extract.serialize import load_problem
+
+    return load_problem(Path(__file__).parent / "data" / "bert_rollout_state.json")
+
+
+def _check_node_limited(backend: IlpBackend) -> None:
+    problem = _bert_rollout_state()
+    runs = [ilp(backend, node_limit=3).extract(problem) for _ in range(2)]
+    r = runs[0]
+    r.check()
+    assert r.status is SolveStatus.NODE_LIMIT
+    assert 1 <= int(r.stats["bb_nodes"]) <= 3  # type: ignore[call-overload]
+    assert r.lower_bound is not None and r.lower_bound <= r.reported_cost
+    assert r.gap is not None and r.gap > 0
+    assert r.reported_cost == pytest.approx(r.dag_cost())
+    assert r.reported_cost < float(r.stats["greedy_dag_cost"])  # type: ignore[arg-type]
+    # The limit does not depend on the clock: the same nodes, the same answer.
+    assert runs[1].choices == r.choices and runs[1].stats["bb_nodes"] == r.stats["bb_nodes"]
+
+
+def test_scip_stops_at_its_node_limit_with_a_valid_answer_the_same_each_time() -> None:
+    _check_node_limited(IlpBackend.SCIP)
+
+
+@pytest.mark.slow
+def test_highs_stops_at_its_node_limit_with_a_valid_answer_the_same_each_time() -> None:
+    _check_node_limited(IlpBackend.HIGHS)
