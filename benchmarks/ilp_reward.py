@@ -31,6 +31,7 @@ one run at a time: wall time, speedup, the reward solves by status, and the sear
     PYTHONPATH=src python benchmarks/ilp_reward.py bert --states 25 --reuse --reuse-nodes 100
     PYTHONPATH=src python benchmarks/ilp_reward.py --run bert squeezenet --budget 128
     PYTHONPATH=src python benchmarks/ilp_reward.py --run bert --reward-node-limit 0   # exact rewards
+    PYTHONPATH=src python benchmarks/ilp_reward.py --run squeezenet --reward-stall-limit 20000
 """
 
 from __future__ import annotations
@@ -195,9 +196,10 @@ def reuse_mode(args: argparse.Namespace) -> int:
 
 def run_mode(args: argparse.Namespace) -> int:
     nodes = None if args.reward_node_limit == 0 else args.reward_node_limit
+    stall = args.reward_stall_limit or None
     print(
         f"ILP/ILP, budget {args.budget}, seed {args.seed}, reward_node_limit {nodes}, "
-        f"reward_time_limit {args.reward_time_limit}",
+        f"reward_stall_limit {stall}, reward_time_limit {args.reward_time_limit}",
         flush=True,
     )
     for model in args.run:
@@ -209,6 +211,7 @@ def run_mode(args: argparse.Namespace) -> int:
             final_extractor="ilp",
             seed=args.seed,
             reward_node_limit=nodes,
+            reward_stall_limit=stall,
             reward_time_limit=args.reward_time_limit,
         )
         wall = time.perf_counter() - t
@@ -246,6 +249,12 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         default=REWARD_NODE_LIMIT,
         help=f"with --run: nodes per reward solve, 0 for none (default {REWARD_NODE_LIMIT})",
+    )
+    p.add_argument(
+        "--reward-stall-limit",
+        type=int,
+        default=0,
+        help="with --run: LP iterations per reward solve without a better answer, 0 for none (default)",
     )
     p.add_argument("--reward-time-limit", type=float, default=None, help="with --run: seconds per reward")
     p.add_argument("--reuse", action="store_true", help="measure what a reused HiGHS model could save")

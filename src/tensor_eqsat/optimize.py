@@ -496,6 +496,7 @@ def _reward_settings(cfg: OptimizeConfig) -> dict[str, Any] | None:
     return {
         "warm_start": cfg.reward_warm_start,
         "node_limit": cfg.reward_node_limit,
+        "stall_limit": cfg.reward_stall_limit,
         "time_limit": cfg.ilp.time_limit if cfg.reward_time_limit is None else cfg.reward_time_limit,
     }
 
