@@ -141,7 +141,7 @@ class OptimizeConfig:
         the same on any machine. It stops a solve without changing its path: a solve that never
         goes that long without a better answer gives the same reward. Default None (no limit):
         on ViT-Base and BERT (budget 128, seed 0) SCIP still improved a reward after 81,702 and
-        45,183 such iterations, so no limit low enough to speed up SqueezeNet leaves every other
+        63,793 such iterations, so no limit low enough to speed up SqueezeNet leaves every other
         model's search as it was (docs/search.md, "ILP rewards"). The final extraction is not
         affected.
     alternatives: extractors (names) whose extractions of the final e-graph are returned beside

@@ -556,7 +556,9 @@ class IlpReward:
     node) falls back to greedy-dag. Solved to optimality, the answer is exact either way; at the
     config's ``node_limit`` (``OptimizeConfig.reward_node_limit``) it is the best found within
     the nodes, which may depend on the start, and so on the order of the solves, but on nothing
-    else: one seed gives one search on any machine. A ``time_limit`` reached breaks that.
+    else: one seed gives one search on any machine. So does a ``stall_limit``
+    (``OptimizeConfig.reward_stall_limit``, off by default), which stops a solve after that many
+    LP iterations without a better answer. A ``time_limit`` reached breaks that.
 
     The solver model is rebuilt for every state rather than extended with the new e-nodes'
     columns and rows: on BERT's rollout states building the problem and the model is 0.36 % of
