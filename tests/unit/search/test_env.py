@@ -100,7 +100,10 @@ def test_multi_rule_is_pruned_when_either_source_is_missing():
     assert env2.pruned_actions() == set()
 
 
-def test_copies_are_independent_and_share_the_cost_cache():
+def test_copies_are_independent_and_share_the_cost_cache(monkeypatch):
+    from tensor_eqsat.search import env as env_module
+
+    monkeypatch.setattr(env_module, "TRANSITIONS", 0)  # b's step is then priced, not repeated
     env = paper_env()
     env.cost()
     a = env.copy()
@@ -236,3 +239,50 @@ def test_actions_known_to_change_nothing_are_not_applied_again_in_that_state(mon
     assert not env.step(assoc).changed
     env.step(div_self)
     assert applied == ["mul-div-assoc", "mul-div-assoc", "div-self"]
+
+
+def test_a_step_repeated_from_a_copy_of_the_same_state_takes_the_remembered_outcome():
+    env = paper_env(node_limit=100)
+    egraph = env.egraph
+    first = env.copy()
+    r1 = first.step(1)  # mul-div-assoc: changes the e-graph
+    assert r1.changed and env.stats.repeated_steps == 0
+    second = env.copy()
+    r2 = second.step(1)
+    assert env.stats.repeated_steps == 1
+    assert (r2.cost, r2.changed, r2.done, r2.reason) == (r1.cost, r1.changed, r1.done, r1.reason)
+    assert r2.info == r1.info
+    assert second.egraph.same_as(first.egraph) and second.egraph is not first.egraph
+    # the remembered e-graph is a private copy: stepping on from either state changes neither
+    first.step(2)
+    assert not second.egraph.same_as(first.egraph)
+    third = env.copy()
+    third.step(1)
+    assert third.egraph.same_as(second.egraph)
+    # in place: whoever holds the environment's e-graph sees the state it moved to
+    env.step(1)
+    assert env.egraph is egraph and egraph.same_as(second.egraph)
+    # every copy that reached that state shares its token: first already stepped action 2 there
+    repeats = env.stats.repeated_steps
+    env.step(2)
+    second.step(2)
+    assert env.stats.repeated_steps == repeats + 2
+    assert env.egraph.same_as(second.egraph) and env.egraph.same_as(first.egraph)
+    # a state reached anew (another lineage with equal content) has a token of its own
+    fresh = paper_env(node_limit=100)
+    fresh.step(1)
+    assert fresh.stats.repeated_steps == 0 and fresh.egraph.same_as(third.egraph)
+
+
+def test_remembered_steps_do_not_change_a_search(monkeypatch):
+    from tensor_eqsat.search import env as env_module
+
+    def run(transitions: int) -> tuple[object, ...]:
+        monkeypatch.setattr(env_module, "TRANSITIONS", transitions)
+        env = paper_env(node_limit=12)
+        report = Mcts(budget=24, seed=3).run(env)
+        return report.actions, report.final_cost, env.egraph.num_enodes, env.stats.repeated_steps
+
+    *without, none = run(0)
+    *with_, some = run(256)
+    assert with_ == without and none == 0 and some > 0
