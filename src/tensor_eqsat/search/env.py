@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 
 from tensor_eqsat.rewrite.ematch import Searcher
 from tensor_eqsat.rewrite.multi import MultiRewrite, canonical_form
+from tensor_eqsat.rewrite.pattern import PNode
 from tensor_eqsat.rewrite.rewrite import Rewrite, apply_rule
 from tensor_eqsat.search.mcts import StepResult
 from tensor_eqsat.search.stop import StopReason
@@ -171,6 +172,9 @@ class _Shared:
     prune_searchers: tuple[Searcher, ...]
     prune_sources: tuple[tuple[int, ...], ...]
     """Per rule: indices into ``prune_searchers`` of its (canonical) source patterns."""
+    prune_edges: tuple[tuple[tuple[str, int, str], ...], ...]
+    """Per searcher: the (op, child index, child op) edges of its pattern, each of which a
+    match needs (:meth:`~tensor_eqsat.egraph.egraph.EGraph.has_edge`)."""
     cache: dict[tuple[int, int, int], float] = field(default_factory=dict)
     transitions: OrderedDict[tuple[int, int], _Transition] = field(default_factory=OrderedDict)
     """(state token, action) -> the step's outcome, most recently used last."""
@@ -215,7 +219,8 @@ class EGraphEnv:
                 ids.append(distinct.setdefault(canon, len(distinct)))
             per_rule.append(tuple(ids))
         searchers = tuple(Searcher(p) for p in distinct)
-        self._shared = _Shared(tuple(rules), cost_fn, cfg, searchers, tuple(per_rule))
+        edges = tuple(tuple(dict.fromkeys(_edges(p))) for p in distinct)
+        self._shared = _Shared(tuple(rules), cost_fn, cfg, searchers, tuple(per_rule), edges)
         self.egraph = egraph
         self.egraph.rebuild()
         self._cost: float | None = None
@@ -376,11 +381,21 @@ class EGraphEnv:
         else:
             found: dict[int, bool] = {}
             searchers = sh.prune_searchers
+            edges = sh.prune_edges
+            present: dict[tuple[str, int, str], bool] = {}
+
+            def edge(e: tuple[str, int, str]) -> bool:
+                hit = present.get(e)
+                if hit is None:
+                    hit = present[e] = eg.has_edge(*e)
+                return hit
 
             def has(k: int) -> bool:
+                # Most sources have no match; a missing edge of the pattern says so without
+                # trying every class of its root op.
                 hit = found.get(k)
                 if hit is None:
-                    hit = found[k] = bool(searchers[k].search(eg, 1))
+                    hit = found[k] = all(map(edge, edges[k])) and bool(searchers[k].search(eg, 1))
                 return hit
 
             out = frozenset(i for i, ids in enumerate(sh.prune_sources) if not all(has(k) for k in ids))
@@ -413,6 +428,17 @@ class EGraphEnv:
             info["applied"] = report.applied
             info["nodes_added"] = report.nodes_added
         return info
+
+
+def _edges(p: Pattern) -> list[tuple[str, int, str]]:
+    """The (op, child index, child op) edges of a pattern, parents first."""
+    out: list[tuple[str, int, str]] = []
+    if isinstance(p, PNode):
+        for i, c in enumerate(p.children):
+            if isinstance(c, PNode):
+                out.append((p.op, i, c.op))
+                out.extend(_edges(c))
+    return out
 
 
 _REGISTRY: dict[int, _Shared] = {}

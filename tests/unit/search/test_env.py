@@ -286,3 +286,44 @@ def test_remembered_steps_do_not_change_a_search(monkeypatch):
     *without, none = run(0)
     *with_, some = run(256)
     assert with_ == without and none == 0 and some > 0
+
+
+def test_pruning_by_missing_edges_prunes_exactly_what_searching_does():
+    from tensor_eqsat import zoo
+    from tensor_eqsat.egraph import from_graph
+    from tensor_eqsat.rules.sets import load_rule_set
+    from tensor_eqsat.search.actions import Actions
+
+    rules = Actions.from_rules(load_rule_set()).rewrites
+    for model in ("squeezenet", "mobilenetv2"):
+        env = EGraphEnv(from_graph(zoo.get(model)), rules, lambda eg: 0.0, node_limit=4000)
+        for action in (None, 130, 64, 131, 62):
+            if action is not None:
+                env.step(action)
+            sh = env._shared
+            searched = frozenset(
+                i
+                for i, ids in enumerate(sh.prune_sources)
+                if not all(sh.prune_searchers[k].search(env.egraph, 1) for k in ids)
+            )
+            assert env.pruned_actions() == searched
+            missing = [e for edges in sh.prune_edges for e in edges if not env.egraph.has_edge(*e)]
+            assert missing  # the edge test is what decides some of them
+
+
+def test_has_edge_agrees_with_the_nodes():
+    from tensor_eqsat import zoo
+    from tensor_eqsat.egraph import from_graph
+
+    eg = from_graph(zoo.get("squeezenet"))
+    ops = sorted({node.op for _, node in eg.enodes()})
+    truth = {
+        (node.op, i, child.op)
+        for _, node in eg.enodes()
+        for i, c in enumerate(node.children)
+        for child in eg.nodes(c)
+    }
+    for op in ops:
+        for child_op in ops:
+            for i in range(3):
+                assert eg.has_edge(op, i, child_op) == ((op, i, child_op) in truth)
