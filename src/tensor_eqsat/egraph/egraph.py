@@ -662,44 +662,6 @@ class EGraph:
         self.rebuild()
         return list(self._op_index.get(op, ()))
 
-    def has_edge(self, op: str, index: int, child_op: str) -> bool:
-        """Whether some node with ``op`` has, as its child number ``index``, a class holding a
-        node with ``child_op`` (blacklisted nodes included; rebuilds first). A pattern with
-        ``(op ... (child_op ...) ...)`` at that position has no match without such an edge,
-        which is cheap to rule out from the rarer of the two ops.
-
-        >>> from tensor_eqsat.egraph.analysis import NoAnalysis
-        >>> eg = EGraph(NoAnalysis())
-        >>> f = eg.add(ENode("f", (), (eg.add(ENode("a", (), ())), eg.add(ENode("b", (), ())))))
-        >>> eg.has_edge("f", 1, "b"), eg.has_edge("f", 0, "b"), eg.has_edge("g", 0, "a")
-        (True, False, False)
-        """
-        self.rebuild()
-        outer = self._op_index.get(op)
-        inner = self._op_index.get(child_op)
-        if not outer or not inner:
-            return False
-        find = self._uf.find
-        nodes = self._nodes
-        if len(inner) <= len(outer):
-            parents = self._parents
-            for c in inner:
-                c = find(c)
-                for nid in parents.get(c, ()):
-                    node = nodes[nid]
-                    if node[0] == op and len(node[2]) > index and find(node[2][index]) == c:
-                        return True
-            return False
-        class_nodes = self._class_nodes
-        for c in outer:
-            for nid in class_nodes.get(find(c), ()):
-                node = nodes[nid]
-                if node[0] == op and len(node[2]) > index:
-                    for m in class_nodes[find(node[2][index])]:
-                        if nodes[m][0] == child_op:
-                            return True
-        return False
-
     def _cached(self, key: str, build: Any) -> Any:
         if self._cache_version != self._version:
             self._cache = {}
@@ -722,9 +684,8 @@ class EGraph:
         return new
 
     def assign(self, other: EGraph) -> None:
-        """Make this e-graph an independent copy of ``other`` (rebuilt first), in place: what
-        :meth:`copy` returns, for holders of this object (a search environment taking a state
-        it computed before)."""
+        """Make this e-graph, in place, what ``other.copy()`` would return (a search
+        environment taking a state it computed before, seen by whoever holds this object)."""
         other.rebuild()
         dst, src = self, other
         dst.analysis = src.analysis

@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+from tensor_eqsat.egraph.edges import has_edge
 from tensor_eqsat.rewrite.ematch import Searcher
 from tensor_eqsat.rewrite.multi import MultiRewrite, canonical_form
 from tensor_eqsat.rewrite.pattern import PNode
@@ -387,7 +388,7 @@ class EGraphEnv:
             def edge(e: tuple[str, int, str]) -> bool:
                 hit = present.get(e)
                 if hit is None:
-                    hit = present[e] = eg.has_edge(*e)
+                    hit = present[e] = has_edge(eg, *e)
                 return hit
 
             def has(k: int) -> bool:
