@@ -432,6 +432,9 @@ not reused). Not by equality: ``1`` and ``1.0``, or lists of them, are equal but
 values of different types."""
 
 
+_COMPILED_LIMIT = 10_000
+
+
 def compile_value(v: AttrValue) -> ValueFn:
     """:func:`eval_value` of ``v`` as a closure, built once per value object: rewriting
     evaluates the same few expressions (split sizes, rule conditions) for every match, and
@@ -441,6 +444,8 @@ def compile_value(v: AttrValue) -> ValueFn:
         return lambda attrs, shape_of: v
     entry = _COMPILED.get(id(v))
     if entry is None or entry[0] is not v:
+        if len(_COMPILED) >= _COMPILED_LIMIT:  # values made on the fly, not a rule's: start afresh
+            _COMPILED.clear()
         entry = _COMPILED[id(v)] = (v, _compile(v))
     return entry[1]
 

@@ -456,8 +456,11 @@ def _token(shared: _Shared) -> int:
 
 
 def _install(token: int, shared: _Shared) -> None:
-    # A worker's copy: its cost cache and statistics are its own from here on.
+    # A worker's copy: its cost cache and statistics are its own from here on. Its remembered
+    # steps start empty: state tokens are numbered per process, so the sender's would name the
+    # worker's own states.
     shared.token = token
+    shared.transitions = OrderedDict()
     _REGISTRY[token] = shared
 
 

@@ -329,3 +329,20 @@ def test_has_edge_agrees_with_the_nodes():
         for child_op in ops:
             for i in range(3):
                 assert has_edge(eg, op, i, child_op) == ((op, i, child_op) in truth)
+
+
+def test_a_worker_starts_without_the_senders_remembered_steps():
+    from dataclasses import replace
+
+    from tensor_eqsat.search.env import _install
+
+    env = paper_env(node_limit=100)
+    env.copy().step(1)
+    assert env._shared.transitions
+    fn, (token, shared) = env.worker_initializer()
+    received = replace(shared)  # a worker's own copy (pickled for spawn or Ray, forked otherwise)
+    fn(token, received)
+    try:
+        assert not received.transitions and env._shared.transitions
+    finally:
+        _install(token, env._shared)  # this process's registry entry back to the sender's
