@@ -357,6 +357,9 @@ class EGraphEnv:
         sh.stats.repeated_steps += 1
         if known.egraph is not None:
             self.egraph.assign(known.egraph)  # in place: the caller may hold the e-graph
+            # The version may now repeat one this environment saw in another state: whatever was
+            # remembered by version belongs to that state.
+            self._idle, self._idle_version = frozenset(), -1
             self._token, self._token_version = known.token, self.egraph.version
         self._cost, self._cost_version = known.cost, self.egraph.version
         if known.idle:

@@ -346,3 +346,24 @@ def test_a_worker_starts_without_the_senders_remembered_steps():
         assert not received.transitions and env._shared.transitions
     finally:
         _install(token, env._shared)  # this process's registry entry back to the sender's
+
+
+def test_a_repeated_step_forgets_what_was_remembered_about_another_state_at_that_version():
+    env = paper_env(node_limit=100)
+    other = env.copy()
+    other.step(1)  # remembered: (start, 1) -> a state of other's version
+    env.step(0)  # env moves to another state, at a version of its own ...
+    env.pruned_actions()  # ... and remembers its idle actions there
+    back = paper_env(node_limit=100)
+    back._shared = env._shared
+    back.egraph.assign(env.egraph)
+    # idle actions of this state, remembered under the version number other's state has
+    back._idle, back._idle_version = env._idle, other.egraph.version
+    assert back._idle and not back.egraph.same_as(other.egraph)
+    start = other._shared.transitions
+    key = next(iter(start))
+    back._token, back._token_version = key[0], back.egraph.version  # pretend: the start state
+    back.step(key[1])  # a repeat: the e-graph becomes other's, at other's version
+    assert back.egraph.same_as(other.egraph)
+    assert back.egraph.version == other.egraph.version
+    assert back._idle_version != back.egraph.version or not back._idle  # not taken for this state
