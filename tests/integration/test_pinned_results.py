@@ -110,3 +110,60 @@ def test_ilp_ilp_choices_for_seed_0_are_pinned(stall_limit):
     assert round(r.optimized_cost_ms, 9) == final_ms
     assert r.stats.enodes == enodes
     assert r.stats.construction["reward"]["solves"] == 48
+
+
+MOBILENETV2_BUDGET128 = [
+    ("conv-merge-gconv-stride1", 0.786575496),
+    ("conv-merge-gconv-stride1", 0.778215649),
+    ("conv-merge-gconv-stride1", 0.771582684),
+    ("conv-merge-gconv-stride1", 0.76422017),
+    ("conv-merge-gconv-stride1", 0.760355203),
+    ("conv-merge-gconv-stride1", 0.735686657),
+    ("conv-input-ewadd-distribute-2", 0.735686657),
+    ("ewadd-assoc-comm-2", 0.735686657),
+    ("conv-input-ewadd-distribute-2", 0.735686657),
+    ("conv-ewadd-concat-fuse-1", 0.738739518),
+    ("conv-ewadd-concat-fuse-1", 0.724758713),
+    ("conv-merge-gconv-stride1", 0.72094808),
+    ("ewadd-assoc-comm-2", 0.72094808),
+    ("conv-input-ewadd-distribute-2", 0.72094808),
+    ("conv-ewadd-concat-fuse-2", 0.72094808),
+    ("conv-ewadd-concat-fuse-2", 0.719644632),
+    ("conv-merge-gconv-stride2", 0.719644632),
+    ("conv-ewadd-concat-fuse-1", 0.71853313),
+    ("conv-merge-gconv-stride2", 0.71853313),
+    ("conv-concat-split-shared-input", 0.71853313),
+    ("conv-merge-gconv-stride2", 0.716732018),
+    ("conv-merge-gconv-stride2", 0.713216983),
+    ("conv-merge-gconv-stride2", 0.708776198),
+    ("ewadd-assoc-comm-2", 0.708776198),
+    ("ewadd-assoc-comm-2", 0.708776198),
+    ("ewadd-assoc-comm-2", 0.708776198),
+    ("ewadd-assoc-comm-6", 0.708776198),
+    ("ewadd-assoc-comm-2", 0.708776198),
+    ("ewadd-assoc-comm-2", 0.708776198),
+    ("ewadd-assoc-comm-6", 0.708776198),
+    ("ewadd-assoc-comm-2", 0.708776198),
+    ("ewadd-assoc-comm-2", 0.708776198),
+    ("ewadd-assoc-comm-6", 0.708776198),
+    ("ewadd-assoc-comm-2", 0.708776198),
+    ("conv-input-ewadd-distribute-1", 0.708776198),
+    ("ewadd-assoc-comm-2", 0.708776198),
+    ("ewadd-assoc-comm-6", 0.708776198),
+    ("ewadd-assoc-comm-2", 0.708776198),
+    ("conv-input-ewadd-distribute-1", 0.708776198),
+    ("conv-input-ewadd-distribute-2", 0.708776198),
+    ("concat-block-transpose-1", 0.708776198),
+    ("conv-ewadd-concat-fuse-1", 0.708776198),
+    ("conv-ewadd-concat-fuse-1", 0.708776198),
+]
+"""MobileNet-v2 at the paper's budget, seed 0, MCTS greedy-ocf / ILP (issue 15's speed target):
+every step's rule and cost, from the code before the second round of speed work (29bdf05)."""
+
+
+@pytest.mark.slow
+def test_mobilenetv2_at_budget_128_is_pinned():
+    r = optimize("mobilenetv2", search="mcts", budget=128, seed=0, final_extractor="ilp")
+    assert [(s.rule, round(s.cost, 9)) for s in r.steps] == MOBILENETV2_BUDGET128
+    assert round(r.optimized_cost_ms, 9) == 0.708776198
+    assert (r.stats.enodes, round(r.speedup_pct, 4)) == (2000, 10.0274)

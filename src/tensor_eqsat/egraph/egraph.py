@@ -679,33 +679,41 @@ class EGraph:
 
         The analysis object is shared (analyses are stateless apart from caches).
         """
-        self.rebuild()
         new = object.__new__(EGraph)
-        new.analysis = self.analysis
-        new.cycle_filter = self.cycle_filter
-        new.weight_data = self.weight_data
-        new._uf = self._uf.copy()
-        new._nodes = self._nodes.copy()
-        new._node_class = self._node_class.copy()
-        new._memo = self._memo.copy()
-        new._class_nodes = self._class_nodes.copy()
-        new._parents = self._parents.copy()
-        new._data = self._data.copy()
-        new._height = self._height.copy()
-        new._op_index = {op: idx.copy() for op, idx in self._op_index.items()}
-        new._blacklist = self._blacklist.copy()
-        new._blacklist_version = self._blacklist_version
-        new._roots = self._roots.copy()
-        new._pending = []
-        new._analysis_pending = []
-        new._dirty = set()
-        new._num_enodes = self._num_enodes
-        new._version = self._version
-        new._cache = self._cache
-        new._cache_version = self._cache_version
-        if "_sids" in self.__dict__:  # hashing.py's per-node ids, which never change for a node id
-            new._sids = self._sids.copy()  # type: ignore[attr-defined]
+        new.assign(self)
         return new
+
+    def assign(self, other: EGraph) -> None:
+        """Make this e-graph, in place, what ``other.copy()`` would return (a search
+        environment taking a state it computed before, seen by whoever holds this object)."""
+        other.rebuild()
+        dst, src = self, other
+        dst.analysis = src.analysis
+        dst.cycle_filter = src.cycle_filter
+        dst.weight_data = src.weight_data
+        dst._uf = src._uf.copy()
+        dst._nodes = src._nodes.copy()
+        dst._node_class = src._node_class.copy()
+        dst._memo = src._memo.copy()
+        dst._class_nodes = src._class_nodes.copy()
+        dst._parents = src._parents.copy()
+        dst._data = src._data.copy()
+        dst._height = src._height.copy()
+        dst._op_index = {op: idx.copy() for op, idx in src._op_index.items()}
+        dst._blacklist = src._blacklist.copy()
+        dst._blacklist_version = src._blacklist_version
+        dst._roots = src._roots.copy()
+        dst._pending = []
+        dst._analysis_pending = []
+        dst._dirty = set()
+        dst._num_enodes = src._num_enodes
+        dst._version = src._version
+        dst._cache = src._cache
+        dst._cache_version = src._cache_version
+        if "_sids" in src.__dict__:  # hashing.py's per-node ids, which never change for a node id
+            dst._sids = src._sids.copy()  # type: ignore[attr-defined]
+        elif "_sids" in dst.__dict__:
+            del dst._sids  # type: ignore[attr-defined]
 
     def same_as(self, other: EGraph) -> bool:
         """Whether ``other`` is this e-graph with the same ids: the same nodes in the same order,

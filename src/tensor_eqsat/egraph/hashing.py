@@ -91,7 +91,20 @@ def _dag_hashes(egraph: EGraph) -> dict[int, int]:
     blacklist = egraph._blacklist
     sids = _node_sids(egraph)
     h: dict[int, int] = {}
+    get = h.__getitem__
     for c in sorted(class_nodes, key=egraph._height.__getitem__):
+        ns = class_nodes[c]
+        if len(ns) == 1 and ns[0] not in blacklist:
+            # Most classes hold one node: the general loop's value without its list.
+            nid = ns[0]
+            ch = nodes[nid][2]
+            if not ch:
+                h[c] = hash((hash((sids[nid],)),))
+            elif len(ch) == 1:
+                h[c] = hash((hash((sids[nid], get(ch[0]))),))
+            else:
+                h[c] = hash((hash((sids[nid], *map(get, ch))),))
+            continue
         sigs = []
         for nid in class_nodes[c]:
             if nid in blacklist:

@@ -22,8 +22,8 @@ Usage (an e-graph and a cost model from their own modules)::
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol, overload
 
 from tensor_eqsat.extract.problem import ExtractionError, ExtractionProblem
 from tensor_eqsat.extract.result import ExtractionResult
@@ -131,7 +131,6 @@ def problem_from_egraph(
     # The single shape of each class (None for a multi-output one, which only ``get`` may read).
     single = [shapes[0] if len(shapes) == 1 else None for shapes in (cls.data.shapes for cls in classes)]
     blacklist = egraph.blacklist
-    costs = cache if cache is not None else {}
     op_cost = cost_model.op_cost
     # C-level lookups (``map`` over bound ``__getitem__``) for the per-node work below.
     class_of, flag_of, shape_of = index.__getitem__, flags.__getitem__, single.__getitem__
@@ -139,53 +138,52 @@ def problem_from_egraph(
     node_children: list[tuple[int, ...]] = []
     node_cost: list[float] = []
     node_op: list[str] = []
-    node_keys: list[Hashable] = []
     enodes: list[Any] = []
     class_nodes: list[tuple[int, ...]] = []
+    add_children, add_cost = node_children.append, node_cost.append
+    # Without a cache shared across calls, a local one would only repeat the cost model's own
+    # cache (keyed by op, attributes and shapes): ask the model directly.
+    get_cached = cache.get if cache is not None else None
     for ci, cls in enumerate(classes):
+        cid, nodes, _ = cls
         start = len(enodes)
-        cid = cls.id
-        for pos, node in enumerate(cls.nodes):
-            op, attrs, children = node
-            if not children:
-                ch: tuple[int, ...] = ()
-                cost = 0.0
-            else:
-                try:
-                    ch = tuple(map(class_of, children))
-                except KeyError as exc:
-                    raise ExtractionError(
-                        f"e-node {node} of e-class {cid}: unknown child e-class {exc.args[0]}"
-                    ) from None
-                if op == PROJECTION:
-                    cost = 0.0
-                else:
-                    all_w = all(map(flag_of, ch))
-                    key = (node, all_w)
-                    cached = costs.get(key)
-                    if cached is None:
-                        in_shapes = tuple(map(shape_of, ch))
-                        if None in in_shapes:
-                            raise ExtractionError(
-                                f"e-node {node} of e-class {cid} reads a multi-output class without a "
-                                f"{PROJECTION!r} projection"
-                            )
-                        cached = float(op_cost(op, attrs, in_shapes, all_w))
-                        if not (math.isfinite(cached) and cached >= 0.0):
-                            raise ExtractionError(
-                                f"e-node {node} of e-class {cid}: cost model returned {cached!r}"
-                            )
-                        costs[key] = cached
-                    cost = cached
-            node_class.append(ci)
-            node_children.append(ch)
-            node_cost.append(cost)
-            node_op.append(op)
-            node_keys.append((cid, pos))
-            enodes.append(node)
-        if len(enodes) == start:
+        if not nodes:
             raise ExtractionError(f"e-class {cid} has no e-nodes")
+        enodes.extend(nodes)
+        node_class.extend([ci] * len(nodes))
         class_nodes.append(tuple(range(start, len(enodes))))
+        for node in nodes:
+            op, attrs, children = node
+            node_op.append(op)
+            if not children:
+                add_children(())
+                add_cost(0.0)
+                continue
+            try:
+                ch = tuple(map(class_of, children))
+            except KeyError as exc:
+                raise ExtractionError(
+                    f"e-node {node} of e-class {cid}: unknown child e-class {exc.args[0]}"
+                ) from None
+            add_children(ch)
+            if op == PROJECTION:
+                add_cost(0.0)
+                continue
+            all_w = all(map(flag_of, ch))
+            cost = None if get_cached is None else get_cached((node, all_w))
+            if cost is None:
+                in_shapes = tuple(map(shape_of, ch))
+                if None in in_shapes:
+                    raise ExtractionError(
+                        f"e-node {node} of e-class {cid} reads a multi-output class without a "
+                        f"{PROJECTION!r} projection"
+                    )
+                cost = float(op_cost(op, attrs, in_shapes, all_w))
+                if not (math.isfinite(cost) and cost >= 0.0):
+                    raise ExtractionError(f"e-node {node} of e-class {cid}: cost model returned {cost!r}")
+                if cache is not None:
+                    cache[(node, all_w)] = cost
+            add_cost(cost)
     node_bl = [node in blacklist for node in enodes] if blacklist else [False] * len(enodes)
     roots: list[int] = []
     for r in egraph.roots:
@@ -204,7 +202,37 @@ def problem_from_egraph(
         node_cost=node_cost,
         node_op=node_op,
         node_blacklisted=node_bl,
-        node_keys=tuple(node_keys),
+        node_keys=_NodeKeys(classes, class_nodes, node_class),
         roots=tuple(roots),
     )
     return EGraphProblem(problem, egraph, enodes)
+
+
+class _NodeKeys(Sequence[tuple[int, int]]):
+    """The node keys of a problem built from an e-graph, ``(class id, position in the class)``,
+    made on demand: only error messages and serialization read them, and a search builds a
+    problem after every step."""
+
+    __slots__ = ("_class_nodes", "_classes", "_node_class")
+
+    def __init__(self, classes: Sequence[Any], class_nodes: Sequence[tuple[int, ...]], node_class: list[int]):
+        self._classes = classes
+        self._class_nodes = class_nodes
+        self._node_class = node_class
+
+    def __len__(self) -> int:
+        return len(self._node_class)
+
+    @overload
+    def __getitem__(self, i: int) -> tuple[int, int]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[tuple[int, int]]: ...
+
+    def __getitem__(self, i: int | slice) -> tuple[int, int] | Sequence[tuple[int, int]]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        c = self._node_class[i]  # raises IndexError out of range
+        return (self._classes[c].id, i - self._class_nodes[c][0])

@@ -126,7 +126,7 @@ class ExtractionProblem:
         self.node_blacklisted: list[bool] = (
             [bool(b) for b in node_blacklisted] if node_blacklisted is not None else [False] * n
         )
-        self.node_keys: tuple[Hashable, ...] = (
+        self.node_keys: Sequence[Hashable] = (
             tuple(node_keys) if node_keys is not None else tuple(str(i) for i in range(n))
         )
         self.roots: tuple[int, ...] = tuple(roots)
@@ -154,7 +154,7 @@ class ExtractionProblem:
         node_cost: list[float],
         node_op: list[str],
         node_blacklisted: list[bool],
-        node_keys: tuple[Hashable, ...],
+        node_keys: Sequence[Hashable],
         roots: tuple[int, ...],
     ) -> ExtractionProblem:
         """Adopt lists that are valid by construction, without copying or checking them.

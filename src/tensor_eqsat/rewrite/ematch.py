@@ -40,6 +40,7 @@ from tensor_eqsat.rewrite.pattern import (
     PNode,
     Var,
     attr_vars,
+    compile_value,
     eval_value,
     tensor_vars,
     value_vars,
@@ -412,15 +413,17 @@ class Plan:
         ref = self.index.get(key)
         if ref is not None:
             return ref
-        data = self.data
-        steps = self.steps
-        value = self.make(op, attrs, [data[r] if r >= 0 else steps[-r - 1][3] for r in refs])
+        # The cycle check before the analysis: most rejected pairs of a multi-pattern rule close
+        # a cycle, and the check is cheaper than inferring the node's shape.
         inputs = self.inputs
         for r in refs:
             if r >= 0 and r not in inputs:
                 if self.avoid and self._reaches_avoided(r):
                     raise ClosesCycle
                 inputs.add(r)
+        data = self.data
+        steps = self.steps
+        value = self.make(op, attrs, [data[r] if r >= 0 else steps[-r - 1][3] for r in refs])
         steps.append((op, attrs, refs, value))
         ref = -len(steps)
         self.index[key] = ref
@@ -457,7 +460,7 @@ def _compile_build(p: Pattern) -> BuildFn:
     kinds = tuple(0 if _is_literal(v) else 1 if isinstance(v, AttrVar) else 2 for v in slots)
     slot_t: list[tuple[int, int, Any]] = []
     for i, (k, v) in enumerate(zip(kinds, slots, strict=True)):
-        slot_t.append((i, k, v.name if isinstance(v, AttrVar) else v))
+        slot_t.append((i, k, v.name if isinstance(v, AttrVar) else compile_value(v) if k == 2 else v))
 
     def attrs_of(s: Subst, plan: Plan) -> tuple[Any, ...]:
         out = []
@@ -470,7 +473,7 @@ def _compile_build(p: Pattern) -> BuildFn:
             else:
                 if shape_of is None:
                     shape_of = shape_getter(plan.egraph, s)
-                value = eval_value(v, s, shape_of)
+                value = v(s, shape_of)
                 out.append(specs[i].convert(op, value) if specs is not None else value)
         return tuple(out)
 
@@ -479,7 +482,10 @@ def _compile_build(p: Pattern) -> BuildFn:
         (b0,) = child_bs
 
         def build1(s: Subst, plan: Plan) -> int:
-            return plan.node(op, fixed if fixed is not None else attrs_of(s, plan), (b0(s, plan),))
+            # The child first, as for the other arities: a plan that closes a cycle below this
+            # node stops before its attributes (split sizes) are evaluated.
+            ref = b0(s, plan)
+            return plan.node(op, fixed if fixed is not None else attrs_of(s, plan), (ref,))
 
         return build1
     if len(child_bs) == 2:

@@ -45,6 +45,35 @@ def test_hash_sees_changes_and_the_blacklist():
     assert eg.content_hash() == h0
 
 
+def _class_hashes_by_the_general_loop(eg: EGraph) -> dict[int, int]:
+    """Every class's hash by the general per-node loop (the reference for the one-node path)."""
+    from tensor_eqsat.egraph.hashing import _node_sids
+
+    sids = _node_sids(eg)
+    h: dict[int, int] = {}
+    for c in sorted(eg._class_nodes, key=eg._height.__getitem__):
+        sigs = sorted(
+            hash((sids[n], *[h[k] for k in eg._nodes[n][2]]))
+            for n in eg._class_nodes[c]
+            if n not in eg._blacklist
+        )
+        h[c] = hash(tuple(sigs))
+    return h
+
+
+def test_class_hashes_match_the_general_loop_with_blacklisted_one_node_classes():
+    from tensor_eqsat.egraph.hashing import _dag_hashes
+
+    eg = from_graph(block())
+    for rule in (FUSE, COMM, RELU_IDEM):
+        apply_rule(eg, rule)
+    eg.blacklist_node(eg.nodes(eg.roots[0])[0])
+    eg.rebuild()
+    one_node = [c for c, ns in eg._class_nodes.items() if len(ns) == 1]
+    assert len(one_node) < eg.num_classes and eg.blacklist  # both paths and a blacklist are used
+    assert _dag_hashes(eg) == _class_hashes_by_the_general_loop(eg)
+
+
 def test_hash_depends_on_names_and_attributes():
     def one(name: str, act: str) -> int:
         g = Graph()

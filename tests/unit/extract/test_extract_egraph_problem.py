@@ -151,3 +151,25 @@ def test_result_of_another_problem_is_rejected() -> None:
     ep2 = problem_from_egraph(FakeEGraph(), RecordingCost())
     with pytest.raises(ExtractionError, match="different extraction problem"):
         ep1.choice(GreedyDagExtractor().extract(ep2.problem))
+
+
+def test_node_keys_name_class_and_position() -> None:
+    from tensor_eqsat.cost.roofline import RooflineCostModel
+    from tensor_eqsat.egraph import from_graph
+    from tensor_eqsat.extract.egraph_problem import problem_from_egraph
+    from tensor_eqsat.ir import Graph
+
+    g = Graph()
+    a = g.input((2, 2), name="a")
+    b = g.input((2, 2), name="b")
+    g.output(g.relu(g.ewadd(a, b)))
+    eg = from_graph(g)
+    s = eg.add(eg.nodes(eg.roots[0])[0])  # present already: nothing new
+    assert s == eg.roots[0]
+    p = problem_from_egraph(eg, RooflineCostModel()).problem
+    keys = p.node_keys
+    expected = [(cls.id, pos) for cls in eg.classes() for pos in range(len(cls.nodes))]
+    assert list(keys) == expected and len(keys) == p.num_nodes
+    assert keys[-1] == expected[-1] and list(keys[1:3]) == expected[1:3]
+    with pytest.raises(IndexError):
+        keys[p.num_nodes]

@@ -132,3 +132,76 @@ def test_lookup_pattern_of_ground_terms():
     assert lookup_pattern(eg, PNode("tanh", (), (x_term,))) is None
     with pytest.raises(PatternError, match="without variables"):
         lookup_pattern(eg, parse_pattern("?x"))
+
+
+# -- compiled attribute values -------------------------------------------------------------------
+
+
+def _interpret(v, attrs, shape_of):
+    """The tree-walking evaluation compiled values replace (kept here as the reference)."""
+    from tensor_eqsat.rewrite.pattern import AttrVar, Expr, ListValue, Var
+
+    if isinstance(v, AttrVar):
+        return attrs[v.name]
+    if isinstance(v, Var):
+        raise ValueError(f"tensor variable ?{v.name} used as a value")
+    if isinstance(v, ListValue):
+        return tuple(_interpret(i, attrs, shape_of) for i in v.items)
+    if isinstance(v, Expr):
+        if v.fn == "dim":
+            var, axis = v.args
+            return shape_of(var.name)[int(_interpret(axis, attrs, shape_of))]
+        if v.fn == "rank":
+            return len(shape_of(v.args[0].name))
+        a, b = (_interpret(x, attrs, shape_of) for x in v.args)
+        if v.fn == "add":
+            return a + b
+        if v.fn == "sub":
+            return a - b
+        if v.fn == "mul":
+            return a * b
+        if v.fn == "div":
+            if b == 0 or a % b != 0:
+                raise ValueError(f"{a} is not divisible by {b}")
+            return a // b
+    return v
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "(== (div (dim ?x 1) 2) ?g)",
+        "(== (dim ?x -1) (mul (dim ?w 0) ?g))",
+        "(== (add (dim ?x 0) (sub (rank ?x) 1)) (dim ?w 3))",
+        "(== (div (dim ?x 1) 3) ?g)",
+        "(== (dim ?x 7) 1)",
+        "(== (dim ?x ?a) ?q)",
+        "(== (div (dim ?x 1) ?z) 1)",
+    ],
+)
+def test_compiled_values_evaluate_and_fail_as_the_interpreter(text: str) -> None:
+    from tensor_eqsat.rewrite.pattern import compile_value, eval_value, parse_condition
+
+    shapes = {"x": (2, 64, 8, 8), "w": (32, 2, 3, 8)}
+    attrs = {"g": 32, "a": 2, "z": 0}
+    cond = parse_condition(text)
+    for side in (cond.lhs, cond.rhs):
+        try:
+            expected = ("ok", _interpret(side, attrs, shapes.__getitem__))
+        except Exception as exc:
+            expected = ("err", type(exc))
+        for fn in (compile_value(side), lambda a, s, side=side: eval_value(side, a, s)):
+            try:
+                got = ("ok", fn(attrs, shapes.__getitem__))
+            except Exception as exc:
+                got = ("err", type(exc))
+            assert got == expected, (text, side)
+
+
+def test_compiled_values_keep_literal_types() -> None:
+    from tensor_eqsat.rewrite.pattern import ListValue, compile_value
+
+    ints, floats = ListValue((1, 2)), ListValue((1.0, 2.0))
+    assert ints == floats  # equal values ...
+    assert [type(x) for x in compile_value(ints)({}, lambda n: ())] == [int, int]
+    assert [type(x) for x in compile_value(floats)({}, lambda n: ())] == [float, float]  # ... own types

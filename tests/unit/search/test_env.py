@@ -100,7 +100,10 @@ def test_multi_rule_is_pruned_when_either_source_is_missing():
     assert env2.pruned_actions() == set()
 
 
-def test_copies_are_independent_and_share_the_cost_cache():
+def test_copies_are_independent_and_share_the_cost_cache(monkeypatch):
+    from tensor_eqsat.search import env as env_module
+
+    monkeypatch.setattr(env_module, "TRANSITIONS", 0)  # b's step is then priced, not repeated
     env = paper_env()
     env.cost()
     a = env.copy()
@@ -236,3 +239,131 @@ def test_actions_known_to_change_nothing_are_not_applied_again_in_that_state(mon
     assert not env.step(assoc).changed
     env.step(div_self)
     assert applied == ["mul-div-assoc", "mul-div-assoc", "div-self"]
+
+
+def test_a_step_repeated_from_a_copy_of_the_same_state_takes_the_remembered_outcome():
+    env = paper_env(node_limit=100)
+    egraph = env.egraph
+    first = env.copy()
+    r1 = first.step(1)  # mul-div-assoc: changes the e-graph
+    assert r1.changed and env.stats.repeated_steps == 0
+    second = env.copy()
+    r2 = second.step(1)
+    assert env.stats.repeated_steps == 1
+    assert (r2.cost, r2.changed, r2.done, r2.reason) == (r1.cost, r1.changed, r1.done, r1.reason)
+    assert r2.info == r1.info
+    assert second.egraph.same_as(first.egraph) and second.egraph is not first.egraph
+    # the remembered e-graph is a private copy: stepping on from either state changes neither
+    first.step(2)
+    assert not second.egraph.same_as(first.egraph)
+    third = env.copy()
+    third.step(1)
+    assert third.egraph.same_as(second.egraph)
+    # in place: whoever holds the environment's e-graph sees the state it moved to
+    env.step(1)
+    assert env.egraph is egraph and egraph.same_as(second.egraph)
+    # every copy that reached that state shares its token: first already stepped action 2 there
+    repeats = env.stats.repeated_steps
+    env.step(2)
+    second.step(2)
+    assert env.stats.repeated_steps == repeats + 2
+    assert env.egraph.same_as(second.egraph) and env.egraph.same_as(first.egraph)
+    # a state reached anew (another lineage with equal content) has a token of its own
+    fresh = paper_env(node_limit=100)
+    fresh.step(1)
+    assert fresh.stats.repeated_steps == 0 and fresh.egraph.same_as(third.egraph)
+
+
+def test_remembered_steps_do_not_change_a_search(monkeypatch):
+    from tensor_eqsat.search import env as env_module
+
+    def run(transitions: int) -> tuple[object, ...]:
+        monkeypatch.setattr(env_module, "TRANSITIONS", transitions)
+        env = paper_env(node_limit=12)
+        report = Mcts(budget=24, seed=3).run(env)
+        return report.actions, report.final_cost, env.egraph.num_enodes, env.stats.repeated_steps
+
+    *without, none = run(0)
+    *with_, some = run(256)
+    assert with_ == without and none == 0 and some > 0
+
+
+def test_pruning_by_missing_edges_prunes_exactly_what_searching_does():
+    from tensor_eqsat import zoo
+    from tensor_eqsat.egraph import from_graph
+    from tensor_eqsat.egraph.edges import has_edge
+    from tensor_eqsat.rules.sets import load_rule_set
+    from tensor_eqsat.search.actions import Actions
+
+    rules = Actions.from_rules(load_rule_set()).rewrites
+    for model in ("squeezenet", "mobilenetv2"):
+        env = EGraphEnv(from_graph(zoo.get(model)), rules, lambda eg: 0.0, node_limit=4000)
+        for action in (None, 130, 64, 131, 62):
+            if action is not None:
+                env.step(action)
+            sh = env._shared
+            searched = frozenset(
+                i
+                for i, ids in enumerate(sh.prune_sources)
+                if not all(sh.prune_searchers[k].search(env.egraph, 1) for k in ids)
+            )
+            assert env.pruned_actions() == searched
+            missing = [e for edges in sh.prune_edges for e in edges if not has_edge(env.egraph, *e)]
+            assert missing  # the edge test is what decides some of them
+
+
+def test_has_edge_agrees_with_the_nodes():
+    from tensor_eqsat import zoo
+    from tensor_eqsat.egraph import from_graph
+    from tensor_eqsat.egraph.edges import has_edge
+
+    eg = from_graph(zoo.get("squeezenet"))
+    ops = sorted({node.op for _, node in eg.enodes()})
+    truth = {
+        (node.op, i, child.op)
+        for _, node in eg.enodes()
+        for i, c in enumerate(node.children)
+        for child in eg.nodes(c)
+    }
+    for op in ops:
+        for child_op in ops:
+            for i in range(3):
+                assert has_edge(eg, op, i, child_op) == ((op, i, child_op) in truth)
+
+
+def test_a_worker_starts_without_the_senders_remembered_steps():
+    from dataclasses import replace
+
+    from tensor_eqsat.search.env import _install
+
+    env = paper_env(node_limit=100)
+    env.copy().step(1)
+    assert env._shared.transitions
+    fn, (token, shared) = env.worker_initializer()
+    received = replace(shared)  # a worker's own copy (pickled for spawn or Ray, forked otherwise)
+    fn(token, received)
+    try:
+        assert not received.transitions and env._shared.transitions
+    finally:
+        _install(token, env._shared)  # this process's registry entry back to the sender's
+
+
+def test_a_repeated_step_forgets_what_was_remembered_about_another_state_at_that_version():
+    env = paper_env(node_limit=100)
+    other = env.copy()
+    other.step(1)  # remembered: (start, 1) -> a state of other's version
+    env.step(0)  # env moves to another state, at a version of its own ...
+    env.pruned_actions()  # ... and remembers its idle actions there
+    back = paper_env(node_limit=100)
+    back._shared = env._shared
+    back.egraph.assign(env.egraph)
+    # idle actions of this state, remembered under the version number other's state has
+    back._idle, back._idle_version = env._idle, other.egraph.version
+    assert back._idle and not back.egraph.same_as(other.egraph)
+    start = other._shared.transitions
+    key = next(iter(start))
+    back._token, back._token_version = key[0], back.egraph.version  # pretend: the start state
+    back.step(key[1])  # a repeat: the e-graph becomes other's, at other's version
+    assert back.egraph.same_as(other.egraph)
+    assert back.egraph.version == other.egraph.version
+    assert back._idle_version != back.egraph.version or not back._idle  # not taken for this state
