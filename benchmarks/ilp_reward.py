@@ -25,12 +25,19 @@ times are printed beside the time to build the problem and the model.
 
 **Runs** (``--run``). ILP/ILP at the given budget (MCTS rewarded by ILP, ILP final) per model,
 one run at a time: wall time, speedup, the reward solves by status, and the search's cache hits.
+``--log-solves FILE`` writes one JSON line per ILP solve (seconds, status, cost, where the answer
+came from, branch-and-bound nodes, model size and, with a stall limit, LP iterations and the
+longest stall before an improvement); a stall limit no solve reaches (``1000000000000000``) only
+counts, so the run stays the one without it.
 
     PYTHONPATH=src python benchmarks/ilp_reward.py bert --states 25 --time-limit 60 \\
         --variants scip-cold,scip-cold@10,scip-cold@100,scip-warm@100
     PYTHONPATH=src python benchmarks/ilp_reward.py bert --states 25 --reuse --reuse-nodes 100
     PYTHONPATH=src python benchmarks/ilp_reward.py --run bert squeezenet --budget 128
     PYTHONPATH=src python benchmarks/ilp_reward.py --run bert --reward-node-limit 0   # exact rewards
+    PYTHONPATH=src python benchmarks/ilp_reward.py --run squeezenet --reward-stall-limit 20000
+    PYTHONPATH=src python benchmarks/ilp_reward.py --run vit-base --reward-stall-limit 1000000000000000 \
+        --log-solves vit-base.jsonl
 """
 
 from __future__ import annotations
@@ -193,11 +200,36 @@ def reuse_mode(args: argparse.Namespace) -> int:
     return 0
 
 
+def log_solves(path: str) -> None:
+    """Write one JSON line per :meth:`IlpExtractor.extract` call of this process to ``path``."""
+    out = open(path, "w")  # noqa: SIM115 - open for the whole run, closed at exit
+    extract = IlpExtractor.extract
+    t0 = time.perf_counter()
+
+    def logged(self: IlpExtractor, problem: Any, hint: Any = None) -> Any:
+        t = time.perf_counter()
+        r = extract(self, problem, hint)
+        st = r.stats
+        row: dict[str, Any] = {"t": round(t - t0, 2), "s": round(time.perf_counter() - t, 4)}
+        row.update(status=r.status.value)
+        row.update(cost=r.reported_cost, source=st.get("source"), bb_nodes=st.get("bb_nodes"))
+        row.update(columns=st.get("columns"), rows=st.get("rows"), reward=self.config.node_limit is not None)
+        row.update(lp_iterations=st.get("lp_iterations"), max_stall=st.get("max_stall"))
+        out.write(json.dumps(row) + "\n")
+        out.flush()
+        return r
+
+    IlpExtractor.extract = logged  # type: ignore[method-assign]
+
+
 def run_mode(args: argparse.Namespace) -> int:
+    if args.log_solves:
+        log_solves(args.log_solves)
     nodes = None if args.reward_node_limit == 0 else args.reward_node_limit
+    stall = args.reward_stall_limit or None
     print(
         f"ILP/ILP, budget {args.budget}, seed {args.seed}, reward_node_limit {nodes}, "
-        f"reward_time_limit {args.reward_time_limit}",
+        f"reward_stall_limit {stall}, reward_time_limit {args.reward_time_limit}",
         flush=True,
     )
     for model in args.run:
@@ -209,6 +241,7 @@ def run_mode(args: argparse.Namespace) -> int:
             final_extractor="ilp",
             seed=args.seed,
             reward_node_limit=nodes,
+            reward_stall_limit=stall,
             reward_time_limit=args.reward_time_limit,
         )
         wall = time.perf_counter() - t
@@ -247,7 +280,14 @@ def main(argv: list[str] | None = None) -> int:
         default=REWARD_NODE_LIMIT,
         help=f"with --run: nodes per reward solve, 0 for none (default {REWARD_NODE_LIMIT})",
     )
+    p.add_argument(
+        "--reward-stall-limit",
+        type=int,
+        default=0,
+        help="with --run: LP iterations per reward solve without a better answer, 0 for none (default)",
+    )
     p.add_argument("--reward-time-limit", type=float, default=None, help="with --run: seconds per reward")
+    p.add_argument("--log-solves", metavar="FILE", help="with --run: one JSON line per ILP solve")
     p.add_argument("--reuse", action="store_true", help="measure what a reused HiGHS model could save")
     p.add_argument(
         "--reuse-nodes", type=int, default=REWARD_NODE_LIMIT, help="with --reuse: node limit, 0 none"

@@ -101,8 +101,8 @@ class OptimizeSettings:
     memory_limit: int | None = None
     portfolio: dict[str, Any] | None = None
     reward: dict[str, Any] | None = None
-    """The ILP reward's settings (``warm_start``, ``node_limit``, ``time_limit``) of an MCTS run
-    rewarded by ``ilp``."""
+    """The ILP reward's settings (``warm_start``, ``node_limit``, ``stall_limit``, ``time_limit``)
+    of an MCTS run rewarded by ``ilp``."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready data (``settings.json``); ``mcts`` only for an MCTS run; ``time_budget``,
@@ -496,6 +496,7 @@ def _reward_settings(cfg: OptimizeConfig) -> dict[str, Any] | None:
     return {
         "warm_start": cfg.reward_warm_start,
         "node_limit": cfg.reward_node_limit,
+        "stall_limit": cfg.reward_stall_limit,
         "time_limit": cfg.ilp.time_limit if cfg.reward_time_limit is None else cfg.reward_time_limit,
     }
 

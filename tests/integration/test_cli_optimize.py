@@ -94,7 +94,17 @@ def test_ilp_rewards_stop_at_the_node_limit_given(graph_file, capsys, flag, expe
     args = ["optimize", str(graph_file), *FAST, "--extractor", "ilp", "--final-extractor", "greedy-dag"]
     assert main([*args, *flag, "--json"]) == 0
     s = json.loads(capsys.readouterr().out)["settings"]
-    assert s["reward"] == {"warm_start": True, "node_limit": expected, "time_limit": 600.0}
+    expect = {"warm_start": True, "node_limit": expected, "stall_limit": None, "time_limit": 600.0}
+    assert s["reward"] == expect
+
+
+@pytest.mark.parametrize(("flag", "expected"), [([], None), (["--reward-stall-limit", "5000"], 5000),
+                                              (["--reward-stall-limit", "0"], None)])  # fmt: skip
+def test_ilp_rewards_stop_at_the_stall_limit_given(graph_file, capsys, flag, expected):
+    args = ["optimize", str(graph_file), *FAST, "--extractor", "ilp", "--final-extractor", "greedy-dag"]
+    assert main([*args, *flag, "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)["settings"]
+    assert s["reward"]["stall_limit"] == expected and s["reward"]["node_limit"] == 100
 
 
 @pytest.mark.parametrize(

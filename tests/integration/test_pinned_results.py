@@ -74,6 +74,44 @@ def test_mcts_ocf_choices_for_seed_0_are_pinned(model):
     assert r.stats.enodes == enodes
 
 
+# ILP/ILP on reduced SqueezeNet: the reward path (warm-started SCIP reward solves, node limit 100),
+# from the code before the optional reward stall limit (main at 29bdf05).
+PINNED_ILP_SQUEEZENET = (
+    [
+        ("conv-relu-fuse", 0.062525787),
+        ("conv-relu-enlarge-concat-split", 0.050746262),
+        ("conv-relu-chain-unfuse", 0.050746262),
+        ("concat-axis1-relu-hoist-1", 0.050746262),
+        ("relu-concat-axis1-split-2", 0.050746262),
+        ("relu-concat-axis1-split", 0.050746262),
+    ],
+    0.050746262,
+    603,
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stall_limit", [None, 10**9])
+def test_ilp_ilp_choices_for_seed_0_are_pinned(stall_limit):
+    # A stall limit no solve reaches only counts: the same solves, the same search.
+    steps, final_ms, enodes = PINNED_ILP_SQUEEZENET
+    r = optimize(
+        zoo.get("squeezenet", **REDUCED_PARAMS["squeezenet"]),
+        model="squeezenet",
+        search="mcts",
+        budget=8,
+        seed=0,
+        node_limit=600,
+        main_extractor="ilp",
+        final_extractor="ilp",
+        reward_stall_limit=stall_limit,
+    )
+    assert [(s.rule, round(s.cost, 9)) for s in r.steps] == steps
+    assert round(r.optimized_cost_ms, 9) == final_ms
+    assert r.stats.enodes == enodes
+    assert r.stats.construction["reward"]["solves"] == 48
+
+
 MOBILENETV2_BUDGET128 = [
     ("conv-merge-gconv-stride1", 0.786575496),
     ("conv-merge-gconv-stride1", 0.778215649),

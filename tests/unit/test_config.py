@@ -60,6 +60,9 @@ def test_overrides_reach_top_level_and_nested_settings():
         ({"reward_time_limit": 0}, "reward_time_limit must be positive"),
         ({"reward_node_limit": 0}, "reward_node_limit must be a positive integer or None"),
         ({"reward_node_limit": 2.5}, "reward_node_limit must be a positive integer or None"),
+        ({"reward_stall_limit": 0}, "reward_stall_limit must be a positive integer or None"),
+        ({"reward_stall_limit": True}, "reward_stall_limit must be a positive integer or None"),
+        ({"reward_stall_limit": 500, "ilp_backend": "highs"}, "reward_stall_limit needs the scip ILP"),
     ],
 )
 def test_bad_settings_are_config_errors(overrides, message):
@@ -185,6 +188,12 @@ def test_the_ilp_reward_is_warm_started_and_time_limited_as_configured():
     assert cold.extractor.config.node_limit == 100
     exact = OptimizeConfig(main_extractor="ilp", reward_node_limit=None).main_cost(cm)
     assert isinstance(exact, IlpReward) and exact.extractor.config.node_limit is None
+    # No stall limit unless asked for; when asked for, the reward's alone.
+    assert warm.extractor.config.stall_limit is None
+    stalled = OptimizeConfig(main_extractor="ilp", reward_stall_limit=5000)
+    stalled_cost = stalled.main_cost(cm)
+    assert isinstance(stalled_cost, IlpReward) and stalled_cost.extractor.config.stall_limit == 5000
+    assert stalled.extractor("final").config.stall_limit is None
     # The node limit is the reward's alone: the final extraction stays exact.
     final = OptimizeConfig(main_extractor="ilp").extractor("final")
     assert final.config.node_limit is None and final.config.time_limit == 600.0
@@ -213,7 +222,7 @@ def test_warm_started_ilp_rewards_give_the_same_search():
     assert [(s.rule, s.cost) for s in runs[0].steps] == [(s.rule, s.cost) for s in runs[1].steps]
     assert len(runs[0].steps) > 0
     # The run records what each reward solve was allowed, and how the solves ended.
-    allowed = {"warm_start": True, "node_limit": None, "time_limit": 600.0}
+    allowed = {"warm_start": True, "node_limit": None, "stall_limit": None, "time_limit": 600.0}
     assert runs[0].settings.to_dict()["reward"] == allowed
     reward = runs[0].stats.construction["reward"]
     assert reward["solves"] > 0 and reward["statuses"] == {"optimal": reward["solves"]}

@@ -242,6 +242,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         f"machine; 0 solves each to optimality (default: {REWARD_NODE_LIMIT})",
     )
     p.add_argument(
+        "--reward-stall-limit",
+        type=non_negative_int,
+        default=0,
+        metavar="N",
+        help="LP iterations (strong branching's included) an ILP reward solve with --extractor ilp may "
+        "spend without improving its answer, the same answer on any machine; 0 for no limit (default: 0)",
+    )
+    p.add_argument(
         "-o",
         "--output",
         metavar="OUT",
@@ -465,6 +473,7 @@ def _config(args: argparse.Namespace, model: str | None, cost_model: Any) -> Opt
         memory_limit=args.memory_limit,
         portfolio=portfolio,
         reward_node_limit=args.reward_node_limit or None,
+        reward_stall_limit=args.reward_stall_limit or None,
     )
 
 

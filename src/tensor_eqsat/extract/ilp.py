@@ -90,6 +90,13 @@ class IlpConfig:
             ``NODE_LIMIT``. Unlike ``time_limit`` it stops at the same point on any machine, so
             a single-threaded solve (``threads=1``) that stops there gives the same answer
             everywhere. Default None (no limit).
+        stall_limit: LP iterations (strong branching's included) the solver may spend without
+            improving its best answer; at the limit the answer is the best found, with status
+            ``STALL_LIMIT``. It bounds the work at a single node, which ``node_limit`` does not
+            (strong branching, cut rounds, restarts at the root), and, like it, stops at the same
+            point on any machine. It stops a solve without changing its path, so a solve that
+            never goes that long without improving returns the same answer. SCIP only (ValueError
+            with HiGHS). Default None (no limit).
     """
 
     backend: IlpBackend = IlpBackend.SCIP
@@ -99,6 +106,7 @@ class IlpConfig:
     prune: bool = True
     rel_gap: float = 1e-9
     node_limit: int | None = None
+    stall_limit: int | None = None
 
     def __post_init__(self) -> None:
         if self.time_limit is not None and not self.time_limit > 0:
@@ -111,6 +119,11 @@ class IlpConfig:
             isinstance(self.node_limit, bool) or not isinstance(self.node_limit, int) or self.node_limit < 1
         ):
             raise ValueError(f"node_limit must be a positive integer or None, got {self.node_limit!r}")
+        stall = self.stall_limit
+        if stall is not None and (isinstance(stall, bool) or not isinstance(stall, int) or stall < 1):
+            raise ValueError(f"stall_limit must be a positive integer or None, got {self.stall_limit!r}")
+        if self.stall_limit is not None and self.backend is not IlpBackend.SCIP:
+            raise ValueError("stall_limit needs the scip backend (HiGHS reports no LP iterations to count)")
 
 
 @dataclass
@@ -447,8 +460,12 @@ class IlpExtractor:
         )
         warm = warm_start_vector(problem, model, pruned, greedy) if cfg.warm_start else []
         solve = solve_scip if cfg.backend is IlpBackend.SCIP else solve_highs
-        outcome = solve(model, cfg.time_limit, cfg.threads, cfg.rel_gap, warm, cfg.node_limit)
+        outcome = solve(
+            model, cfg.time_limit, cfg.threads, cfg.rel_gap, warm, cfg.node_limit, cfg.stall_limit
+        )
         stats.update(solver_status=outcome.raw_status, solve_s=outcome.time_s, bb_nodes=outcome.nodes)
+        if cfg.stall_limit is not None:
+            stats.update(lp_iterations=outcome.lp_iterations, max_stall=outcome.max_stall)
         best_choices: Sequence[int] = greedy.choices
         best = ub
         source = "hint" if greedy.extractor == "hint" else "greedy"
@@ -471,6 +488,8 @@ class IlpExtractor:
         else:
             if outcome.time_limit_hit:
                 status = SolveStatus.TIME_LIMIT
+            elif outcome.stall_limit_hit:
+                status = SolveStatus.STALL_LIMIT
             elif outcome.node_limit_hit:
                 status = SolveStatus.NODE_LIMIT
             else:
@@ -537,7 +556,9 @@ class IlpReward:
     node) falls back to greedy-dag. Solved to optimality, the answer is exact either way; at the
     config's ``node_limit`` (``OptimizeConfig.reward_node_limit``) it is the best found within
     the nodes, which may depend on the start, and so on the order of the solves, but on nothing
-    else: one seed gives one search on any machine. A ``time_limit`` reached breaks that.
+    else: one seed gives one search on any machine. So does a ``stall_limit``
+    (``OptimizeConfig.reward_stall_limit``, off by default), which stops a solve after that many
+    LP iterations without a better answer. A ``time_limit`` reached breaks that.
 
     The solver model is rebuilt for every state rather than extended with the new e-nodes'
     columns and rows: on BERT's rollout states building the problem and the model is 0.36 % of

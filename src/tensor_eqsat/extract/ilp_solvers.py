@@ -2,10 +2,22 @@
 
 Each takes the solver-independent :class:`~tensor_eqsat.extract.ilp.IlpModel` (node columns are
 binary, order columns continuous), a time limit, a thread count, a relative gap, an optional
-warm start and an optional branch-and-bound node limit (SCIP's ``limits/nodes``, HiGHS's
+warm start, an optional branch-and-bound node limit (SCIP's ``limits/nodes``, HiGHS's
 ``mip_max_nodes``: unlike the time limit, the answer at a node limit is the same on any machine
-and under any load), and returns a :class:`SolverOutcome`. Both solvers are optional dependencies (the
-``ilp`` extra); a missing one raises a clear ExtractionError.
+and under any load) and, for SCIP, an optional stall limit, and returns a :class:`SolverOutcome`.
+
+The stall limit stops a SCIP solve once it has spent that many LP iterations, strong branching's
+included, without improving its best answer: an event handler counts
+``getNLPIterations() + getNStrongbranchLPIterations()`` at every focused node and solved LP and
+interrupts the solve there. It bounds what the node limit does not, the work at one node (strong
+branching, cut rounds, restarts at the root), and like node counts, iteration counts do not
+depend on the machine. It stops a solve without changing its path: a solve whose every
+improvement comes within the limit of the one before (or of the start) returns the answer it
+would without it, only with another status. HiGHS's MIP callbacks do not report LP iterations
+(``simplex_iteration_count`` is -1 there), so the HiGHS adapter has no stall limit.
+
+Both solvers are optional dependencies (the ``ilp`` extra); a missing one raises a clear
+ExtractionError.
 """
 
 from __future__ import annotations
@@ -38,6 +50,12 @@ class SolverOutcome:
         dual_bound: its proven lower bound on the (scaled) objective, or None.
         time_s: wall time of the solve call.
         nodes: branch-and-bound nodes the solver explored.
+        stall_limit_hit: the solver stopped at its stall limit.
+        lp_iterations: LP iterations the solver spent, strong branching's included (counted only
+            with a stall limit; 0 otherwise).
+        max_stall: the most LP iterations the solver spent before an improvement of its best
+            answer, counted from the one before (or from the start): a stall limit at least this
+            large leaves the answer as it is (counted only with a stall limit; 0 otherwise).
     """
 
     raw_status: str
@@ -48,6 +66,9 @@ class SolverOutcome:
     time_s: float
     node_limit_hit: bool = False
     nodes: int = 0
+    stall_limit_hit: bool = False
+    lp_iterations: int = 0
+    max_stall: int = 0
 
 
 def solve_scip(
@@ -57,6 +78,7 @@ def solve_scip(
     rel_gap: float,
     warm: Sequence[float],
     node_limit: int | None = None,
+    stall_limit: int | None = None,
 ) -> SolverOutcome:
     """Solve with SCIP through pyscipopt."""
     try:
@@ -94,6 +116,10 @@ def solve_scip(
             if val:
                 m.setSolVal(sol, v, val)
         m.addSol(sol, free=True)
+    stall = None
+    if stall_limit is not None:
+        stall = _scip_stall_handler(pyscipopt, stall_limit)
+        m.includeEventhdlr(stall, "stall_limit", "stops after LP iterations without improvement")
     start = time.perf_counter()
     m.optimize()
     elapsed = time.perf_counter() - start
@@ -112,7 +138,48 @@ def solve_scip(
         time_s=elapsed,
         node_limit_hit=status == "nodelimit",
         nodes=int(m.getNNodes()),
+        # SCIP may label an interrupted solve by a limit it checks first (e.g. "nodelimit").
+        stall_limit_hit=stall is not None and stall.hit,
+        lp_iterations=0 if stall is None else stall.work(),
+        max_stall=0 if stall is None else stall.max_stall,
     )
+
+
+def _scip_stall_handler(pyscipopt: Any, limit: int) -> Any:
+    """An event handler that interrupts SCIP after ``limit`` LP iterations without a better answer.
+
+    It counts at every focused node and solved LP; strong branching runs between those points,
+    so a solve stops at the first such point past the limit.
+    """
+    events = pyscipopt.SCIP_EVENTTYPE
+    solving = pyscipopt.SCIP_STAGE.SOLVING
+
+    class StallLimit(pyscipopt.Eventhdlr):
+        def __init__(self) -> None:
+            self.last = 0
+            self.max_stall = 0
+            self.hit = False
+
+        def work(self) -> int:
+            return int(self.model.getNLPIterations() + self.model.getNStrongbranchLPIterations())
+
+        def eventinitsol(self) -> None:
+            for kind in (events.BESTSOLFOUND, events.LPSOLVED, events.NODEFOCUSED):
+                self.model.catchEvent(kind, self)
+
+        def eventexec(self, event: Any) -> None:
+            if self.model.getStage() != solving:
+                # A start solution accepted while the solve is being set up: no work done yet.
+                return
+            work = self.work()
+            if event.getType() == events.BESTSOLFOUND:
+                self.max_stall = max(self.max_stall, work - self.last)
+                self.last = work
+            elif work - self.last > limit and not self.hit:
+                self.hit = True
+                self.model.interruptSolve()
+
+    return StallLimit()
 
 
 _highs_threads: int | None = None
@@ -126,8 +193,12 @@ def solve_highs(
     rel_gap: float,
     warm: Sequence[float],
     node_limit: int | None = None,
+    stall_limit: int | None = None,
 ) -> SolverOutcome:
-    """Solve with HiGHS through highspy."""
+    """Solve with HiGHS through highspy. ExtractionError with a ``stall_limit``: HiGHS's MIP
+    callbacks do not report LP iterations, so it cannot be kept."""
+    if stall_limit is not None:
+        raise ExtractionError("ilp: a stall limit needs the SCIP backend (HiGHS counts no LP iterations)")
     try:
         import highspy
         import numpy as np

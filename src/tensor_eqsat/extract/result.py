@@ -31,13 +31,16 @@ class SolveStatus(enum.Enum):
     TIME_LIMIT: the solver stopped at its time limit; the result is the best valid one found
     (solver incumbent or greedy warm start). NODE_LIMIT: the solver stopped at its
     branch-and-bound node limit (a limit that does not depend on the machine); the result is the
-    best valid one found, as for TIME_LIMIT. INFEASIBLE: no acyclic extraction exists.
+    best valid one found, as for TIME_LIMIT. STALL_LIMIT: the solver stopped after its stall limit
+    of LP iterations without a better answer (also machine-independent); the result is the best
+    valid one found. INFEASIBLE: no acyclic extraction exists.
     """
 
     HEURISTIC = "heuristic"
     OPTIMAL = "optimal"
     TIME_LIMIT = "time_limit"
     NODE_LIMIT = "node_limit"
+    STALL_LIMIT = "stall_limit"
     INFEASIBLE = "infeasible"
 
 

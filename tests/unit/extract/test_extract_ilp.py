@@ -314,3 +314,44 @@ def test_scip_stops_at_its_node_limit_with_a_valid_answer_the_same_each_time() -
 @pytest.mark.slow
 def test_highs_stops_at_its_node_limit_with_a_valid_answer_the_same_each_time() -> None:
     _check_node_limited(IlpBackend.HIGHS)
+
+
+def test_scip_stall_limit_stops_a_solve_without_changing_its_path() -> None:
+    # The stall limit only interrupts: a limit no stall reaches keeps SCIP's path (the same
+    # nodes, the same answer), and a limit at the longest stall before an improvement keeps the
+    # answer too.
+    problem = _bert_rollout_state()
+    plain = ilp(IlpBackend.SCIP, node_limit=1).extract(problem)
+    counted = ilp(IlpBackend.SCIP, node_limit=1, stall_limit=10**12).extract(problem)
+    assert counted.choices == plain.choices and counted.stats["bb_nodes"] == plain.stats["bb_nodes"]
+    assert counted.status is plain.status is SolveStatus.NODE_LIMIT
+    longest = int(counted.stats["max_stall"])  # type: ignore[call-overload]
+    assert 0 < longest <= int(counted.stats["lp_iterations"])  # type: ignore[call-overload]
+    assert ilp(IlpBackend.SCIP, node_limit=1, stall_limit=longest).extract(problem).choices == plain.choices
+
+
+def test_scip_stops_at_its_stall_limit_with_a_valid_answer_the_same_each_time() -> None:
+    problem = _bert_rollout_state()
+    runs = [ilp(IlpBackend.SCIP, stall_limit=100).extract(problem) for _ in range(2)]
+    r = runs[0]
+    r.check()
+    assert r.status is SolveStatus.STALL_LIMIT
+    assert r.reported_cost == pytest.approx(r.dag_cost())
+    assert r.reported_cost <= float(r.stats["greedy_dag_cost"])  # type: ignore[arg-type]
+    assert r.lower_bound is not None and r.lower_bound <= r.reported_cost
+    # Stopped long before the node-limited solve's answer (0.4714 ms after 4,113 iterations).
+    assert int(r.stats["lp_iterations"]) < 4000  # type: ignore[call-overload]
+    assert r.reported_cost > 0.48
+    # Iterations do not depend on the clock: the same work, the same answer.
+    assert runs[1].choices == r.choices and runs[1].stats["lp_iterations"] == r.stats["lp_iterations"]
+
+
+@pytest.mark.parametrize("bad", [0, -3, 2.5, True])
+def test_stall_limit_must_be_a_positive_integer(bad: object) -> None:
+    with pytest.raises(ValueError, match="stall_limit must be a positive integer or None"):
+        IlpConfig(stall_limit=bad)  # type: ignore[arg-type]
+
+
+def test_stall_limit_needs_scip() -> None:
+    with pytest.raises(ValueError, match="stall_limit needs the scip backend"):
+        IlpConfig(backend=IlpBackend.HIGHS, stall_limit=1000)
