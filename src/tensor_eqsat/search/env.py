@@ -106,8 +106,9 @@ class EGraphEnvConfig:
 
     node_limit: the state is done once the e-graph has this many e-nodes or more. Default 2000.
     node_multi: e-nodes one multi-pattern step may add. Default 2000 (the artifact's hook cap).
-    step_time_limit: seconds one step may take before the state is done. Default 10.0 (egg's
-        limit in the artifact); None for no limit.
+    step_time_limit: seconds one step's rule application may take before the state is done
+        (pricing the resulting e-graph is not counted). Default 10.0 (egg's limit in the
+        artifact); None for no limit.
     match_limit: matches considered per step. Default None (all).
     prune: :class:`PruneMode`. Default SOURCES.
     """
@@ -323,13 +324,16 @@ class EGraphEnv:
             budget = min(budget, cfg.node_multi)
         report = apply_rule(eg, rule, node_budget=budget, match_limit=cfg.match_limit, deadline=deadline)
         elapsed = time.perf_counter() - t0
+        # The limit bounds rule application, as egg's does; pricing the result comes after the
+        # clock is read, so a slow cost function (an ILP reward) cannot end a state by load.
+        timed_out = deadline is not None and t0 + elapsed >= deadline
         sh.stats.apply_seconds += elapsed
         sh.stats.steps += 1
         cost = self.cost()
         reason = None
         if eg.num_enodes >= cfg.node_limit:
             reason = StopReason.NODE_LIMIT
-        elif deadline is not None and time.perf_counter() >= deadline:
+        elif timed_out:
             reason = StopReason.STEP_TIME_LIMIT
         idle = not report.changed and not report.budget_exhausted
         if idle:

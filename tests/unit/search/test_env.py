@@ -367,3 +367,20 @@ def test_a_repeated_step_forgets_what_was_remembered_about_another_state_at_that
     assert back.egraph.same_as(other.egraph)
     assert back.egraph.version == other.egraph.version
     assert back._idle_version != back.egraph.version or not back._idle  # not taken for this state
+
+
+def test_the_step_time_limit_bounds_rule_application_not_pricing():
+    # A cost function slower than the step time limit (an ILP reward on a loaded machine) must
+    # not end the state: whether it would depends on the machine, not on the search.
+    import time
+
+    def slow_cost(eg) -> float:
+        time.sleep(0.3)
+        return ast_size(eg)
+
+    eg = new_egraph()
+    eg.roots = [add(eg, START)]
+    env = EGraphEnv(eg, PAPER_RULES, slow_cost, node_limit=100, step_time_limit=0.2)
+    r = env.step(NAMES.index("mul-div-assoc"))
+    assert r.changed
+    assert not r.done and r.reason is None
