@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from tensor_eqsat.cost.model import CostModel
 from tensor_eqsat.cost.spec import DEFAULT_SPEC, parse_cost_model
-from tensor_eqsat.errors import ConfigError, parse_enum
+from tensor_eqsat.errors import ConfigError, check_positive_int, parse_enum
 from tensor_eqsat.extract.ilp import IlpBackend, IlpConfig, IlpReward
 from tensor_eqsat.extract.registry import Extractor, ExtractorKind, make_extractor, parse_kind
 from tensor_eqsat.rules.rule_spec import RuleSpec
@@ -212,13 +212,9 @@ class OptimizeConfig:
             raise ConfigError(f"memory_limit must be a positive number of bytes or None, got {memory!r}")
         if self.reward_time_limit is not None and not self.reward_time_limit > 0:
             raise ConfigError(f"reward_time_limit must be positive or None, got {self.reward_time_limit!r}")
-        nodes = self.reward_node_limit
-        if nodes is not None and (isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1):
-            raise ConfigError(f"reward_node_limit must be a positive integer or None, got {nodes!r}")
-        stall = self.reward_stall_limit
-        if stall is not None and (isinstance(stall, bool) or not isinstance(stall, int) or stall < 1):
-            raise ConfigError(f"reward_stall_limit must be a positive integer or None, got {stall!r}")
-        if stall is not None and self.ilp.backend is not IlpBackend.SCIP:
+        check_positive_int(self.reward_node_limit, "reward_node_limit")
+        check_positive_int(self.reward_stall_limit, "reward_stall_limit")
+        if self.reward_stall_limit is not None and self.ilp.backend is not IlpBackend.SCIP:
             raise ConfigError("reward_stall_limit needs the scip ILP backend (HiGHS counts no LP iterations)")
 
     def with_overrides(self, **overrides: Any) -> OptimizeConfig:

@@ -93,3 +93,17 @@ def parse_enum(
     except ValueError:
         known = ", ".join(str(m.value) for m in enum_type)
         raise error(f"{where}unknown {what} {value!r} (known: {known})") from None
+
+
+def check_positive_int(value: object, what: str, error: type[ValueError] = ConfigError) -> None:
+    """Raise ``error`` saying ``{what} must be a positive integer or None, got {value!r}`` unless
+    ``value`` is None or an int of at least 1 (a bool is not a count).
+
+    >>> check_positive_int(100, "node_limit")
+    >>> check_positive_int(0, "node_limit")
+    Traceback (most recent call last):
+    ...
+    tensor_eqsat.errors.ConfigError: node_limit must be a positive integer or None, got 0
+    """
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise error(f"{what} must be a positive integer or None, got {value!r}")

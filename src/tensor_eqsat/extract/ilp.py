@@ -53,6 +53,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tensor_eqsat.errors import check_positive_int
 from tensor_eqsat.extract.greedy_dag import GreedyDagExtractor
 from tensor_eqsat.extract.ilp_solvers import SolverOutcome, solve_highs, solve_scip
 from tensor_eqsat.extract.problem import ExtractionError, ExtractionProblem, strongly_connected_components
@@ -115,13 +116,8 @@ class IlpConfig:
             raise ValueError(f"threads must be >= 1, got {self.threads!r}")
         if not 0.0 <= self.rel_gap < 1.0:
             raise ValueError(f"rel_gap must be in [0, 1), got {self.rel_gap!r}")
-        if self.node_limit is not None and (
-            isinstance(self.node_limit, bool) or not isinstance(self.node_limit, int) or self.node_limit < 1
-        ):
-            raise ValueError(f"node_limit must be a positive integer or None, got {self.node_limit!r}")
-        stall = self.stall_limit
-        if stall is not None and (isinstance(stall, bool) or not isinstance(stall, int) or stall < 1):
-            raise ValueError(f"stall_limit must be a positive integer or None, got {self.stall_limit!r}")
+        check_positive_int(self.node_limit, "node_limit", ValueError)
+        check_positive_int(self.stall_limit, "stall_limit", ValueError)
         if self.stall_limit is not None and self.backend is not IlpBackend.SCIP:
             raise ValueError("stall_limit needs the scip backend (HiGHS reports no LP iterations to count)")
 
