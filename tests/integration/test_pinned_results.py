@@ -56,22 +56,28 @@ PINNED = {
 }
 
 
-@pytest.mark.parametrize("model", sorted(PINNED))
-def test_mcts_ocf_choices_for_seed_0_are_pinned(model):
-    steps, final_ms, enodes = PINNED[model]
-    r = optimize(
+def _reduced_mcts(model, **kw):
+    """MCTS at budget 8, seed 0, node limit 600 on the reduced zoo model."""
+    return optimize(
         zoo.get(model, **REDUCED_PARAMS[model]),
         model=model,
         search="mcts",
         budget=8,
         seed=0,
         node_limit=600,
-        main_extractor="greedy-ocf",
-        final_extractor="greedy-dag",
+        **kw,
     )
-    assert [(s.rule, round(s.cost, 9)) for s in r.steps] == steps
-    assert round(r.optimized_cost_ms, 9) == final_ms
-    assert r.stats.enodes == enodes
+
+
+def _outcome(r):
+    """Every step's (rule, cost), the final cost and the e-node count, rounded as pinned."""
+    return [(s.rule, round(s.cost, 9)) for s in r.steps], round(r.optimized_cost_ms, 9), r.stats.enodes
+
+
+@pytest.mark.parametrize("model", sorted(PINNED))
+def test_mcts_ocf_choices_for_seed_0_are_pinned(model):
+    r = _reduced_mcts(model, main_extractor="greedy-ocf", final_extractor="greedy-dag")
+    assert _outcome(r) == PINNED[model]
 
 
 # ILP/ILP on reduced SqueezeNet: the reward path (warm-started SCIP reward solves, node limit 100),
@@ -94,21 +100,10 @@ PINNED_ILP_SQUEEZENET = (
 @pytest.mark.parametrize("stall_limit", [None, 10**9])
 def test_ilp_ilp_choices_for_seed_0_are_pinned(stall_limit):
     # A stall limit no solve reaches only counts: the same solves, the same search.
-    steps, final_ms, enodes = PINNED_ILP_SQUEEZENET
-    r = optimize(
-        zoo.get("squeezenet", **REDUCED_PARAMS["squeezenet"]),
-        model="squeezenet",
-        search="mcts",
-        budget=8,
-        seed=0,
-        node_limit=600,
-        main_extractor="ilp",
-        final_extractor="ilp",
-        reward_stall_limit=stall_limit,
+    r = _reduced_mcts(
+        "squeezenet", main_extractor="ilp", final_extractor="ilp", reward_stall_limit=stall_limit
     )
-    assert [(s.rule, round(s.cost, 9)) for s in r.steps] == steps
-    assert round(r.optimized_cost_ms, 9) == final_ms
-    assert r.stats.enodes == enodes
+    assert _outcome(r) == PINNED_ILP_SQUEEZENET
     assert r.stats.construction["reward"]["solves"] == 48
 
 
@@ -164,6 +159,5 @@ every step's rule and cost, from the code before the second round of speed work 
 @pytest.mark.slow
 def test_mobilenetv2_at_budget_128_is_pinned():
     r = optimize("mobilenetv2", search="mcts", budget=128, seed=0, final_extractor="ilp")
-    assert [(s.rule, round(s.cost, 9)) for s in r.steps] == MOBILENETV2_BUDGET128
-    assert round(r.optimized_cost_ms, 9) == 0.708776198
-    assert (r.stats.enodes, round(r.speedup_pct, 4)) == (2000, 10.0274)
+    assert _outcome(r) == (MOBILENETV2_BUDGET128, 0.708776198, 2000)
+    assert round(r.speedup_pct, 4) == 10.0274
