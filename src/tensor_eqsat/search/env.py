@@ -176,7 +176,7 @@ class _Shared:
     """Per rule: indices into ``prune_searchers`` of its (canonical) source patterns."""
     prune_edges: tuple[tuple[tuple[str, int, str], ...], ...]
     """Per searcher: the (op, child index, child op) edges of its pattern, each of which a
-    match needs (:meth:`~tensor_eqsat.egraph.egraph.EGraph.has_edge`)."""
+    match needs (:func:`~tensor_eqsat.egraph.edges.has_edge`)."""
     cache: dict[tuple[int, int, int], float] = field(default_factory=dict)
     transitions: OrderedDict[tuple[int, int], _Transition] = field(default_factory=OrderedDict)
     """(state token, action) -> the step's outcome, most recently used last."""
