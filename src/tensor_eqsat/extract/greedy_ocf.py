@@ -95,7 +95,28 @@ class GreedyOcfExtractor:
         start = time.perf_counter()
         state = OcfState(problem)
         sweeps = state.run(self.order)
-        stats: dict[str, Any] = {"sweeps": sweeps, "pricings": state.pricings}
+        return self._finish(problem, state, start, {"sweeps": sweeps, "pricings": state.pricings})
+
+    def extract_incremental(
+        self, problem: ExtractionProblem, enodes: Sequence[tuple[Any, ...]], memo: OcfMemo
+    ) -> ExtractionResult:
+        """:meth:`extract` for a problem built from an e-graph (``enodes[n]`` is node ``n``'s
+        e-node, whose third field holds its children's e-class ids, the ids of
+        ``problem.class_keys``), re-pricing only the classes whose inputs differ from those of
+        the e-graph ``memo`` priced last (see :class:`OcfMemo`). The result is :meth:`extract`'s.
+        Falls back to :meth:`extract`, leaving ``memo`` as it was, on an e-graph with cycles or
+        with another class order."""
+        if self.order is not ClassOrder.CHILDREN_FIRST or problem.has_cycles:
+            return self.extract(problem)
+        start = time.perf_counter()
+        state = memo.price(problem, enodes)
+        stats = {"sweeps": 1, "pricings": state.pricings, "reused": state.reused}
+        return self._finish(problem, state, start, stats)
+
+    def _finish(
+        self, problem: ExtractionProblem, state: OcfState | MemoState, start: float, stats: dict[str, Any]
+    ) -> ExtractionResult:
+        """The joint moves over the greedy choices, then the result."""
         choices: list[int] = state.choices
         reported = state.root_cost
         if self.joint and all(choices[r] >= 0 for r in problem.roots):
@@ -332,3 +353,136 @@ def combine(
         total += x
     reuse = sole_reader is not None and base_class >= 0 and sole_reader[base_class]
     return [base, extra, reuse, None], total
+
+
+class OcfMemo:
+    """Greedy-OCF's result for every e-class of the e-graph it priced last, by e-class id, so
+    that pricing the next e-graph of a search (mostly the last one plus one rule application)
+    re-prices only the classes whose inputs changed.
+
+    On an acyclic e-graph swept children first, :class:`OcfState` prices every class once, in
+    the first sweep, and the second sweep changes nothing. A class's result (cost, chosen node,
+    stored history) is then a function of its nodes in order (each one's own cost, blacklisting
+    and child classes) and of its child classes' costs and histories: the cost function's
+    state carries nothing else from one class to the next, and any children-first order gives
+    the same results. Histories here are keyed by e-class id rather than by problem index, so
+    they mean the same in every problem built from the e-graphs of one search. A class is
+    re-priced only if its nodes, their costs or blacklisting differ from the memo's entry for
+    its id, or if a child class's cost or history differs from the memo's; a re-priced class
+    whose cost and history come out as before does not make its parents re-price. Everything
+    is compared by value, so an entry is safe to use for any e-graph, related or not.
+
+    Unlike :class:`OcfState`, a stored history is never taken over by a parent (it may be
+    read again by the next e-graph's pricing): a parent copies it.
+    """
+
+    __slots__ = ("entries",)
+
+    def __init__(self) -> None:
+        self.entries: dict[int, _Entry] = {}
+
+    def price(self, p: ExtractionProblem, enodes: Sequence[tuple[Any, ...]]) -> MemoState:
+        """Price every class of ``p`` (acyclic, built from an e-graph; see
+        :meth:`GreedyOcfExtractor.extract_incremental`) and remember the results."""
+        keys: Sequence[int] = p.class_keys  # type: ignore[assignment]
+        class_nodes = p.class_nodes
+        own = p.node_cost
+        bl = p.node_blacklisted
+        parents = p.parent_nodes
+        node_class = p.node_class
+        old = self.entries
+        new: dict[int, _Entry] = {}
+        costs: list[float | None] = [None] * (max(keys) + 1)
+        hist: dict[int, History] = {}
+        choices = [-1] * p.num_classes
+        # Classes a child of which has a cost or history unlike the memo's (by problem index).
+        dirty = [False] * p.num_classes
+        pricings = reused = 0
+        for c in p.scc.order:
+            key = keys[c]
+            ns = class_nodes[c]
+            s, e = ns[0], ns[-1] + 1
+            nodes = enodes[s:e]
+            cost_sig = own[s:e]
+            bl_sig = bl[s:e]
+            entry = old.get(key)
+            if (
+                not dirty[c]
+                and entry is not None
+                and entry[0] == nodes
+                and entry[1] == cost_sig
+                and entry[2] == bl_sig
+            ):
+                reused += 1
+                new[key] = entry
+                best = entry[3]
+                if best is not None:
+                    costs[key] = best
+                    choices[c] = s + entry[4]
+                    if entry[5] is not None:
+                        hist[key] = entry[5]
+                continue
+            best = None
+            pos = -1
+            best_h: NodeHistory | None = None
+            for i, node in enumerate(nodes):
+                if bl_sig[i]:
+                    continue
+                ch = node[2]
+                for k in ch:
+                    if costs[k] is None:
+                        break
+                else:
+                    pricings += 1
+                    h, total = combine(hist, costs, ch, cost_sig[i])  # type: ignore[arg-type]
+                    if best is None or total < best:
+                        best, pos, best_h = total, i, h
+            full: History | None = None
+            if best is not None:
+                costs[key] = best
+                choices[c] = s + pos
+                if best_h is not None and (best_h[_BASE] or best_h[_EXTRA]):
+                    full = hist[key] = _full(best_h)
+            new[key] = (nodes, cost_sig, bl_sig, best, pos, full)
+            if entry is None or entry[3] != best or entry[5] != full:
+                for n in parents[c]:
+                    dirty[node_class[n]] = True
+        self.entries = new
+        roots = [keys[r] for r in p.roots]
+        return MemoState(costs, choices, hist, roots, pricings, reused)
+
+
+_Entry = tuple[Any, list[float], list[bool], "float | None", int, "History | None"]
+"""One class in :class:`OcfMemo`: its e-nodes, their costs and blacklisting (the inputs
+besides its children's results), its cost (None: no node could be priced), the chosen node's
+position in the class, and its stored history (None when empty)."""
+
+
+class MemoState:
+    """:class:`OcfMemo`'s pricing of one problem: what :class:`OcfState` would hold after its
+    sweeps (costs and histories by e-class id, choices by problem index)."""
+
+    __slots__ = ("choices", "costs", "hist", "pricings", "reused", "roots")
+
+    def __init__(
+        self,
+        costs: list[float | None],
+        choices: list[int],
+        hist: dict[int, History],
+        roots: list[int],
+        pricings: int,
+        reused: int,
+    ) -> None:
+        self.costs = costs
+        self.choices = choices
+        self.hist = hist
+        self.roots = roots
+        self.pricings = pricings
+        self.reused = reused
+
+    def root_cost(self) -> float:
+        """:meth:`OcfState.root_cost`: the root's cost, or a zero-cost join over several roots."""
+        if len(self.roots) == 1:
+            return self.costs[self.roots[0]]  # type: ignore[return-value]
+        _, total = combine(self.hist, self.costs, self.roots, 0.0)  # type: ignore[arg-type]
+        return total

@@ -72,15 +72,27 @@ class ExtractorCost:
     A class rather than a closure so that environments can be set up in worker processes."""
 
     def __init__(self, extractor: Any, cost_model: Any) -> None:
+        from tensor_eqsat.extract.greedy_ocf import GreedyOcfExtractor, OcfMemo
+
         self.extractor = extractor
         self.cost_model = cost_model
+        # greedy-OCF re-prices only the classes a step changed (the same costs, faster).
+        self._memo = OcfMemo() if isinstance(extractor, GreedyOcfExtractor) else None
 
     def __call__(self, egraph: EGraph) -> float:
         from tensor_eqsat.extract.egraph_problem import problem_from_egraph
 
-        return float(
-            self.extractor.extract(problem_from_egraph(egraph, self.cost_model).problem).reported_cost
-        )
+        ep = problem_from_egraph(egraph, self.cost_model)
+        if self._memo is not None:
+            return float(self.extractor.extract_incremental(ep.problem, ep.enodes, self._memo).reported_cost)
+        return float(self.extractor.extract(ep.problem).reported_cost)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A process that receives the cost function starts with an empty memo of its own.
+        state = self.__dict__.copy()
+        if state["_memo"] is not None:
+            state["_memo"] = type(state["_memo"])()
+        return state
 
 
 TRANSITIONS = 256
