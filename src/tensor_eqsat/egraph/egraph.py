@@ -37,6 +37,7 @@ with cycles).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -649,6 +650,19 @@ class EGraph:
         result: list[EClass] = self._cached("classes", build)
         return result
 
+    def class_table(self) -> tuple[list[int], list[int], list[ENode], list[Any]]:
+        """What :meth:`classes` holds, flattened: (class ids, each class's node count, every
+        class's e-nodes one class after the other, analysis values), in the same orders. For
+        building an extraction problem after every search step without a tuple per class."""
+        self.rebuild()
+        class_nodes = self._class_nodes
+        return (
+            list(class_nodes),
+            list(map(len, class_nodes.values())),
+            list(map(self._nodes.__getitem__, itertools.chain.from_iterable(class_nodes.values()))),
+            list(map(self._data.__getitem__, class_nodes)),
+        )
+
     def enodes(self) -> Iterator[tuple[int, ENode]]:
         """Every (canonical class id, e-node) pair (rebuilds first)."""
         self.rebuild()
@@ -764,37 +778,7 @@ class EGraph:
     # ------------------------------------------------------------------------------------------
     def check(self) -> None:
         """Verify every invariant of a rebuilt e-graph; raises AssertionError naming the first
-        violation. O(size); meant for tests."""
-        self.rebuild()
-        find = self._uf.find
-        seen: dict[ENode, int] = {}
-        count = 0
-        for c, ns in self._class_nodes.items():
-            assert find(c) == c, f"class {c} is not canonical"
-            assert ns and list(ns) == sorted(ns), f"class {c}: nodes {ns} not in insertion order"
-            for nid in ns:
-                count += 1
-                node = self._nodes[nid]
-                assert self._node_class[nid] >= 0, f"dead node {nid} in class {c}"
-                assert find(self._node_class[nid]) == c, f"node {nid} filed under the wrong class"
-                assert node == self.canonicalize(node), f"node {node} is not canonical"
-                assert node not in seen, f"{node} in classes {seen[node]} and {c} (congruence)"
-                seen[node] = c
-                assert self._memo.get(node) == nid, f"hash-cons misses {node}"
-                expect = self.analysis.make(node[0], node[1], [self._data[ch] for ch in node[2]])
-                assert self.analysis.merge(self._data[c], expect) == self._data[c], (
-                    f"class {c}: analysis {self._data[c]} does not include node {node}'s {expect}"
-                )
-                assert c in self._op_index[node[0]], f"op index misses class {c} for {node[0]}"
-                for ch in node[2]:
-                    assert nid in self._parents[ch], f"class {ch} does not list parent {node}"
-                    if self.cycle_filter and nid not in self._blacklist:
-                        assert self._height[ch] < self._height[c], f"height order broken at {node}"
-        assert count == self._num_enodes, f"node count {self._num_enodes} != {count}"
-        assert len(self._memo) == count, f"hash-cons has {len(self._memo)} entries for {count} nodes"
-        for op, idx in self._op_index.items():
-            for c in idx:
-                assert c in self._class_nodes, f"op index {op} lists dead class {c}"
-                assert any(self._nodes[n][0] == op for n in self._class_nodes[c]), (
-                    f"op index {op} lists class {c} without such a node"
-                )
+        violation. O(size); meant for tests. See :mod:`tensor_eqsat.egraph.checks`."""
+        from tensor_eqsat.egraph.checks import check
+
+        check(self)

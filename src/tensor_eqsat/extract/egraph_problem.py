@@ -125,11 +125,19 @@ def problem_from_egraph(
         ExtractionError: the e-graph has no roots or a node names an unknown class.
         ShapeError / GraphError: from the cost model, for a node it cannot price.
     """
-    classes = list(egraph.classes())
-    index: dict[int, int] = {cls.id: i for i, cls in enumerate(classes)}
-    flags = [bool(cls.data.all_weights) for cls in classes]
+    table = getattr(egraph, "class_table", None)
+    if table is not None:
+        class_ids, counts, enodes, datas = table()
+    else:  # any other EGraphLike: the same table from its classes
+        classes = list(egraph.classes())
+        class_ids = [cls.id for cls in classes]
+        counts = [len(cls.nodes) for cls in classes]
+        enodes = [node for cls in classes for node in cls.nodes]
+        datas = [cls.data for cls in classes]
+    index: dict[int, int] = {cid: i for i, cid in enumerate(class_ids)}
+    flags = [bool(d.all_weights) for d in datas]
     # The single shape of each class (None for a multi-output one, which only ``get`` may read).
-    single = [shapes[0] if len(shapes) == 1 else None for shapes in (cls.data.shapes for cls in classes)]
+    single = [shapes[0] if len(shapes) == 1 else None for shapes in (d.shapes for d in datas)]
     blacklist = egraph.blacklist
     op_cost = cost_model.op_cost
     # C-level lookups (``map`` over bound ``__getitem__``) for the per-node work below.
@@ -137,24 +145,21 @@ def problem_from_egraph(
     node_class: list[int] = []
     node_children: list[tuple[int, ...]] = []
     node_cost: list[float] = []
-    node_op: list[str] = []
-    enodes: list[Any] = []
+    node_op: list[str] = [node[0] for node in enodes]
     class_nodes: list[tuple[int, ...]] = []
     add_children, add_cost = node_children.append, node_cost.append
     # Without a cache shared across calls, a local one would only repeat the cost model's own
     # cache (keyed by op, attributes and shapes): ask the model directly.
     get_cached = cache.get if cache is not None else None
-    for ci, cls in enumerate(classes):
-        cid, nodes, _ = cls
-        start = len(enodes)
-        if not nodes:
-            raise ExtractionError(f"e-class {cid} has no e-nodes")
-        enodes.extend(nodes)
-        node_class.extend([ci] * len(nodes))
-        class_nodes.append(tuple(range(start, len(enodes))))
-        for node in nodes:
+    start = 0
+    for ci, count in enumerate(counts):
+        if not count:
+            raise ExtractionError(f"e-class {class_ids[ci]} has no e-nodes")
+        end = start + count
+        node_class.extend([ci] * count)
+        class_nodes.append(tuple(range(start, end)))
+        for node in enodes[start:end] if count > 1 else (enodes[start],):
             op, attrs, children = node
-            node_op.append(op)
             if not children:
                 add_children(())
                 add_cost(0.0)
@@ -163,7 +168,7 @@ def problem_from_egraph(
                 ch = tuple(map(class_of, children))
             except KeyError as exc:
                 raise ExtractionError(
-                    f"e-node {node} of e-class {cid}: unknown child e-class {exc.args[0]}"
+                    f"e-node {node} of e-class {class_ids[ci]}: unknown child e-class {exc.args[0]}"
                 ) from None
             add_children(ch)
             if op == PROJECTION:
@@ -175,15 +180,18 @@ def problem_from_egraph(
                 in_shapes = tuple(map(shape_of, ch))
                 if None in in_shapes:
                     raise ExtractionError(
-                        f"e-node {node} of e-class {cid} reads a multi-output class without a "
+                        f"e-node {node} of e-class {class_ids[ci]} reads a multi-output class without a "
                         f"{PROJECTION!r} projection"
                     )
                 cost = float(op_cost(op, attrs, in_shapes, all_w))
                 if not (math.isfinite(cost) and cost >= 0.0):
-                    raise ExtractionError(f"e-node {node} of e-class {cid}: cost model returned {cost!r}")
+                    raise ExtractionError(
+                        f"e-node {node} of e-class {class_ids[ci]}: cost model returned {cost!r}"
+                    )
                 if cache is not None:
                     cache[(node, all_w)] = cost
             add_cost(cost)
+        start = end
     node_bl = [node in blacklist for node in enodes] if blacklist else [False] * len(enodes)
     roots: list[int] = []
     for r in egraph.roots:
@@ -195,14 +203,14 @@ def problem_from_egraph(
         raise ExtractionError("the e-graph has no roots")
     # Every index, cost and root was checked above: adopt the lists without a second pass.
     problem = ExtractionProblem.trusted(
-        class_keys=tuple([cls.id for cls in classes]),
+        class_keys=tuple(class_ids),
         class_nodes=tuple(class_nodes),
         node_class=node_class,
         node_children=node_children,
         node_cost=node_cost,
         node_op=node_op,
         node_blacklisted=node_bl,
-        node_keys=_NodeKeys(classes, class_nodes, node_class),
+        node_keys=_NodeKeys(class_ids, class_nodes, node_class),
         roots=tuple(roots),
     )
     return EGraphProblem(problem, egraph, enodes)
@@ -213,10 +221,12 @@ class _NodeKeys(Sequence[tuple[int, int]]):
     made on demand: only error messages and serialization read them, and a search builds a
     problem after every step."""
 
-    __slots__ = ("_class_nodes", "_classes", "_node_class")
+    __slots__ = ("_class_ids", "_class_nodes", "_node_class")
 
-    def __init__(self, classes: Sequence[Any], class_nodes: Sequence[tuple[int, ...]], node_class: list[int]):
-        self._classes = classes
+    def __init__(
+        self, class_ids: Sequence[int], class_nodes: Sequence[tuple[int, ...]], node_class: list[int]
+    ) -> None:
+        self._class_ids = class_ids
         self._class_nodes = class_nodes
         self._node_class = node_class
 
@@ -235,4 +245,4 @@ class _NodeKeys(Sequence[tuple[int, int]]):
         if i < 0:
             i += len(self)
         c = self._node_class[i]  # raises IndexError out of range
-        return (self._classes[c].id, i - self._class_nodes[c][0])
+        return (self._class_ids[c], i - self._class_nodes[c][0])

@@ -210,3 +210,17 @@ def test_egraphs_and_rules_pickle_for_worker_processes():
         apply_rule(e, merge2)
         e.check()
     assert eg2.content_hash() == eg.content_hash() and eg2.num_enodes == eg.num_enodes
+
+
+def test_class_table_flattens_the_classes_in_their_order():
+    eg = EGraph(NoAnalysis())
+    a, b = leaf(eg, "a"), leaf(eg, "b")
+    f = eg.add(ENode("f", (), (a, b)))
+    g = eg.add(ENode("g", (), (a,)))
+    eg.union(f, g)  # pending until the table rebuilds
+    ids, counts, nodes, datas = eg.class_table()
+    classes = eg.classes()
+    assert ids == [c.id for c in classes] and len(ids) == 3
+    assert counts == [len(c.nodes) for c in classes] and sorted(counts) == [1, 1, 2]
+    assert nodes == [n for c in classes for n in c.nodes]
+    assert datas == [c.data for c in classes]
