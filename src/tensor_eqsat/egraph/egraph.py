@@ -402,11 +402,11 @@ class EGraph:
         height = self._height
         hs = height[src]
         hd = height[dst]
-        if hs <= hd:
-            return False
+        parents = self._parents
+        if hs <= hd or not parents[dst]:
+            return False  # a class nothing reads (a rewrite's new root, mostly) is reached by none
         nodes = self._nodes
         class_nodes = self._class_nodes
-        parents = self._parents
         node_class = self._node_class
         blacklist = self._blacklist
         # With no rebuild pending, every live node's children are canonical already.
