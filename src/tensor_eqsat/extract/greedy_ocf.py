@@ -401,40 +401,37 @@ class OcfMemo:
         for c in p.scc.order:
             key = keys[c]
             ns = class_nodes[c]
-            s, e = ns[0], ns[-1] + 1
-            nodes = enodes[s:e]
-            cost_sig = own[s:e]
-            bl_sig = bl[s:e]
+            s = ns[0]
+            # The class's own inputs: its e-node, cost and blacklisting, or lists of them.
+            if len(ns) == 1:
+                sig = (enodes[s], own[s], bl[s])
+            else:
+                e = ns[-1] + 1
+                sig = (enodes[s:e], own[s:e], bl[s:e])
             entry = old.get(key)
-            if (
-                not dirty[c]
-                and entry is not None
-                and entry[0] == nodes
-                and entry[1] == cost_sig
-                and entry[2] == bl_sig
-            ):
+            if not dirty[c] and entry is not None and entry[0] == sig:
                 reused += 1
                 new[key] = entry
-                best = entry[3]
+                best = entry[1]
                 if best is not None:
                     costs[key] = best
-                    choices[c] = s + entry[4]
-                    if entry[5] is not None:
-                        hist[key] = entry[5]
+                    choices[c] = s + entry[2]
+                    if entry[3] is not None:
+                        hist[key] = entry[3]
                 continue
             best = None
             pos = -1
             best_h: NodeHistory | None = None
-            for i, node in enumerate(nodes):
-                if bl_sig[i]:
+            for i, n in enumerate(ns):
+                if bl[n]:
                     continue
-                ch = node[2]
+                ch = enodes[n][2]
                 for k in ch:
                     if costs[k] is None:
                         break
                 else:
                     pricings += 1
-                    h, total = combine(hist, costs, ch, cost_sig[i])  # type: ignore[arg-type]
+                    h, total = combine(hist, costs, ch, own[n])  # type: ignore[arg-type]
                     if best is None or total < best:
                         best, pos, best_h = total, i, h
             full: History | None = None
@@ -443,8 +440,8 @@ class OcfMemo:
                 choices[c] = s + pos
                 if best_h is not None and (best_h[_BASE] or best_h[_EXTRA]):
                     full = hist[key] = _full(best_h)
-            new[key] = (nodes, cost_sig, bl_sig, best, pos, full)
-            if entry is None or entry[3] != best or entry[5] != full:
+            new[key] = (sig, best, pos, full)
+            if entry is None or entry[1] != best or entry[3] != full:
                 for n in parents[c]:
                     dirty[node_class[n]] = True
         self.entries = new
@@ -452,10 +449,11 @@ class OcfMemo:
         return MemoState(costs, choices, hist, roots, pricings, reused)
 
 
-_Entry = tuple[Any, list[float], list[bool], "float | None", int, "History | None"]
-"""One class in :class:`OcfMemo`: its e-nodes, their costs and blacklisting (the inputs
-besides its children's results), its cost (None: no node could be priced), the chosen node's
-position in the class, and its stored history (None when empty)."""
+_Entry = tuple[tuple[Any, Any, Any], "float | None", int, "History | None"]
+"""One class in :class:`OcfMemo`: its inputs besides its children's results (its e-nodes, their
+costs and blacklisting: for a class of one node the three values, else three lists), its cost
+(None: no node could be priced), the chosen node's position in the class, and its stored
+history (None when empty)."""
 
 
 class MemoState:
