@@ -403,6 +403,7 @@ class OcfMemo:
             ns = class_nodes[c]
             s = ns[0]
             # The class's own inputs: its e-node, cost and blacklisting, or lists of them.
+            sig: tuple[Any, Any, Any]
             if len(ns) == 1:
                 sig = (enodes[s], own[s], bl[s])
             else:
