@@ -114,6 +114,25 @@ def test_cycle_filter_keeps_every_class_acyclic_and_extractable(program):
     assert extractable(eg) == set(eg.class_ids())
 
 
+@given(programs)
+def test_reaches_answers_as_a_search_over_non_blacklisted_edges(program):
+    eg, _, _ = run_program(program, cycle_filter=True)
+    blacklist = eg.blacklist
+    below = {
+        c.id: {k for n in c.nodes if n not in blacklist for k in n.children} for c in eg.classes()
+    }
+    for src in below:
+        reached: set[int] = set()
+        stack = list(below[src])
+        while stack:
+            k = stack.pop()
+            if k not in reached:
+                reached.add(k)
+                stack.extend(below[k])
+        for dst in below:
+            assert eg.reaches(src, dst) == (dst in reached), (src, dst)
+
+
 @given(programs, programs)
 def test_copies_are_independent(program, more):
     eg, _, _ = run_program(program, cycle_filter=True)
