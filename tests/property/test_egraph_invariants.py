@@ -118,9 +118,7 @@ def test_cycle_filter_keeps_every_class_acyclic_and_extractable(program):
 def test_reaches_answers_as_a_search_over_non_blacklisted_edges(program):
     eg, _, _ = run_program(program, cycle_filter=True)
     blacklist = eg.blacklist
-    below = {
-        c.id: {k for n in c.nodes if n not in blacklist for k in n.children} for c in eg.classes()
-    }
+    below = {c.id: {k for n in c.nodes if n not in blacklist for k in n.children} for c in eg.classes()}
     for src in below:
         reached: set[int] = set()
         stack = list(below[src])
