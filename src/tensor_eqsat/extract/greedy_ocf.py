@@ -288,11 +288,18 @@ class OcfState:
     def root_cost(self) -> float:
         """The estimate at the roots: the root's cost, or a zero-cost join over several roots."""
         roots = self.p.roots
-        if len(roots) == 1:
-            return self.costs[roots[0]]  # type: ignore[return-value]
-        self._switch(-1)  # store the last class's history, as the join's own pricing would
-        _, total = combine(self.hist, self.costs, roots, 0.0)  # type: ignore[arg-type]
-        return total
+        if len(roots) > 1:
+            self._switch(-1)  # store the last class's history, as the join's own pricing would
+        return roots_cost(self.hist, self.costs, roots)  # type: ignore[arg-type]
+
+
+def roots_cost(hist: dict[int, History], costs: Sequence[float], roots: Sequence[int]) -> float:
+    """The root's cost, or the cost of a zero-cost node joining several roots (with every
+    class's history stored in ``hist``)."""
+    if len(roots) == 1:
+        return costs[roots[0]]
+    _, total = combine(hist, costs, roots, 0.0)
+    return total
 
 
 def combine(
@@ -481,7 +488,4 @@ class MemoState:
 
     def root_cost(self) -> float:
         """:meth:`OcfState.root_cost`: the root's cost, or a zero-cost join over several roots."""
-        if len(self.roots) == 1:
-            return self.costs[self.roots[0]]  # type: ignore[return-value]
-        _, total = combine(self.hist, self.costs, self.roots, 0.0)  # type: ignore[arg-type]
-        return total
+        return roots_cost(self.hist, self.costs, self.roots)  # type: ignore[arg-type]
