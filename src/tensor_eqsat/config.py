@@ -33,7 +33,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from tensor_eqsat.cost.model import CostModel
-from tensor_eqsat.cost.spec import DEFAULT_SPEC, parse_cost_model
+from tensor_eqsat.cost.spec import graph_options, parse_cost_model
 from tensor_eqsat.errors import ConfigError, check_positive_int, parse_enum
 from tensor_eqsat.extract.ilp import IlpBackend, IlpConfig, IlpReward
 from tensor_eqsat.extract.registry import Extractor, ExtractorKind, make_extractor, parse_kind
@@ -44,9 +44,11 @@ from tensor_eqsat.search.env import ExtractorCost
 from tensor_eqsat.search.mcts import MctsConfig
 from tensor_eqsat.search.portfolio import PortfolioConfig, node_cap_for
 from tensor_eqsat.search.runner import RunnerConfig
+from tensor_eqsat.target.targets import Target, TargetError, default_target
+from tensor_eqsat.target.targets import get_target as _get_target
 
 if TYPE_CHECKING:
-    pass
+    from tensor_eqsat.ir.graph import Graph
 
 TENSAT_ITER_LIMIT = 10_000
 """TENSAT's iteration limit in the paper's baseline runs (``run_exp_main.sh``: n_iter)."""
@@ -96,14 +98,20 @@ class OptimizeConfig:
         ``greedy-ocf`` (OCF), ``greedy-dag``, ``ilp``, or an Extractor object. Default
         greedy-ocf. Unused by saturation.
     final_extractor: the extractor of the result, by name or as an object. Default ilp.
+    target: where the model will run (:mod:`tensor_eqsat.target.targets`): a target name
+        (``ort-cpu``, ``torch-cpu``, ``cuda``, ``a100``, ...) or a Target. It picks the cost model
+        (unless ``cost_model`` is given), and, in :func:`~tensor_eqsat.deliver.deliver`, the
+        runtime of the numeric check and of the never-slower guard. Default None: the source's
+        default (:func:`resolve_target`: ``ort-cpu`` for an ONNX file, else ``a100``).
     cost_model: a cost-model spec (``roofline``, ``roofline:p100``, ``measured:cpu``, ...) or a
-        CostModel. Default ``roofline`` (the A100 profile).
+        CostModel. Default None: the target's.
     node_limit: construction stops once the e-graph has this many e-nodes; multi-pattern rules
         may add at most this many at once (the artifact: n_nodes = node_multi = 2000). Default 2000.
     k_multi: saturation iterations with multi-pattern rules. Default None: the zoo model's value
         when the graph is a zoo model (a name, or ``model=``), else 1.
     seed: seeds every random choice. Default 0.
-    time_limit: seconds for the run: construction stops by then (MCTS planning stops early;
+    time_limit: seconds for the construction of an ``mcts`` or ``saturate`` run (ConfigError with
+        ``auto`` or with ``time_budget``): construction stops by then (MCTS planning stops early;
         saturation stops between rules), and a final ILP gets what remains of it (at least
         :data:`MIN_ILP_SECONDS`, at most ``ilp.time_limit``). Default None: none for MCTS,
         ``runner.time_limit`` (TENSAT's 3600 s) for saturation, and ``ilp.time_limit`` for the
@@ -148,9 +156,10 @@ class OptimizeConfig:
         the result (``OptimizeResult.alternatives``), as further candidates for the never-slower
         guard (:mod:`tensor_eqsat.target.guard`), which measures them on the target and keeps the
         fastest. Default ``()``: none.
-    time_budget: seconds for the whole run, extractions included. ``auto`` returns the best graph
-        found by then (default :data:`AUTO_TIME_BUDGET`, 60 s; ``time_limit`` is not used by
-        ``auto``); for ``mcts`` and ``saturate`` it acts as ``time_limit`` when that is not set.
+    time_budget: seconds for the whole call, from its start: loading, search, extractions, and in
+        :func:`~tensor_eqsat.deliver.deliver` the numeric check, the guard and the write
+        (:mod:`tensor_eqsat.clock`). ``auto`` returns the best graph found by then (default
+        :data:`AUTO_TIME_BUDGET`, 60 s). Not together with ``time_limit`` (ConfigError).
         Default None.
     memory_limit: bytes the e-graph may use: every node limit is capped at ``memory_limit /``
         :data:`BYTES_PER_ENODE` e-nodes (:meth:`node_cap`). Default None: no cap.
@@ -168,7 +177,8 @@ class OptimizeConfig:
     search: Search | str | Construction = Search.MCTS
     main_extractor: ExtractorChoice = ExtractorKind.GREEDY_OCF
     final_extractor: ExtractorChoice = ExtractorKind.ILP
-    cost_model: str | CostModel = DEFAULT_SPEC
+    target: str | Target | None = None
+    cost_model: str | CostModel | None = None
     node_limit: int = 2000
     k_multi: int | None = None
     seed: int = 0
@@ -190,6 +200,13 @@ class OptimizeConfig:
     reward_stall_limit: int | None = None
 
     def __post_init__(self) -> None:
+        if isinstance(self.target, str):
+            try:
+                object.__setattr__(self, "target", _get_target(self.target))
+            except TargetError as exc:
+                raise ConfigError(str(exc)) from None
+        elif self.target is not None and not isinstance(self.target, Target):
+            raise ConfigError(f"target: expected a name or a Target, got {type(self.target).__name__}")
         if isinstance(self.search, str | Search):
             object.__setattr__(self, "search", _parse_search(self.search))
         elif not isinstance(self.search, Construction):
@@ -210,12 +227,27 @@ class OptimizeConfig:
             raise ConfigError(f"time_budget must be a positive number of seconds or None, got {budget!r}")
         if memory is not None and (not isinstance(memory, int) or memory < 1):
             raise ConfigError(f"memory_limit must be a positive number of bytes or None, got {memory!r}")
+        if self.time_limit is not None and self.search is Search.AUTO:
+            raise ConfigError(
+                "time_limit bounds one construction and does not apply to the auto search: "
+                "give time_budget (--time-budget), which bounds the whole run"
+            )
+        if self.time_limit is not None and budget is not None:
+            raise ConfigError(
+                "give time_budget (--time-budget: the whole run, check and guard included) or "
+                "time_limit (--time-limit: the construction alone), not both"
+            )
         if self.reward_time_limit is not None and not self.reward_time_limit > 0:
             raise ConfigError(f"reward_time_limit must be positive or None, got {self.reward_time_limit!r}")
         check_positive_int(self.reward_node_limit, "reward_node_limit")
         check_positive_int(self.reward_stall_limit, "reward_stall_limit")
         if self.reward_stall_limit is not None and self.ilp.backend is not IlpBackend.SCIP:
             raise ConfigError("reward_stall_limit needs the scip ILP backend (HiGHS counts no LP iterations)")
+        if ExtractorKind.ILP in (self.main_extractor, self.final_extractor, *self.alternatives):
+            # Checked here, not after a search that would end in "needs pyscipopt".
+            why = self.ilp.backend.unavailable()
+            if why is not None:
+                raise ConfigError(why)
 
     def with_overrides(self, **overrides: Any) -> OptimizeConfig:
         """A copy with ``overrides`` applied: top-level fields (nested configs included) first,
@@ -294,9 +326,33 @@ class OptimizeConfig:
         """Seconds for an ``auto`` run: ``time_budget``, else :data:`AUTO_TIME_BUDGET`."""
         return self.time_budget if self.time_budget is not None else AUTO_TIME_BUDGET
 
-    def cost_model_object(self) -> CostModel:
-        """The cost model (parsing a spec string)."""
-        return parse_cost_model(self.cost_model) if isinstance(self.cost_model, str) else self.cost_model
+    def resolved_target(self, source: str | None = None) -> Target:
+        """The target: ``target``, else the default for ``source`` (see :func:`resolve_target`).
+
+        >>> OptimizeConfig().resolved_target("m.ONNX").name
+        'ort-cpu'
+        >>> OptimizeConfig(target="cuda").resolved_target().name
+        'cuda'
+        """
+        return resolve_target(self.target, source)
+
+    def cost_model_spec(self, source: str | None = None) -> str | CostModel:
+        """``cost_model``, else the resolved target's cost-model spec."""
+        return self.cost_model if self.cost_model is not None else self.resolved_target(source).cost_model
+
+    def cost_model_object(self, graph: Graph | None = None, source: str | None = None) -> CostModel:
+        """The cost model, built once per run, the same way for every caller: a spec string is
+        parsed with what it needs from ``graph`` (``measured:ort-*`` times large weights from
+        where the graph keeps them, :func:`~tensor_eqsat.cost.spec.graph_options`).
+
+        >>> OptimizeConfig().cost_model_object().spec
+        'roofline:a100'
+        """
+        spec = self.cost_model_spec(source)
+        if not isinstance(spec, str):
+            return spec
+        options = graph_options(spec, graph) if graph is not None else {}
+        return parse_cost_model(spec, **options)
 
     def mcts_settings(self) -> MctsConfig:
         """The MCTS settings as used: ``mcts`` with this config's time limit."""
@@ -346,6 +402,21 @@ def _nested_owner(key: str) -> str:
         why = "is ambiguous" if owners else "is not a setting"
         raise ConfigError(f"{key!r} {why}; pass mcts=, runner=, ilp= or portfolio= (see OptimizeConfig)")
     return owners[0]
+
+
+def resolve_target(target: str | Target | None, source: str | None = None) -> Target:
+    """The one place a run's target is decided: ``target`` when given (a name or a Target), else
+    the default of the model ``source`` (a zoo name or a file path; None for an in-memory
+    graph): ``ort-cpu`` for an ONNX file, whatever the case of its suffix, else ``a100``.
+
+    >>> resolve_target(None, "model.onnx").name, resolve_target("torch-cpu", "model.onnx").name
+    ('ort-cpu', 'torch-cpu')
+    """
+    if isinstance(target, Target):
+        return target
+    if target is not None:
+        return _get_target(target)
+    return default_target(source)
 
 
 def _parse_search(search: Search | str) -> Search:

@@ -30,6 +30,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from tensor_eqsat.clock import Deadline
 from tensor_eqsat.config import OptimizeConfig, Search
 from tensor_eqsat.cost.model import CostModel
 from tensor_eqsat.egraph.egraph import EGraph
@@ -217,13 +218,22 @@ def optimize(
     config: OptimizeConfig | None = None,
     *,
     progress: ProgressFn | None = None,
+    deadline: Deadline | None = None,
+    egraph: EGraph | None = None,
     **overrides: Any,
 ) -> OptimizeResult:
     """Optimize ``graph`` (a Graph, or a zoo model name): construct an e-graph, extract the
     cheapest graph, price both. ``config`` holds every setting (default: the paper's best
     practical one); ``overrides`` change single ones (:meth:`OptimizeConfig.with_overrides`);
-    ``progress`` receives :class:`Progress` events. Raises TensorEqsatError subclasses for bad
-    graphs, rules, cost models and settings (ConfigError for an unknown search or extractor).
+    ``progress`` receives :class:`Progress` events. ``deadline``: the call's clock
+    (:class:`~tensor_eqsat.clock.Deadline`), when a caller such as
+    :func:`~tensor_eqsat.deliver.deliver` bounds more than the search; default: one made here
+    from ``time_budget``. ``egraph``: the graph's e-graph when the caller has built it already
+    (it is grown in place). Raises TensorEqsatError subclasses for bad graphs, rules, cost models
+    and settings (ConfigError for an unknown search or extractor).
+
+    This is the search alone; :func:`~tensor_eqsat.deliver.deliver` adds the numeric check, the
+    never-slower guard and the write.
 
     >>> g = Graph()
     >>> x = g.input((1, 64), name="x")
@@ -232,33 +242,38 @@ def optimize(
     >>> r.speedup_pct, r.stop_reason, r.steps[0].rule   # x·(W1·W2): W1·W2 is folded at load time
     (50.0, <StopReason.NODE_LIMIT: 'node limit'>, 'matmul-assoc-1')
     """
-    t0 = time.perf_counter()
     cfg = (config or OptimizeConfig()).with_overrides(**overrides)
+    if deadline is None:
+        budget = cfg.auto_time_budget() if cfg.search is Search.AUTO else cfg.time_budget
+        deadline = Deadline.after(budget)
+    t0 = deadline.start
     name = graph if isinstance(graph, str) else cfg.model
     info = _zoo_info(name, required=isinstance(graph, str))
     source: Graph = info.build() if isinstance(graph, str) else graph
-    cm = cfg.cost_model_object()
+    cm = cfg.cost_model_object(source)
     actions = Actions.from_rules(_resolve_rules(cfg.rules, info))
     k_multi = cfg.k_multi if cfg.k_multi is not None else (info.k_multi if info is not None else 1)
-    if cfg.search is Search.AUTO:
-        return _optimize_auto(source, name, cfg, cm, actions, k_multi, progress, t0)
-    construction = cfg.construction(cm, k_multi)
     _emit(progress, t0, "build")
     tb = time.perf_counter()
-    egraph = EGraph.from_graph(source)
+    if egraph is None:
+        egraph = EGraph.from_graph(source)
     build_s, initial_enodes = time.perf_counter() - tb, egraph.num_enodes
+    if cfg.search is Search.AUTO:
+        return _optimize_auto(source, egraph, name, cfg, cm, actions, k_multi, progress, deadline, build_s)
+    construction = cfg.construction(cm, k_multi)
     ts = time.perf_counter()
-    time_limit = cfg.run_time_limit()
-    deadline = None if time_limit is None else ts + time_limit
+    run_deadline = deadline.earlier(cfg.time_limit)
     if egraph.num_enodes >= cfg.capped_node_limit():
         # Nothing may be added: every construction would stop at once.
         report = ConstructionReport(StopReason.NODE_LIMIT)
     else:
         offset = _offset_progress(progress, ts - t0)
-        report = construction.construct(egraph, actions, seed=cfg.seed, deadline=deadline, progress=offset)
+        report = construction.construct(
+            egraph, actions, seed=cfg.seed, deadline=run_deadline.at, progress=offset
+        )
     search_s = time.perf_counter() - ts
     _emit(progress, t0, "extract", step=len(report.steps), enodes=egraph.num_enodes)
-    optimized, final, final_s = _extract_final(egraph, cm, cfg, deadline)
+    optimized, final, final_s = _extract_final(egraph, cm, cfg, run_deadline.at)
     alternatives = _extract_alternatives(egraph, cm, cfg)
     tc = time.perf_counter()
     original_cost, optimized_cost = cm.graph_cost(source), cm.graph_cost(optimized)
@@ -279,23 +294,22 @@ def optimize(
 
 def _optimize_auto(
     source: Graph,
+    egraph: EGraph,
     name: str | None,
     cfg: OptimizeConfig,
     cm: CostModel,
     actions: Actions,
     k_multi: int,
     progress: ProgressFn | None,
-    t0: float,
+    clock: Deadline,
+    build_s: float,
 ) -> OptimizeResult:
-    """The ``auto`` search: the portfolio (:mod:`tensor_eqsat.search.portfolio`) within
-    ``cfg.auto_time_budget()`` seconds from ``t0``; the cheapest candidate is the result, and the
-    other finalists are guard alternatives. With no finished candidate (interrupted or out of
-    time at once) the result is the original graph."""
-    deadline = t0 + cfg.auto_time_budget()
-    _emit(progress, t0, "build")
-    tb = time.perf_counter()
-    egraph = EGraph.from_graph(source)
-    build_s, initial_enodes = time.perf_counter() - tb, egraph.num_enodes
+    """The ``auto`` search: the portfolio (:mod:`tensor_eqsat.search.portfolio`) until the
+    ``clock``'s deadline; the cheapest candidate is the result, and the other finalists are guard
+    alternatives. With no finished candidate (interrupted or out of time at once) the result is
+    the original graph."""
+    t0, deadline = clock.start, clock.at
+    initial_enodes = egraph.num_enodes
     portfolio = Portfolio(
         cfg.portfolio,
         runner=replace(cfg.runner, k_multi=k_multi),
@@ -313,11 +327,12 @@ def _optimize_auto(
     search_s = time.perf_counter() - ts
     best = report.best
     if best is None:
-        reason = StopReason.INTERRUPTED if report.stop == "interrupted" else StopReason.TIME_LIMIT
+        reason = StopReason.INTERRUPTED if report.stop is StopReason.INTERRUPTED else StopReason.TIME_LIMIT
+        # No candidate finished: the original graph, and no extraction ran.
         optimized, creport, final = (
             source,
             ConstructionReport(reason),
-            {"extractor": cfg.extractor_name("final")},
+            {"extractor": cfg.extractor_name("final"), "status": "none", "candidate": None},
         )
         enodes, classes, final_s = initial_enodes, egraph.num_classes, 0.0
     else:
@@ -331,15 +346,16 @@ def _optimize_auto(
     tc = time.perf_counter()
     original_cost = cm.graph_cost(source)
     optimized_cost = best.cost_ms if best is not None else original_cost
+    construction = {**creport.stats, "portfolio_stop": report.stop.value}
     stats = OptimizeStats(
-        build_s, initial_enodes, {**creport.stats, "portfolio_stop": report.stop}, search_s, enodes, classes,
-        final_s, final, time.perf_counter() - tc,
+        build_s, initial_enodes, construction, search_s, enodes, classes, final_s, final,
+        time.perf_counter() - tc,
     )  # fmt: skip
     wall = time.perf_counter() - t0
     _emit(progress, t0, "done", step=len(creport.steps), enodes=enodes)
     won = best.label if best else "no candidate"
     log.info("optimized %s: %.4f -> %.4f ms (auto: %s, %s, %.1fs)", name or "graph", original_cost,
-             optimized_cost, won, report.stop, wall)  # fmt: skip
+             optimized_cost, won, report.stop.value, wall)  # fmt: skip
     settings = _settings(cfg, name, cm, k_multi, actions)
     return OptimizeResult(
         optimized, source, original_cost, optimized_cost, wall, creport.stop_reason, creport.steps,
@@ -465,6 +481,9 @@ def _settings(
     if cfg.search is Search.MCTS:
         used = cfg.mcts_settings()
         mcts = {k: (v.value if isinstance(v, Enum) else v) for k, v in used.__dict__.items()}
+    elif auto:  # what auto's MCTS stages ran with: its own budget, no time limit of their own
+        used = replace(cfg.mcts, budget=cfg.portfolio.mcts_budget, time_limit=None)
+        mcts = {k: (v.value if isinstance(v, Enum) else v) for k, v in used.__dict__.items()}
     return OptimizeSettings(
         model=name,
         search=cfg.search_name,
@@ -472,7 +491,7 @@ def _settings(
         final_extractor=cfg.extractor_name("final"),
         cost_model=getattr(cm, "spec", type(cm).__name__),
         node_limit=cfg.node_limit,
-        budget=cfg.mcts.budget,
+        budget=cfg.portfolio.mcts_budget if auto else cfg.mcts.budget,
         max_rollout_depth=cfg.mcts.max_rollout_depth,
         k_multi=k_multi,
         seed=cfg.seed,

@@ -55,12 +55,19 @@ def test_summary_shows_the_candidates_table(graph_file, tmp_path, capsys):
 
 
 def test_memory_limit_caps_the_node_limits(graph_file, capsys):
-    size = int(120 * BYTES_PER_ENODE)
+    size = int(140 * BYTES_PER_ENODE)  # the graph's own e-graph has 127 e-nodes
     assert main(["optimize", str(graph_file), *QUICK, "--memory-limit", str(size), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["settings"]["memory_limit"] == size
-    assert all(c["settings"]["node_limit"] <= 120 for c in data["portfolio"]["candidates"])
+    assert all(c["settings"]["node_limit"] <= 140 for c in data["portfolio"]["candidates"])
     assert any("memory limit" in s["reason"] for s in data["portfolio"]["skipped"])
+
+
+def test_a_memory_limit_below_the_models_own_e_graph_is_refused(graph_file, capsys):
+    size = int(120 * BYTES_PER_ENODE)
+    assert main(["optimize", str(graph_file), *QUICK, "--memory-limit", str(size)]) == 2
+    err = capsys.readouterr().err
+    assert "allows 120 e-nodes" in err and "own e-graph has 127" in err
 
 
 @pytest.mark.parametrize(

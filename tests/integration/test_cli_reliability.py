@@ -43,7 +43,7 @@ def _no_work(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args, **kwargs):
         raise AssertionError("the optimization ran before the output was checked")
 
-    monkeypatch.setattr("tensor_eqsat.commands.optimize.optimize", refuse)
+    monkeypatch.setattr("tensor_eqsat.deliver.optimize", refuse)
 
 
 # --- item 1: --no-check still writes -o -----------------------------------------------------

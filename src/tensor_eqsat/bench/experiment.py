@@ -87,15 +87,21 @@ def experiment_config(experiment: Experiment) -> OptimizeConfig:
 
 
 def run_experiment(experiment: Experiment) -> RunRecord:
-    """Optimize the experiment's model with :func:`tensor_eqsat.optimize` and record the result.
+    """Optimize the experiment's model with :func:`tensor_eqsat.deliver.deliver` (the same call as
+    the CLI; the paper's experiments record the search alone, so without the numeric check and the
+    guard) and record the result.
 
     Raises whatever the zoo, the cost model or the optimizer raises.
     """
     from tensor_eqsat import zoo
-    from tensor_eqsat.optimize import optimize
+    from tensor_eqsat.deliver import DeliveryConfig, deliver
+    from tensor_eqsat.errors import ConfigError
 
     graph = zoo.get(experiment.model, **experiment.settings.params_for(experiment.model))
-    return record_from_result(optimize(graph, experiment_config(experiment)))
+    d = deliver(graph, experiment_config(experiment), delivery=DeliveryConfig(check=False, guard=False))
+    if d.result is None:
+        raise ConfigError(f"{experiment.model}: {d.message}")
+    return record_from_result(d.result)
 
 
 def record_from_result(result: Any) -> RunRecord:

@@ -13,7 +13,6 @@ import json
 import math
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -21,7 +20,6 @@ from rich.console import Console
 from tensor_eqsat.errors import FormatError, TensorEqsatError
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.ir.ops_common import MAX_ELEMENTS
-from tensor_eqsat.ir.serialize import load
 
 stderr = Console(stderr=True)
 """Console for progress, warnings and logs: never mixed into a command's output."""
@@ -239,33 +237,14 @@ def zoo_model_name(spec: str) -> str | None:
 def load_graph_arg(
     spec: str, *, strict: bool = False, input_shapes: Mapping[str, Sequence[int]] | None = None
 ) -> Graph:
-    """A graph from a CLI argument: a ``.json`` graph file, an ``.onnx`` model or a zoo model name.
+    """A graph from a CLI argument: a ``.json`` graph file, an ``.onnx`` model or a zoo model name
+    (decided by :meth:`tensor_eqsat.source.Source.of`, suffixes in any case).
 
     strict: for ONNX files, refuse operators the IR does not model instead of keeping them as
     opaque nodes. input_shapes: static shapes for ONNX inputs with symbolic dims
     (``--input-shape``); an error for other files. Raises FormatError naming the argument when
     it is none of these.
     """
-    if not spec:
-        raise FormatError("empty graph argument: give a graph file (.json or .onnx) or a zoo model name")
-    path = Path(spec)
-    if input_shapes and path.suffix != ".onnx":
-        raise FormatError(f"{spec}: --input-shape applies to ONNX files only")
-    model = zoo_model_name(spec)
-    if model is not None:
-        return importlib.import_module("tensor_eqsat.zoo").get(model)
-    if path.is_dir():
-        raise FormatError(f"{spec}: is a directory, not a graph file (.json or .onnx) or zoo model")
-    if path.suffix in (".json", ".onnx") or path.exists():
-        if path.suffix == ".onnx":
-            from tensor_eqsat.io.onnx_import import import_onnx  # onnx is an optional extra
+    from tensor_eqsat.source import Source
 
-            return import_onnx(path, strict=strict, input_shapes=input_shapes)
-        if path.suffix != ".json":
-            raise FormatError(f"{spec}: unsupported file type {path.suffix!r} (expected .json or .onnx)")
-        return load(path)
-    try:
-        zoo = importlib.import_module("tensor_eqsat.zoo")
-    except ImportError:
-        raise FormatError(f"{spec}: no such file") from None
-    raise FormatError(f"{spec}: no such file or zoo model (models: {', '.join(zoo.names())})")
+    return Source.of(spec, input_shapes=input_shapes, strict=strict).graph

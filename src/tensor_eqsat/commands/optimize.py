@@ -29,26 +29,22 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import copy
 import os
 import re
 import sys
-from collections import Counter
 from collections.abc import Iterator
 from dataclasses import replace
-from pathlib import Path
-from typing import Any
 
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from tensor_eqsat.clock import Deadline
 from tensor_eqsat.commands._common import (
     add_input_shape_argument,
     byte_size,
     input_shapes_arg,
     int_at_least,
-    load_graph_arg,
     non_negative_int,
     positive_float,
     positive_int,
@@ -57,29 +53,23 @@ from tensor_eqsat.commands._common import (
     seed,
     stderr,
     stdout,
-    zoo_model_name,
 )
 from tensor_eqsat.config import AUTO_TIME_BUDGET, BYTES_PER_ENODE, REWARD_NODE_LIMIT, OptimizeConfig, Search
-from tensor_eqsat.cost.spec import graph_options, parse_cost_model
+from tensor_eqsat.deliver import MEASURE_BLOCKS, Delivery, DeliveryConfig, deliver
 from tensor_eqsat.errors import ConfigError
 from tensor_eqsat.extract.ilp import IlpConfig
 from tensor_eqsat.extract.registry import ExtractorKind
-from tensor_eqsat.ir.graph import Graph
-from tensor_eqsat.ir.serialize import save
-from tensor_eqsat.optimize import OptimizeResult, Progress, optimize, save_run
-from tensor_eqsat.outputs import atomic_write, check_output, check_output_dir
+from tensor_eqsat.optimize import OptimizeResult, Progress
+from tensor_eqsat.outputs import check_output, check_output_dir
 from tensor_eqsat.rules.sets import rule_set_names
 from tensor_eqsat.search.mcts import Backend, FinalChoice, MctsConfig, Parallelism, RolloutPolicy
 from tensor_eqsat.search.portfolio import PortfolioConfig
-from tensor_eqsat.target import GuardReport, Target, default_target, get_target, target_names
+from tensor_eqsat.target import GuardReport, target_names
 
 NAME = "optimize"
 HELP = "optimize a graph file or zoo model with MCTS-guided (or TENSAT-style) equality saturation"
 
 _EXTRACTORS = [k.value for k in ExtractorKind]
-
-MEASURE_BLOCKS = 5
-"""--measure times the two models in this many alternating blocks, so it needs as many runs."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -295,9 +285,10 @@ class _ProgressLine:
 
     def __call__(self, ev: Progress) -> None:
         parts = [f"[{ev.elapsed:7.1f}s] {ev.phase:7s}"]
+        if ev.stage:
+            parts.append(ev.stage)
         if ev.phase == "search":
-            if ev.step or ev.budget or not ev.rule or "@" not in ev.rule:
-                parts.append(f"step {ev.step}")
+            parts.append(f"step {ev.step}")
             if ev.budget:
                 parts.append(f"sim {ev.simulations}/{ev.budget}")
             if ev.rule:
@@ -310,12 +301,9 @@ class _ProgressLine:
 
 
 @contextlib.contextmanager
-def _stdout_to_stderr(active: bool) -> Iterator[None]:
-    """With ``--json``, send what native libraries write to stdout during the run to stderr, so
-    stdout holds the JSON alone (SCIP prints "pressed CTRL-C 1 times ..." there on Ctrl-C)."""
-    if not active:
-        yield
-        return
+def _stdout_to_stderr() -> Iterator[None]:
+    """Send what native libraries write to stdout during the run to stderr, so stdout holds the
+    report alone (SCIP prints "pressed CTRL-C 1 times ..." there on Ctrl-C)."""
     sys.stdout.flush()
     try:
         saved = os.dup(1)
@@ -357,118 +345,104 @@ def _mcts_config(args: argparse.Namespace) -> MctsConfig:
     return mcts
 
 
-def _check_outputs(args: argparse.Namespace) -> None:
-    """Refuse unwritable outputs (and ONNX output without the onnx extra) before the run starts."""
-    if args.output is not None:
-        check_output(args.output, "-o")
-        if args.output.endswith(".onnx"):
-            from tensor_eqsat.io.onnx_common import require_onnx
-
-            require_onnx()
-    if args.run_dir is not None:
-        check_output_dir(args.run_dir, "--run-dir")
+_FLAGS = {"time_limit": "--time-limit", "time_budget": "--time-budget", "memory_limit": "--memory-limit"}
 
 
 def run(args: argparse.Namespace) -> int:
-    _check_outputs(args)
-    _mcts_config(args)
-    input_shapes = input_shapes_arg(args)
-    graph = load_graph_arg(args.graph, input_shapes=input_shapes)
-    model = zoo_model_name(args.graph)
-    idle = nothing_to_optimize(graph, args.rules, model)
-    if idle is not None:
-        return _unchanged(args, graph, idle)
-    target = get_target(args.target) if args.target else default_target(args.graph)
-    cost_model: Any = args.cost_model or target.cost_model
-    options = graph_options(cost_model, graph)
-    if options:
-        cost_model = parse_cost_model(cost_model, **options)
-    config = _config(args, model, cost_model)
+    deadline = Deadline.after(args.time_budget if args.time_budget is not None else (
+        AUTO_TIME_BUDGET if args.search == "auto" else None))  # fmt: skip
+    if args.run_dir is not None:
+        check_output_dir(args.run_dir, "--run-dir")
+    if args.output is not None:
+        check_output(args.output, "-o")
+    try:
+        config = _config(args)
+    except ConfigError as exc:  # the settings' names as the flags that set them
+        raise ConfigError(
+            re.sub(r"\b(time_limit|time_budget|memory_limit)\b", lambda m: _FLAGS[m[1]], str(exc))
+        ) from None
+    delivery = DeliveryConfig(
+        check=not args.no_check,
+        guard=not args.no_guard,
+        guard_runs=args.guard_runs,
+        threads=args.threads,
+        measure=args.measure,
+        measure_backend=args.measure_backend,
+        measure_runs=args.measure_runs,
+    )
     live = Live(Text("starting"), console=stderr, transient=True, refresh_per_second=8)
-    with live, _stdout_to_stderr(args.json):
-        result = optimize(graph, config, progress=_ProgressLine(live))
-    # An ONNX input is checked against (and timed as) the original file itself, so an import or
-    # export bug cannot hide behind a round trip through our IR.
-    source: Any = args.graph if model is None and args.graph.lower().endswith(".onnx") else result.original
-    if input_shapes:  # the original file, with the static shapes the graph was imported with
-        from tensor_eqsat.io.inputs import with_input_shapes
-        from tensor_eqsat.io.onnx_common import load_model
-
-        source = with_input_shapes(load_model(args.graph), input_shapes, args.graph)
-    verdict = None if args.no_check else _check(args, source, result.graph)
-    ok = verdict is None or verdict.ok
-    guard_report, chosen = _guard(args, target, source, result) if ok else (None, result.graph)
-    if chosen is not result.graph and chosen is not result.original and not args.no_check:
-        verdict = _check(args, source, chosen)  # another extraction won: check it too
-        ok = verdict.ok
-    if args.output and ok:
-        user_file = args.graph if model is None and args.graph.lower().endswith(".onnx") else None
-        verdict = _write(args, source, user_file, result.original, chosen, verdict)
-        ok = verdict is None or verdict.ok
-    if args.run_dir:
-        save_run(result, args.run_dir)
-    measured = _measure(args, source, chosen) if args.measure and guard_report is None else None
+    with live, _stdout_to_stderr():
+        d = deliver(
+            args.graph,
+            config,
+            delivery=delivery,
+            output=args.output,
+            run_dir=args.run_dir,
+            input_shapes=input_shapes_arg(args) or None,
+            deadline=deadline,
+            progress=_ProgressLine(live),
+        )
+    for note in d.notes:
+        stderr.print(note, markup=False, highlight=False)
     if args.json:
-        data = result.to_dict()
-        data["target"] = target.name
-        data["cost_model"] = result.settings.cost_model
-        data["kept_original"] = guard_report.kept_original if guard_report is not None else False
-        if verdict is not None:
-            data["verify"] = verdict.to_dict()
-        if guard_report is not None:
-            data["measured"] = guard_report.measured.to_dict()
-            data["guard"] = guard_report.to_dict()
-        elif measured is not None:
-            data["measured"] = measured
-        print_json(data)
+        print_json(d.to_dict())
+    elif d.result is None:
+        stdout.print(d.message, markup=False, highlight=False)
     else:
-        stdout.print(_summary_table(args.graph, result, target, guard_report))
-        if result.portfolio is not None:
-            stdout.print(candidates_table(result))
-        if verdict is not None:
-            stdout.print(verdict.summary())
-        if guard_report is not None:
-            stdout.print(guard_report.message)
-        elif measured is not None:
+        r = d.result
+        stdout.print(_summary_table(args.graph, d))
+        if r.portfolio is not None:
+            stdout.print(candidates_table(r))
+        if d.verify is not None:
+            stdout.print(d.verify.summary())
+        if d.guard is not None:
+            stdout.print(d.guard.message)
+        elif d.measured is not None:
+            m = d.measured
             stdout.print(
-                f"measured ({measured['backend']}, {measured['threads']} thread(s)): "
-                f"{measured['original_ms']:.3f} ms -> {measured['optimized_ms']:.3f} ms, "
-                f"speedup {measured['speedup_pct']:.1f}% (cost model: {result.speedup_pct:.1f}%)"
+                f"measured ({m['backend']}, {m['threads']} thread(s)): {m['original_ms']:.3f} ms -> "
+                f"{m['optimized_ms']:.3f} ms, speedup {m['speedup_pct']:.1f}% "
+                f"(cost model: {r.speedup_pct:.1f}%)"
             )
-    if args.output and ok:
-        what = "original model (no measured gain)" if chosen is result.original else "optimized graph"
-        # Plain print: a console would wrap a long path.
-        print(f"{what} written to {args.output}", file=sys.stderr)
-    elif args.output:
-        # Plain print: an error line must not be wrapped or styled.
+    # Plain prints: a console would wrap a long path, and an error line must not be styled.
+    if d.output is not None:
+        if d.result is None:
+            what = "model written unchanged"
+        else:
+            what = "original model (no measured gain)" if d.kept_original else "optimized graph"
+            what += " written"
+        print(f"{what} to {d.output}", file=sys.stderr)
+    elif args.output and not d.ok:
         print(
             f"error: the optimized graph differs from the original; {args.output} not written",
             file=sys.stderr,
         )
-    if args.run_dir:
+    if d.interrupted:
+        print("interrupted: " + ("original kept" if d.kept_original else "best result so far handed back"),
+              file=sys.stderr)  # fmt: skip
+    if args.run_dir and d.result is not None:
         print(f"run directory: {args.run_dir}", file=sys.stderr)
-    return 0 if ok else 1
+    return d.exit_code
 
 
-def _config(args: argparse.Namespace, model: str | None, cost_model: Any) -> OptimizeConfig:
+def _config(args: argparse.Namespace) -> OptimizeConfig:
     """The run's configuration from the command line (the one place flags become settings)."""
     portfolio = PortfolioConfig()
     if args.budget is not None:
         portfolio = replace(portfolio, mcts_budget=args.budget)
     return OptimizeConfig(
         search=args.search,
+        target=args.target,
         main_extractor=args.extractor,
         final_extractor=args.final_extractor,
-        cost_model=cost_model,
+        cost_model=args.cost_model,
         node_limit=args.node_limit,
         k_multi=args.k_multi,
         seed=args.seed,
         time_limit=args.time_limit,
         rules=args.rules,
-        model=model,
         mcts=_mcts_config(args),
         ilp=IlpConfig(time_limit=args.ilp_time_limit),
-        alternatives=guard_alternatives(args),
         time_budget=args.time_budget,
         memory_limit=args.memory_limit,
         portfolio=portfolio,
@@ -477,180 +451,9 @@ def _config(args: argparse.Namespace, model: str | None, cost_model: Any) -> Opt
     )
 
 
-GUARD_ALTERNATIVES = ("greedy-dag", "greedy-tree")
-"""Extractors whose extractions the guard measures beside the final one (cheap, often distinct)."""
-
-
-def guard_alternatives(args: argparse.Namespace) -> tuple[str, ...]:
-    """The extra guard candidates: other extractors than the final one, when the guard will run."""
-    if args.no_guard:
-        return ()
-    target = get_target(args.target) if args.target else default_target(args.graph)
-    if target.unavailable() is not None:
-        return ()
-    return tuple(k for k in GUARD_ALTERNATIVES if k != args.final_extractor)
-
-
-def nothing_to_optimize(graph: Graph, rules: str, model: str | None) -> str | None:
-    """Why no rule can change ``graph`` (a message for people), or None when some rule matches.
-
-    A model whose every path runs through operators the IR does not model (opaque nodes) leaves
-    the rules nothing to match: saying so beats a search that reports 0 %.
-    """
-    from tensor_eqsat.egraph.egraph import EGraph
-    from tensor_eqsat.rules.rewrites import to_rewrites
-    from tensor_eqsat.rules.sets import resolve_rule_set
-
-    name = ("taso-nasrnn" if model == "nasrnn" else "taso") if rules == "default" else rules
-    egraph = EGraph.from_graph(graph)
-    if any(rw.has_match(egraph) for rw in to_rewrites(resolve_rule_set(name))):
-        return None
-    counts = graph.op_counts()
-    total = sum(counts.values())
-    opaque = [n.attr_dict()["op_type"] for n in graph.nodes if n.op == "opaque"]
-    kinds = ", ".join(
-        f"{op} {k}" for op, k in sorted(Counter(opaque).items(), key=lambda kv: (-kv[1], kv[0]))
-    )
-    if opaque:
-        return f"nothing to optimize: {len(opaque)} of {total} nodes are opaque (ops: {kinds})"
-    return f"nothing to optimize: no rule of {name} matches any of the {total} nodes"
-
-
-def _unchanged(args: argparse.Namespace, graph: Graph, message: str) -> int:
-    """Report that nothing can be optimized; ``-o`` gets the model unchanged. Exit 0."""
-    if args.output:
-        if args.output.endswith(".onnx") and args.graph.endswith(".onnx"):
-            from tensor_eqsat.io.onnx_common import load_model
-            from tensor_eqsat.io.onnx_export import save_model
-
-            save_model(load_model(args.graph), args.output)
-        elif args.output.endswith(".onnx"):
-            from tensor_eqsat.io.onnx_export import export_onnx, save_model
-
-            save_model(export_onnx(graph, seed=args.seed), args.output)
-        else:
-            save(graph, args.output)
-    if args.json:
-        print_json({"nothing_to_optimize": True, "message": message, "speedup_pct": 0.0})
-    else:
-        stdout.print(message, markup=False, highlight=False)
-        if args.output:
-            stderr.print(f"model written unchanged to {args.output}")
-    return 0
-
-
-def _check(args: argparse.Namespace, source: Any, graph: Graph) -> Any:
-    """Verify ``graph`` against the original (the input file itself for ONNX). Returns the report."""
-    from tensor_eqsat.io.equivalence import verify
-
-    return verify(source, graph, seed=args.seed)
-
-
-RE_EXPORTED = "re-exported original"
-"""The guard's label for the imported graph exported again without any rewrite (ONNX input)."""
-
-
-def _guard(
-    args: argparse.Namespace, target: Target, source: Any, result: OptimizeResult
-) -> tuple[GuardReport | None, Graph]:
-    """Run the never-slower guard when it applies: its report and the graph to hand back.
-
-    Candidates: for ONNX input the imported graph exported again (:data:`RE_EXPORTED`), then the
-    final extraction and ``result.alternatives``. Without a guard (``--no-guard``,
-    or a target that cannot be measured here) the report is None and the final extraction wins.
-    """
-    from tensor_eqsat.target.guard import guard
-
-    if args.no_guard:
-        return None, result.graph
-    why = target.unavailable()
-    if why is not None:
-        if args.target:  # asked for explicitly: say why nothing was measured
-            stderr.print(f"no measurement on target {target.name}: {why}")
-        return None, result.graph
-    stderr.print(f"measuring on {target.name} (never-slower guard)...")
-    candidates: list[tuple[str, Graph]] = []
-    original_graph: Graph | None = result.original
-    if not isinstance(source, Graph):
-        # The original is the user's ONNX file, and our export of the imported graph is another
-        # model: it may keep a fusion onnxruntime misses in the file (HF's erf GELU) or lose one.
-        # So it is timed as a candidate of its own (a copy: handing back the original object
-        # means the user's file), and a candidate equal to the imported graph is timed too.
-        candidates.append((RE_EXPORTED, copy.copy(result.original)))
-        original_graph = None
-    candidates.append(("final extraction", result.graph))
-    candidates += [(f"{name} extraction", g) for name, g in result.alternatives]
-    choice, report = guard(
-        source,
-        candidates,
-        target,
-        original_graph=original_graph,
-        threads=args.threads,
-        runs=args.guard_runs,
-        blocks=min(8, max(2, args.guard_runs // 5)),
-        seed=args.seed,
-    )
-    return report, result.original if choice is None else candidates[choice][1]
-
-
-def _write(
-    args: argparse.Namespace,
-    source: Any,
-    user_file: str | None,
-    original: Graph,
-    chosen: Graph,
-    verdict: Any,
-) -> Any:
-    """Write ``-o``: the chosen graph (an ONNX output is verified as written). Returns the report.
-
-    When the original is kept and the user brought an ONNX file, ONNX output is that file, byte
-    for byte (with ``--input-shape`` too: ``source`` is then a copy with static shapes).
-    """
-    from tensor_eqsat.io.equivalence import VerificationError, export_verified
-
-    if chosen is original and user_file is not None and args.output.lower().endswith(".onnx"):
-        atomic_write(args.output, Path(user_file).read_bytes())
-        return verdict
-    if args.output.lower().endswith(".onnx"):
-        if args.no_check:
-            from tensor_eqsat.io.onnx_export import export_onnx
-
-            export_onnx(chosen, args.output, seed=args.seed)
-            return verdict
-        try:
-            return export_verified(source, chosen, args.output, seed=args.seed)
-        except VerificationError as exc:
-            return exc.report
-    save(chosen, args.output)
-    return verdict
-
-
-def _measure(args: argparse.Namespace, source: Any, chosen: Graph) -> dict[str, Any]:
-    from tensor_eqsat.io.latency import compare_latency
-
-    cmp = compare_latency(
-        source,
-        chosen,
-        backend=args.measure_backend,
-        threads=args.threads,
-        runs=args.measure_runs,
-        blocks=MEASURE_BLOCKS,
-        warmup=max(1, args.measure_runs // 10),
-        seed=args.seed,
-    )
-    orig, opt = cmp.original.median_ms, cmp.optimized.median_ms
-    return {
-        "backend": args.measure_backend,
-        "threads": args.threads,
-        "original_ms": orig,
-        "optimized_ms": opt,
-        "speedup_pct": (orig - opt) / orig * 100.0,
-        "original": cmp.original.to_dict(),
-        "optimized": cmp.optimized.to_dict(),
-    }
-
-
-def _summary_table(name: str, r: OptimizeResult, target: Target, guard: GuardReport | None) -> Table:
+def _summary_table(name: str, d: Delivery) -> Table:
+    r, target, guard = d.result, d.target, d.guard
+    assert r is not None
     s = r.settings
     st = r.stats
     status = st.final_extraction["status"]
@@ -661,7 +464,7 @@ def _summary_table(name: str, r: OptimizeResult, target: Target, guard: GuardRep
     pf = r.portfolio
     if pf is not None:
         won = "no candidate finished" if pf.best is None else f"won by {pf.best.label}"
-        search += f" ({s.time_budget:g} s budget: {len(pf.candidates)} candidates, {won}; {pf.stop})"
+        search += f" ({s.time_budget:g} s budget: {len(pf.candidates)} candidates, {won}; {pf.stop.value})"
     elif search == "mcts":
         search += f" (budget {s.budget}, main {s.main_extractor})"
     else:
@@ -674,7 +477,7 @@ def _summary_table(name: str, r: OptimizeResult, target: Target, guard: GuardRep
         ("original cost", f"{r.original_cost_ms:.4f} ms"),
         ("optimized cost", f"{r.optimized_cost_ms:.4f} ms"),
         ("predicted speedup", f"{r.speedup_pct:.2f} %"),
-        ("steps", f"{len(r.steps)} (stopped: {r.stop_reason.value})"),
+        ("steps", f"{len(r.steps)} (stopped: {(d.stop or r.stop_reason).value})"),
         ("e-graph", f"{st.initial_enodes} -> {st.enodes} e-nodes, {st.classes} classes"),
         ("rules applied", _counts(r.rule_counts)),
         (
@@ -689,12 +492,24 @@ def _summary_table(name: str, r: OptimizeResult, target: Target, guard: GuardRep
                 "measured",
                 f"{m.original_ms:.3f} ms -> {m.optimized_ms:.3f} ms on {guard.target} ({m.runs} runs)",
             ),
-            ("measured speedup", f"{m.speedup_pct:.2f} % (noise ±{m.noise_pct:.1f} %)"),
+            ("measured speedup", _measured_speedup(guard)),
             ("result", "no measured gain: original kept" if guard.kept_original else guard.chosen),
         ]
     for k, v in rows:
         table.add_row(k, v)
     return table
+
+
+def _measured_speedup(guard: GuardReport) -> str:
+    """The guard's headline: the gain handed back, or, when the original was kept, the best
+    candidate's timing next to the noise it did not beat (not a bare 0 %)."""
+    m = guard.measured
+    if not guard.kept_original:
+        return f"{m.speedup_pct:.2f} % (noise ±{m.noise_pct:.1f} %)"
+    timed = [c.speedup_pct for c in guard.candidates if c.duplicate_of is None]
+    if not timed:
+        return f"none: every candidate is the original (noise ±{m.noise_pct:.1f} %)"
+    return f"none beyond noise: best candidate {max(timed):+.2f} % (noise ±{m.noise_pct:.1f} %)"
 
 
 def candidates_table(r: OptimizeResult) -> Table:

@@ -46,11 +46,12 @@ Example:
 from __future__ import annotations
 
 import enum
+import importlib.util
 import logging
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tensor_eqsat.errors import check_positive_int
@@ -71,13 +72,31 @@ class IlpBackend(enum.Enum):
     SCIP = "scip"
     HIGHS = "highs"
 
+    @property
+    def module(self) -> str:
+        """The Python package that provides this solver."""
+        return "pyscipopt" if self is IlpBackend.SCIP else "highspy"
+
+    def unavailable(self) -> str | None:
+        """Why this solver cannot be used here, or None when it can."""
+        if importlib.util.find_spec(self.module) is None:
+            return f"ilp backend {self.value!r} needs {self.module} (pip install 'tensor-eqsat[ilp]')"
+        return None
+
+
+def installed_backend() -> IlpBackend:
+    """The solver used when none is named: SCIP (the paper's) where pyscipopt is installed, else
+    HiGHS (highspy, a core dependency)."""
+    return IlpBackend.SCIP if IlpBackend.SCIP.unavailable() is None else IlpBackend.HIGHS
+
 
 @dataclass(frozen=True, kw_only=True)
 class IlpConfig:
     """ILP extraction settings.
 
     Attributes:
-        backend: the solver. Default SCIP.
+        backend: the solver. Default: SCIP where pyscipopt is installed (the ``ilp`` extra),
+            else HiGHS (a core dependency), see :func:`installed_backend`.
         time_limit: solver wall-time limit in seconds, None for none. Default 60 (the paper
             allowed 600 per solve).
         threads: solver threads. Default 1 (as the paper). HiGHS uses them in its MIP search;
@@ -100,7 +119,7 @@ class IlpConfig:
             with HiGHS). Default None (no limit).
     """
 
-    backend: IlpBackend = IlpBackend.SCIP
+    backend: IlpBackend = field(default_factory=installed_backend)
     time_limit: float | None = 60.0
     threads: int = 1
     warm_start: bool = True

@@ -21,7 +21,9 @@ error is and cannot handle outputs of very different scales).
 
 from __future__ import annotations
 
+import hashlib
 import os
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -139,7 +141,7 @@ def load_any(source: Any) -> Any:
     return load_model(source)
 
 
-def _prepare(source: Any, backend: str, seed: int) -> _Side:
+def _prepare(source: Any, backend: str, seed: int, device: str = "cpu") -> _Side:
     model = load_any(source)
     if backend == "auto":
         backend = "interpreter" if isinstance(model, Graph) else "ort"
@@ -166,16 +168,17 @@ def _prepare(source: Any, backend: str, seed: int) -> _Side:
     if backend == "torch":
         from tensor_eqsat.io.torch_exec import TorchProgram
 
-        prog = TorchProgram(graph, seed=seed)
+        prog = TorchProgram(graph, device=device, seed=seed)
         return _Side(
             specs, lambda feed: [t.detach().cpu().numpy() for t in prog(feed)], "torch", graph_inputs(graph)
         )
     if backend != "interpreter":
         raise TensorEqsatError(f"unknown backend {backend!r} (expected one of {', '.join(BACKENDS)})")
     outs = observable_outputs(graph)
+    constants: dict[Any, np.ndarray] = {}  # weights and what depends on them alone: made once
 
     def interpret(feed: Mapping[str, np.ndarray]) -> list[np.ndarray]:
-        values = run_all(graph, feed, seed=seed)
+        values = run_all(graph, feed, seed=seed, constants=constants)
         return [values[r] for r in outs]
 
     # run_all computes what graph.outputs need, which covers the noops' inputs.
@@ -186,6 +189,106 @@ def _import(model: Any) -> Graph:
     from tensor_eqsat.io.onnx_import import import_onnx
 
     return import_onnx(model)
+
+
+class Reference:
+    """The original side of a numeric check, prepared once: its outputs on the check's inputs are
+    computed on first use and kept, so checking several candidates (the final extraction, the
+    guard's winner, the exported file) runs the original once per trial, not once per check.
+
+    original: Graph, ``.json`` path, ``.onnx`` path or onnx.ModelProto.
+    rtol, atol, trials, seed: as :func:`verify`. backend: what runs the original (``auto``:
+    the interpreter for a Graph, onnxruntime for ONNX). device: for the ``torch`` backend.
+
+    >>> g = Graph(); x = g.input((4,), name="x"); g.output(g.relu(x))
+    >>> ref = Reference(g)
+    >>> h = Graph(); y = h.input((4,), name="x"); h.output(h.relu(h.relu(y)))
+    >>> ref.check(h).ok, ref.check(g).ok
+    (True, True)
+    """
+
+    def __init__(
+        self,
+        original: Any,
+        *,
+        rtol: float = 1e-3,
+        atol: float = 1e-4,
+        trials: int = 3,
+        seed: int = 0,
+        backend: str = "auto",
+        device: str = "cpu",
+    ) -> None:
+        if trials < 1:
+            raise TensorEqsatError(f"trials must be >= 1, got {trials}")
+        self.rtol, self.atol, self.trials, self.seed = rtol, atol, trials, seed
+        self.side = _prepare(original, backend, seed, device)
+        self._outputs: dict[tuple[int, str], list[np.ndarray]] = {}
+        self.seconds = 0.0
+        """Seconds spent running the original so far (an estimate of what one check costs)."""
+
+    def outputs(self, trial: int, feed: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+        """The original's outputs on ``feed`` (the inputs of ``trial``), computed once."""
+        key = (trial, _feed_key(feed))
+        if key not in self._outputs:
+            t0 = time.perf_counter()
+            self._outputs[key] = self.side.run(feed)
+            self.seconds += time.perf_counter() - t0
+        return self._outputs[key]
+
+    def warm(self, trials: int | None = None) -> float:
+        """Run the original on the first ``trials`` trials' inputs now (default: all); returns the
+        seconds spent running it so far."""
+        for t in range(self.trials if trials is None else min(trials, self.trials)):
+            self.outputs(t, make_feed(self.side.inputs, self.side.infos, self.seed + t))
+        return self.seconds
+
+    def check(self, optimized: Any, *, backend: str = "auto", device: str = "cpu") -> VerifyReport:
+        """Compare ``optimized`` (any form :func:`verify` takes) with the original."""
+        a = self.side
+        b = _prepare(optimized, backend, self.seed, device)
+        backends = (a.backend, b.backend)
+        rtol, atol, trials, seed = self.rtol, self.atol, self.trials, self.seed
+
+        def report(ok: bool, outputs: tuple[OutputCheck, ...], problem: str | None = None) -> VerifyReport:
+            return VerifyReport(ok, trials, rtol, atol, seed, backends, outputs, problem)
+
+        if a.inputs != b.inputs:
+            return report(False, (), f"inputs differ: {_sig(a.inputs)} vs {_sig(b.inputs)}")
+        stats: list[list[float]] = []
+        shapes: list[Shape] = []
+        for t in range(trials):
+            # Token ids within their embedding table, masks of 0/1 (io/inputs.py); a type known to
+            # one side only (an ONNX original, a Graph result) is taken from that side.
+            feed = make_feed(a.inputs, {**b.infos, **a.infos}, seed + t)
+            xs, ys = self.outputs(t, feed), b.run(feed)
+            if len(xs) != len(ys):
+                return report(False, (), f"{len(xs)} outputs vs {len(ys)}")
+            for i, (x, y) in enumerate(zip(xs, ys, strict=True)):
+                if x.shape != y.shape:
+                    return report(False, (), f"output {i} has shape {x.shape} vs {y.shape}")
+                abs_err, rel_err, bad = _compare(y, x, rtol, atol)
+                if t == 0:
+                    stats.append([abs_err, rel_err, bad])
+                    shapes.append(tuple(x.shape))
+                else:
+                    s = stats[i]
+                    s[0], s[1], s[2] = max(s[0], abs_err), max(s[1], rel_err), s[2] + bad
+        outputs = tuple(
+            OutputCheck(
+                i, shapes[i], float(s[0]), float(s[1]), int(s[2]), int(np.prod(shapes[i], dtype=np.int64))
+            )
+            for i, s in enumerate(stats)
+        )
+        return report(all(o.ok for o in outputs), outputs)
+
+
+def _feed_key(feed: Mapping[str, np.ndarray]) -> str:
+    h = hashlib.sha256()
+    for name in sorted(feed):
+        v = np.ascontiguousarray(feed[name])
+        h.update(f"{name}:{v.dtype}:{v.shape}".encode())
+        h.update(v.tobytes())
+    return h.hexdigest()
 
 
 def verify(
@@ -211,50 +314,16 @@ def verify(
     backend: ``auto``, ``interpreter``, ``ort`` or ``torch`` (see the module docstring).
 
     A signature mismatch (different input names or shapes, output count or shapes) gives a
-    report with ``ok=False`` and ``problem`` set, not an exception.
+    report with ``ok=False`` and ``problem`` set, not an exception. To check several candidates
+    against one original, prepare it once as a :class:`Reference`.
 
     >>> g = Graph(); x = g.input((4,), name="x"); g.output(g.relu(x))
     >>> h = Graph(); x = h.input((4,), name="x"); h.output(h.relu(h.relu(x)))
     >>> verify(g, h).ok
     True
     """
-    if trials < 1:
-        raise TensorEqsatError(f"trials must be >= 1, got {trials}")
-    a = _prepare(original, backend, seed)
-    b = _prepare(optimized, backend, seed)
-    backends = (a.backend, b.backend)
-
-    def report(ok: bool, outputs: tuple[OutputCheck, ...], problem: str | None = None) -> VerifyReport:
-        return VerifyReport(ok, trials, rtol, atol, seed, backends, outputs, problem)
-
-    if a.inputs != b.inputs:
-        return report(False, (), f"inputs differ: {_sig(a.inputs)} vs {_sig(b.inputs)}")
-    stats: list[list[float]] = []
-    shapes: list[Shape] = []
-    for t in range(trials):
-        # Token ids within their embedding table, masks of 0/1 (io/inputs.py); a type known to
-        # one side only (an ONNX original, a Graph result) is taken from that side.
-        feed = make_feed(a.inputs, {**b.infos, **a.infos}, seed + t)
-        xs, ys = a.run(feed), b.run(feed)
-        if len(xs) != len(ys):
-            return report(False, (), f"{len(xs)} outputs vs {len(ys)}")
-        for i, (x, y) in enumerate(zip(xs, ys, strict=True)):
-            if x.shape != y.shape:
-                return report(False, (), f"output {i} has shape {x.shape} vs {y.shape}")
-            abs_err, rel_err, bad = _compare(y, x, rtol, atol)
-            if t == 0:
-                stats.append([abs_err, rel_err, bad])
-                shapes.append(tuple(x.shape))
-            else:
-                s = stats[i]
-                s[0], s[1], s[2] = max(s[0], abs_err), max(s[1], rel_err), s[2] + bad
-    outputs = tuple(
-        OutputCheck(
-            i, shapes[i], float(s[0]), float(s[1]), int(s[2]), int(np.prod(shapes[i], dtype=np.int64))
-        )
-        for i, s in enumerate(stats)
-    )
-    return report(all(o.ok for o in outputs), outputs)
+    ref = Reference(original, rtol=rtol, atol=atol, trials=trials, seed=seed, backend=backend)
+    return ref.check(optimized, backend=backend)
 
 
 SCALE_FLOOR = 1e-2

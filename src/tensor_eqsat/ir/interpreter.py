@@ -153,25 +153,71 @@ def run_all(
     *,
     seed: int = 0,
     only_live: bool = True,
+    constants: dict[TensorRef, np.ndarray] | None = None,
 ) -> dict[TensorRef, np.ndarray]:
     """Run ``graph`` and return every computed tensor by (node, index).
 
     only_live: skip nodes no output depends on. Default True.
+    constants: a cache of the values that depend on weights alone, for running one graph
+        several times with the same weights and seed: filled on the first run, reused after (the
+        ``weights`` of later runs are then not read). Default None: no cache.
+
+    >>> from tensor_eqsat.ir.graph import Graph
+    >>> g = Graph(); x = g.input((2,), name="x"); w = g.weight((2,), name="w")
+    >>> g.output(g.ewadd(x, g.relu(w)))
+    >>> cache = {}
+    >>> a = run_all(g, {"x": np.zeros(2)}, constants=cache)
+    >>> sorted(n for n, _ in cache)
+    [1, 2]
+    >>> b = run_all(g, {"x": np.zeros(2)}, constants=cache)
+    >>> b[g.outputs[0]].tolist() == a[g.outputs[0]].tolist()
+    True
     """
     if not graph.outputs:
         raise GraphError("graph has no outputs")
-    leaves = leaf_values(graph, inputs, weights, seed)
+    cached = _weight_only(graph) if constants is not None else set()
+    if constants:  # a later run: the weights are in the cache
+        leaves = _leaves_with(graph, inputs, constants, seed)
+    else:
+        leaves = leaf_values(graph, inputs, weights, seed)
     live = graph.live_nodes() if only_live else {n.id for n in graph.nodes}
     values: dict[TensorRef, np.ndarray] = {}
     for n in graph.nodes:
         if n.id not in live:
             continue
+        if n.id in cached and constants is not None and (n.id, 0) in constants:
+            for i in range(len(n.shapes)):
+                values[(n.id, i)] = constants[(n.id, i)]
+            continue
         outs = _eval_node(graph, n, values, leaves)
+        if n.id in cached and constants is not None:
+            for i, arr in enumerate(outs):
+                constants[(n.id, i)] = arr
         for i, arr in enumerate(outs):
             if tuple(arr.shape) != n.shapes[i]:
                 raise AssertionError(f"node {n.id} ({n.op}) produced {arr.shape}, inferred {n.shapes[i]}")
             values[(n.id, i)] = arr
     return values
+
+
+def _weight_only(graph: Graph) -> set[int]:
+    """Ids of the nodes whose value depends on weights alone (weights included)."""
+    out: set[int] = set()
+    for n in graph.nodes:
+        if n.op == "weight" or (n.inputs and not n.spec.is_leaf and all(r[0] in out for r in n.inputs)):
+            out.add(n.id)
+    return out
+
+
+def _leaves_with(
+    graph: Graph,
+    inputs: Mapping[str, np.ndarray] | None,
+    constants: Mapping[TensorRef, np.ndarray],
+    seed: int,
+) -> dict[str, np.ndarray]:
+    """Leaf values for a run whose weights are in ``constants`` already: only the inputs are made."""
+    weights = {graph.name_of(n.id): constants[(n.id, 0)] for n in graph.weights() if (n.id, 0) in constants}
+    return leaf_values(graph, inputs, weights, seed)
 
 
 def _eval_node(

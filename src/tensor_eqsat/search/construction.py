@@ -39,8 +39,12 @@ if TYPE_CHECKING:
 class Progress:
     """A progress event for live displays.
 
-    phase: ``"build"``, ``"search"``, ``"extract"`` or ``"done"``.
+    phase: ``"build"``, ``"search"``, ``"extract"`` or ``"done"``; in a schedule of stages
+    (``auto``) also ``"stage"`` (a stage starts) and ``"candidate"`` (a stage's candidate is
+    extracted; ``best_cost`` is the best so far).
     step: real steps (MCTS) taken so far; simulations / budget: within the current step.
+    stage: the stage of a schedule the event belongs to (``auto``'s candidates, as
+    ``strategy@node_limit``), None outside one.
     rule: the last rule applied; enodes: the e-graph's size; best_cost: the main extractor's best
     cost so far (None before it is known); elapsed: seconds since ``optimize()`` started (a
     construction reports seconds since it started; ``optimize()`` adds its own offset).
@@ -54,6 +58,7 @@ class Progress:
     enodes: int = 0
     best_cost: float | None = None
     elapsed: float = 0.0
+    stage: str | None = None
 
 
 ProgressFn = Callable[[Progress], None]

@@ -211,7 +211,7 @@ class PortfolioReport:
 
     candidates: tuple[Candidate, ...]
     winner: int | None
-    stop: str
+    stop: StopReason
     skipped: tuple[tuple[str, str], ...]
     seconds: float
     best_egraph: EGraph | None = field(default=None, repr=False)
@@ -235,7 +235,7 @@ class PortfolioReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "stop": self.stop,
+            "stop": self.stop.value,
             "winner": self.winner,
             "seconds": self.seconds,
             "candidates": [c.to_dict() for c in self.candidates],
@@ -285,13 +285,13 @@ class Portfolio:
         ``deadline`` passes, or KeyboardInterrupt; return every finished candidate."""
         t0 = time.perf_counter()
         self._candidates, self._skipped, self._best_egraph = [], [], None
-        stop = "done"
+        stop = StopReason.DONE
         try:
             self._schedule(source, actions, finalize, seed, deadline, progress, t0)
         except _OutOfTime:
-            stop = StopReason.TIME_LIMIT.value
+            stop = StopReason.TIME_LIMIT
         except KeyboardInterrupt:
-            stop = StopReason.INTERRUPTED.value
+            stop = StopReason.INTERRUPTED
             log.warning("interrupted: returning the best of %d candidate(s)", len(self._candidates))
         cands = tuple(self._candidates)
         winner = min(cands, key=lambda c: (c.cost_ms, c.index)).index if cands else None
@@ -478,7 +478,7 @@ class _Stage:
         reserve = 0.0 if left is None else max(left * (1.0 - share), min(1.5 * slowest, left / 2))
         stop_at = None if left is None else ts + left - reserve
         self._emit(label, egraph.num_enodes)
-        offset = self._offset(ts)
+        offset = self._offset(ts, label)
         report = construction.construct(
             egraph, self.actions, seed=self.seed, deadline=stop_at, progress=offset
         )
@@ -505,15 +505,17 @@ class _Stage:
     def _emit(self, label: str, enodes: int, best: float | None = None) -> None:
         if self.progress is not None:
             elapsed = time.perf_counter() - self.t0
-            self.progress(Progress("search", rule=label, enodes=enodes, best_cost=best, elapsed=elapsed))
+            phase = "stage" if best is None else "candidate"
+            self.progress(Progress(phase, stage=label, enodes=enodes, best_cost=best, elapsed=elapsed))
 
-    def _offset(self, ts: float) -> ProgressFn | None:
+    def _offset(self, ts: float, label: str) -> ProgressFn | None:
         progress = self.progress
         if progress is None:
             return None
         offset = ts - self.t0
-        # Events of the construction inside: its own elapsed time, shifted to the portfolio's.
-        return lambda ev: progress(replace(ev, elapsed=ev.elapsed + offset))
+        # Events of the construction inside: its own elapsed time, shifted to the portfolio's,
+        # and the stage they belong to.
+        return lambda ev: progress(replace(ev, elapsed=ev.elapsed + offset, stage=label))
 
 
 def node_cap_for(memory_limit: int | None, bytes_per_enode: float) -> int | None:

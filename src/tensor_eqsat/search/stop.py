@@ -38,3 +38,5 @@ class StopReason(StrEnum):
     """An environment reported a terminal state without saying why."""
     INTERRUPTED = "interrupted"
     """The user interrupted the run (Ctrl-C); the anytime search returns its best so far."""
+    DONE = "done"
+    """A schedule of stages (the ``auto`` search) ran every stage it had."""

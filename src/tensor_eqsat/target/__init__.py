@@ -1,6 +1,7 @@
 """Targets (where a model runs, what prices it) and the never-slower guard."""
 
 from tensor_eqsat.target.guard import KEPT_ORIGINAL, CandidateTiming, GuardReport, Measured, guard
+from tensor_eqsat.target.runtime import OrtRuntime, Runtime, TorchRuntime, time_alternating
 from tensor_eqsat.target.targets import (
     TARGETS,
     Target,
@@ -16,10 +17,14 @@ __all__ = [
     "CandidateTiming",
     "GuardReport",
     "Measured",
+    "OrtRuntime",
+    "Runtime",
     "Target",
     "TargetError",
+    "TorchRuntime",
     "default_target",
     "get_target",
     "guard",
     "target_names",
+    "time_alternating",
 ]

@@ -30,14 +30,15 @@ import hashlib
 import logging
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tensor_eqsat.clock import Deadline
 from tensor_eqsat.errors import TensorEqsatError
-from tensor_eqsat.io.latency import runtime_threads, time_runs
 from tensor_eqsat.ir.graph import Graph
-from tensor_eqsat.target.targets import Target, TargetError
+from tensor_eqsat.target.runtime import Runtime, time_alternating
+from tensor_eqsat.target.targets import TargetError
 
 log = logging.getLogger(__name__)
 
@@ -147,79 +148,6 @@ def graph_fingerprint(graph: Graph) -> str:
     return h.hexdigest()
 
 
-def _time(fn: Callable[[], None], n: int, clock: Callable[[], int] = time.perf_counter_ns) -> list[float]:
-    """Milliseconds of ``n`` timed calls of ``fn``."""
-    return [t / 1e6 for t in time_runs(fn, n, clock)]
-
-
-def run_clock(device: str, threads: int) -> Callable[[], int]:
-    """The clock that times one inference: the calling thread's CPU time for one CPU thread.
-
-    With one intra-op thread onnxruntime and PyTorch compute on the calling thread, and its CPU
-    time does not grow while other processes hold the core, so timings on a shared machine are
-    far steadier than wall time (which includes the waits). Otherwise wall time.
-    """
-    return time.thread_time_ns if device == "cpu" and threads == 1 else time.perf_counter_ns
-
-
-@dataclass(frozen=True)
-class AlternatingTimes:
-    """Per model: every timed run (ms) and the median of each block."""
-
-    times: list[list[float]]
-    block_medians: list[list[float]]
-
-    def median(self, i: int) -> float:
-        return statistics.median(self.times[i])
-
-
-def time_alternating(
-    models: Sequence[Any],
-    target: Target,
-    *,
-    threads: int = 1,
-    runs: int = 40,
-    blocks: int = 8,
-    warmup: int = 5,
-    seed: int = 0,
-) -> AlternatingTimes:
-    """Time ``models`` (Graphs, ONNX paths or ModelProtos) on ``target`` in alternating blocks.
-
-    Each model is prepared once and warmed up; then ``blocks`` blocks of ``runs / blocks`` runs
-    per model, the order rotating from block to block. Raises TargetError when the target cannot
-    be measured here.
-    """
-    from tensor_eqsat.io.latency import prepare_runner
-
-    why = target.unavailable()
-    if why is not None or target.backend is None or target.device is None:
-        raise TargetError(f"target {target.name} cannot be measured here: {why}")
-    if blocks < 1 or runs < blocks:
-        raise TensorEqsatError(f"need runs >= blocks >= 1, got runs={runs}, blocks={blocks}")
-    clock = run_clock(target.device, threads)
-    kw: dict[str, Any] = {
-        "backend": target.backend,
-        "threads": threads,
-        "device": target.device,
-        "seed": seed,
-    }
-    with runtime_threads(target.backend, threads):
-        arms = [prepare_runner(m, **kw)[0] for m in models]
-        for fn in arms:
-            _time(fn, warmup, clock)
-        times: list[list[float]] = [[] for _ in arms]
-        medians: list[list[float]] = [[] for _ in arms]
-        per = [runs // blocks + (1 if k < runs % blocks else 0) for k in range(blocks)]
-        for k, n in enumerate(per):
-            order = list(range(len(arms)))
-            order = order[k % len(arms) :] + order[: k % len(arms)]
-            for a in order:
-                ts = _time(arms[a], n, clock)
-                times[a].extend(ts)
-                medians[a].append(statistics.median(ts))
-    return AlternatingTimes(times, medians)
-
-
 def _half_iqr(values: Sequence[float]) -> float:
     if len(values) < 4:
         return 0.0
@@ -235,66 +163,73 @@ def _noise(
 
 
 def _confirm(
-    original: Any, winner: Graph, target: Target, blocks: int, min_gain_pct: float, **tk: Any
+    original: Any, winner: Graph, runtime: Runtime, blocks: int, min_gain_pct: float, **tk: Any
 ) -> Measured:
     """Time ``winner`` again against the original (two arms), in fresh sessions: the figures of a
     second, independent comparison of the one candidate the first timing picked."""
-    timed = time_alternating([original, original, winner], target, blocks=blocks, **tk)
+    timed = time_alternating([original, original, winner], runtime, blocks=blocks, **tk)
     orig_ms = statistics.median(timed.times[0] + timed.times[1])
     self_noise = abs(timed.median(0) - timed.median(1)) / orig_ms * 100.0
     orig_blocks = [(a + b) / 2 for a, b in zip(timed.block_medians[0], timed.block_medians[1], strict=True)]
     ms = timed.median(2)
     noise = _noise(self_noise, orig_blocks, timed.block_medians[2], min_gain_pct)
-    return Measured(orig_ms, ms, (orig_ms - ms) / orig_ms * 100.0, noise, tk["runs"])
+    return Measured(orig_ms, ms, (orig_ms - ms) / orig_ms * 100.0, noise, timed.runs)
 
 
 def guard(
     original: Any,
     candidates: Sequence[tuple[str, Graph]],
-    target: Target,
+    runtime: Runtime,
     *,
+    target: str | None = None,
     original_graph: Graph | None = None,
-    threads: int = 1,
     runs: int = 40,
     blocks: int = 8,
     warmup: int = 5,
     seed: int = 0,
     min_gain_pct: float = 1.0,
     confirm: bool = True,
+    deadline: Deadline | None = None,
 ) -> tuple[int | None, GuardReport]:
-    """Time the original and the candidates on ``target``; pick the fastest beyond the noise.
+    """Time the original and the candidates in ``runtime``; pick the fastest beyond the noise.
 
     original: the model as the user brought it (a Graph, an ONNX path or ModelProto).
     candidates: (label, graph) pairs, best-predicted first; duplicates (same structure as the
         original or an earlier candidate) are not timed twice.
+    runtime: where to time them (:class:`~tensor_eqsat.target.runtime.Runtime`; its threads are
+        the intra-op threads). Tests pass a fake one.
+    target: the target's name for the report. Default: the runtime's ``name:device``.
     original_graph: the original as a Graph, to recognise candidates identical to it. Default:
         ``original`` when it is a Graph.
-    threads: intra-op threads. Default 1. runs: timed runs per model. Default 40.
+    runs: timed runs per model. Default 40.
     blocks: alternating blocks (at least 2). Default 8. warmup: untimed runs per model. Default 5.
     seed: seed of the random inputs. Default 0.
     min_gain_pct: the smallest gain ever accepted, whatever the noise. Default 1.0.
     confirm: time a winner once more against the original, in fresh sessions, and keep the
         original unless it wins again (the reported figures are then the second timing's).
         Default True.
+    deadline: the call's deadline: the timing and the confirmation shorten their blocks to fit
+        the time left (one run per block at least). Default None.
 
     Returns the index in ``candidates`` of the model to hand back (None: keep the original) and the
-    report. Raises TargetError when the target cannot be measured here.
+    report. Raises TargetError when the runtime cannot run here.
 
-    >>> from tensor_eqsat.target.targets import get_target
+    >>> from tensor_eqsat.target.runtime import OrtRuntime
     >>> g = Graph(); x = g.input((1, 256), name="x"); w = g.weight((256, 256), name="w")
     >>> g.output(g.matmul(g.matmul(x, w), w))
     >>> h = Graph(); y = h.input((1, 256), name="x"); h.output(h.relu(y))  # a stand-in candidate
-    >>> choice, report = guard(g, [("final", h)], get_target("ort-cpu"), runs=8, blocks=2)
+    >>> choice, report = guard(g, [("final", h)], OrtRuntime(), runs=8, blocks=2)
     >>> report.measured.runs, report.backend
     (8, 'ort')
     """
-    why = target.unavailable()
-    if why is not None or target.backend is None or target.device is None:
-        raise TargetError(f"target {target.name} cannot be measured here: {why}")
+    why = runtime.unavailable()
+    name = target or f"{runtime.name}:{runtime.device}"
+    if why is not None:
+        raise TargetError(f"target {name} cannot be measured here: {why}")
     if blocks < 2 or runs < blocks:
         raise TensorEqsatError(f"guard: need runs >= blocks >= 2, got runs={runs}, blocks={blocks}")
     t0 = time.perf_counter()
-    backend, device = target.backend, target.device
+    backend, device, threads = runtime.name, runtime.device, runtime.threads
     base = original_graph if original_graph is not None else original if isinstance(original, Graph) else None
     seen: dict[str, str] = {}
     if base is not None:
@@ -308,21 +243,21 @@ def guard(
         else:
             seen[fp] = label
             distinct.append((i, label))
-    tk: dict[str, Any] = {"threads": threads, "runs": runs, "warmup": warmup, "seed": seed}
+    tk: dict[str, Any] = {"runs": runs, "warmup": warmup, "seed": seed, "deadline": deadline}
     if not distinct:
         # Nothing differs from the original: time it (as two arms, for the noise figure) anyway,
         # so the report has figures.
-        same = time_alternating([original, original], target, blocks=blocks, **tk)
+        same = time_alternating([original, original], runtime, blocks=blocks, **tk)
         ms = statistics.median(same.times[0] + same.times[1])
         self_noise = abs(same.median(0) - same.median(1)) / ms * 100.0
         report = GuardReport(
-            target=target.name,
+            target=name,
             backend=backend,
             device=device,
             threads=threads,
             kept_original=True,
             chosen="original",
-            measured=Measured(ms, ms, 0.0, self_noise, runs),
+            measured=Measured(ms, ms, 0.0, self_noise, same.runs),
             candidates=tuple(
                 CandidateTiming(label, ms, 0.0, duplicates[i]) for i, (label, _) in enumerate(candidates)
             ),
@@ -332,7 +267,7 @@ def guard(
         return None, report
     # The original twice: the second arm is the self-vs-self noise.
     models = [original, original, *(candidates[i][1] for i, _ in distinct)]
-    timed = time_alternating(models, target, blocks=blocks, **tk)
+    timed = time_alternating(models, runtime, blocks=blocks, **tk)
     times, per_block = timed.times, timed.block_medians
     orig_ms = statistics.median(times[0] + times[1])
     self_noise = abs(statistics.median(times[0]) - statistics.median(times[1])) / orig_ms * 100.0
@@ -355,15 +290,17 @@ def guard(
         optimized_ms=timings[best_i].median_ms if wins else orig_ms,
         speedup_pct=timings[best_i].speedup_pct if wins else 0.0,
         noise_pct=noise[best_i],
-        runs=runs,
+        runs=timed.runs,
     )
     confirmation = None
     if wins and confirm:
-        confirmation = _confirm(original, candidates[best_i][1], target, blocks, min_gain_pct, **tk)
+        confirmation = _confirm(original, candidates[best_i][1], runtime, blocks, min_gain_pct, **tk)
         wins = confirmation.speedup_pct > confirmation.noise_pct
-        headline = confirmation if wins else Measured(orig_ms, orig_ms, 0.0, confirmation.noise_pct, runs)
+        headline = (
+            confirmation if wins else Measured(orig_ms, orig_ms, 0.0, confirmation.noise_pct, timed.runs)
+        )
     report = GuardReport(
-        target=target.name,
+        target=name,
         backend=backend,
         device=device,
         threads=threads,
@@ -375,5 +312,5 @@ def guard(
         seconds=time.perf_counter() - t0,
         confirmation=confirmation,
     )
-    log.info("guard on %s: %s", target.name, report.message)
+    log.info("guard on %s: %s", name, report.message)
     return (best_i if wins else None), report

@@ -26,10 +26,10 @@ GPU targets on the CPU (a different machine's ranking).
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import dataclass
 
 from tensor_eqsat.errors import TensorEqsatError
+from tensor_eqsat.target.runtime import Runtime, make_runtime
 
 
 class TargetError(TensorEqsatError):
@@ -53,18 +53,22 @@ class Target:
 
     def unavailable(self) -> str | None:
         """Why this target cannot be measured on this machine, or None when it can."""
-        if self.backend is None:
+        runtime = self.runtime()
+        if runtime is None:
             return f"{self.name} is an analytic profile of another device; nothing here runs like it"
-        module = "onnxruntime" if self.backend == "ort" else "torch"
-        if importlib.util.find_spec(module) is None:
-            extra = "onnx" if self.backend == "ort" else "torch"
-            return f"{module} is not installed (pip install 'tensor-eqsat[{extra}]')"
-        if self.device == "cuda":
-            import torch
+        return runtime.unavailable()
 
-            if not torch.cuda.is_available():
-                return "no CUDA device is available"
-        return None
+    def runtime(self, threads: int = 1) -> Runtime | None:
+        """The runtime that runs models for this target (None for an analytic profile).
+
+        >>> get_target("ort-cpu").runtime(threads=2)
+        OrtRuntime(threads=2, device='cpu', optimization='all', name='ort')
+        >>> get_target("a100").runtime() is None
+        True
+        """
+        if self.backend is None or self.device is None:
+            return None
+        return make_runtime(self.backend, self.device, threads)
 
     @property
     def measurable(self) -> bool:

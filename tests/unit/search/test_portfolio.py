@@ -90,8 +90,8 @@ def test_an_interrupt_returns_the_best_candidate_so_far():
     def progress(ev):
         # The portfolio announces each finished candidate with its best cost; the second such
         # event is the second candidate finishing: interrupt the run in the third strategy.
-        if ev.phase == "search" and ev.rule and "@" in ev.rule and ev.best_cost is not None:
-            seen.append(ev.rule)
+        if ev.phase == "candidate":
+            seen.append(ev.stage)
             if len(seen) == 2:
                 raise KeyboardInterrupt
 
@@ -105,7 +105,7 @@ def test_an_interrupt_returns_the_best_candidate_so_far():
 
 def test_an_interrupt_before_any_candidate_returns_the_original():
     def progress(ev):
-        if ev.phase == "search":
+        if ev.phase in ("stage", "search"):  # the first stage starting
             raise KeyboardInterrupt
 
     r = optimize(tiny(), **AUTO, progress=progress)

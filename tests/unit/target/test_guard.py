@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import pytest
 
 from tensor_eqsat.ir.graph import Graph
@@ -9,7 +11,7 @@ from tensor_eqsat.target import KEPT_ORIGINAL, TargetError, get_target, guard
 
 pytest.importorskip("onnxruntime")
 
-ORT = get_target("ort-cpu")
+ORT = get_target("ort-cpu").runtime()
 FAST = dict(runs=24, blocks=4, warmup=2)
 
 
@@ -69,42 +71,69 @@ def _renamed(g: Graph) -> Graph:
     return h
 
 
-def test_a_lucky_first_timing_is_not_handed_back(monkeypatch):
-    """A candidate that wins the first timing only by luck (here: its times are scaled down in the
+class FakeRuntime:
+    """A runtime whose models take the milliseconds ``ms(model, timing)`` says, on a fake clock;
+    ``timing`` counts the timings (sessions) so far, from 0."""
+
+    name, device, threads = "fake", "cpu", 1
+
+    def __init__(self, ms):
+        self.ms, self.timings, self.now = ms, -1, 0
+
+    def unavailable(self):
+        return None
+
+    def prepare(self, model, *, seed=0):
+        timing = self.timings
+
+        def run():
+            self.now += int(self.ms(model, timing) * 1e6)
+
+        return run
+
+    def clock(self):
+        return lambda: self.now
+
+    @contextmanager
+    def session(self):
+        self.timings += 1
+        yield
+
+
+def test_a_lucky_first_timing_is_not_handed_back():
+    """A candidate that wins the first timing only by luck (here: it takes half the time in the
     first timing alone) is timed again, ties, and the original is kept."""
-    import sys
-
-    guard_mod = sys.modules["tensor_eqsat.target.guard"]
-    real = guard_mod.time_alternating
-    calls: list[int] = []
-
-    def lucky_once(models, target, **kw):
-        timed = real(models, target, **kw)
-        calls.append(len(models))
-        if len(calls) == 1:
-            timed.times[2][:] = [0.5 * t for t in timed.times[2]]
-            timed.block_medians[2][:] = [0.5 * t for t in timed.block_medians[2]]
-        else:  # timed again it ties with the original (made exact, so the test cannot flake)
-            for arm in (1, 2):
-                timed.times[arm][:] = timed.times[0]
-                timed.block_medians[arm][:] = timed.block_medians[0]
-        return timed
-
-    monkeypatch.setattr(guard_mod, "time_alternating", lucky_once)
     original = _deep(1)
-    choice, report = guard(original, [("final", _renamed(original))], ORT, **FAST)
-    assert calls == [3, 3]  # the first timing, then the winner again
-    assert report.candidates[0].speedup_pct > 20  # it looked about 50 % faster the first time
+    candidate = _renamed(original)
+
+    def lucky_once(model, timing):
+        return 0.5 if model is candidate and timing == 0 else 1.0
+
+    runtime = FakeRuntime(lucky_once)
+    choice, report = guard(original, [("final", candidate)], runtime, **FAST)
+    assert runtime.timings == 1  # the first timing, then the winner again
+    assert report.candidates[0].speedup_pct == 50.0  # it looked 50 % faster the first time
     assert choice is None and report.kept_original and report.chosen == "original"
-    assert (
-        report.confirmation is not None and report.confirmation.speedup_pct <= report.confirmation.noise_pct
-    )
+    assert report.confirmation is not None and report.confirmation.speedup_pct == 0.0
     assert report.measured.speedup_pct == 0.0
     assert "timed again" in report.message
     # without the confirmation the lucky timing would have won
-    calls.clear()
-    choice, report = guard(original, [("final", _renamed(original))], ORT, confirm=False, **FAST)
-    assert calls == [3] and choice == 0 and report.confirmation is None
+    runtime = FakeRuntime(lucky_once)
+    choice, report = guard(original, [("final", candidate)], runtime, confirm=False, **FAST)
+    assert runtime.timings == 0 and choice == 0 and report.confirmation is None
+
+
+def test_the_guard_fits_its_timing_into_the_deadline():
+    from tensor_eqsat.clock import Deadline
+
+    original = _deep(1)
+    candidate = _renamed(original)
+    runtime = FakeRuntime(lambda model, timing: 1.0)
+    # 40 runs of 3 arms at 1 ms do not fit in 10 ms of fake time; the real clock decides the fit,
+    # so a deadline already passed leaves one run per block.
+    choice, report = guard(original, [("final", candidate)], runtime, deadline=Deadline.after(0.0), **FAST)
+    assert report.measured.runs == FAST["blocks"]
+    assert choice is None
 
 
 def test_duplicates_are_not_timed_and_identity_keeps_the_original():
@@ -114,6 +143,15 @@ def test_duplicates_are_not_timed_and_identity_keeps_the_original():
     assert [c.duplicate_of for c in report.candidates] == ["original", "original"]
 
 
-def test_analytic_targets_cannot_be_measured():
-    with pytest.raises(TargetError, match="a100 cannot be measured here"):
-        guard(_deep(1), [("final", _deep(1))], get_target("a100"))
+def test_analytic_targets_have_no_runtime():
+    assert get_target("a100").runtime() is None
+    assert "analytic profile" in get_target("a100").unavailable()
+
+
+def test_a_runtime_that_cannot_run_here_is_refused():
+    class Missing(FakeRuntime):
+        def unavailable(self):
+            return "no such device"
+
+    with pytest.raises(TargetError, match="cuda cannot be measured here: no such device"):
+        guard(_deep(1), [("final", _deep(2))], Missing(lambda m, t: 1.0), target="cuda")

@@ -1,0 +1,470 @@
+"""``deliver()``: a model in, a checked, measured, never-slower model out, written, on one clock.
+
+What a user of the tool asks for, as one library call (DESIGN.md decision 13): the CLI's
+``optimize`` command, ``bench``, the benchmarks and the PyTorch backend are thin layers over it.
+The steps, in order:
+
+1. **Source.** :meth:`~tensor_eqsat.source.Source.of` decides once what the input is.
+2. **Target.** The config's target (or the source's default) picks the cost model and, when it
+   runs here, the runtime that times the guard (:mod:`tensor_eqsat.target.runtime`).
+3. **Nothing to optimize?** The e-graph is built once; when no rule matches anywhere, the model
+   is handed back unchanged, with why. The same e-graph is what the search grows.
+4. **Clock.** One :class:`~tensor_eqsat.clock.Deadline` bounds the whole call. The original's
+   outputs for the numeric check are computed first (that time says what a check costs), and
+   the search ends early enough for the check, the guard and the write
+   (:func:`~tensor_eqsat.clock.search_deadline`).
+5. **Search.** :func:`~tensor_eqsat.optimize.optimize`.
+6. **Check.** The result is compared with the original on seeded random inputs (for an ONNX
+   input, with the user's file itself; for ONNX output, the exported file itself), in the
+   target's runtime when that is a GPU.
+7. **Guard.** Where the target runs here, the original and the candidates (the final extraction,
+   the other extractors' and ``auto``'s other finalists) are timed, and the original is kept
+   unless a candidate is faster beyond the noise.
+8. **Write.** The model handed back, atomically; a kept original brought as an ONNX file is
+   written as the user's model.
+
+A Ctrl-C after the search hands back what is safe: the original (an unchecked or unmeasured
+result is never handed back), and the delivery says it was interrupted.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import time
+from collections import Counter
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from tensor_eqsat.clock import Deadline, search_deadline
+from tensor_eqsat.config import OptimizeConfig, Search
+from tensor_eqsat.errors import ConfigError
+from tensor_eqsat.extract.registry import ExtractorKind
+from tensor_eqsat.ir.graph import Graph
+from tensor_eqsat.optimize import OptimizeResult, optimize, save_run
+from tensor_eqsat.search.construction import ProgressFn
+from tensor_eqsat.search.stop import StopReason
+from tensor_eqsat.source import OutputFormat, Source, output_format
+from tensor_eqsat.target.guard import GuardReport
+from tensor_eqsat.target.runtime import Runtime
+from tensor_eqsat.target.targets import Target
+
+__all__ = ["Delivery", "DeliveryConfig", "deliver"]
+
+log = logging.getLogger(__name__)
+
+GUARD_ALTERNATIVES = ("greedy-dag", "greedy-tree")
+"""Extractors whose extractions the guard measures beside the final one (cheap, often distinct)."""
+RE_EXPORTED = "re-exported original"
+"""The guard's label for the imported graph exported again without any rewrite (ONNX input)."""
+MEASURE_BLOCKS = 5
+"""``measure`` times the two models in this many alternating blocks."""
+WRITE_RESERVE_S = 1.0
+"""Seconds kept for the write after the guard."""
+
+
+@dataclass(frozen=True)
+class DeliveryConfig:
+    """What :func:`deliver` does after the search.
+
+    check: compare the result with the original numerically before handing it back. Default True.
+    guard: on a target that runs here, time the original against the candidates and keep the
+        original unless one is faster beyond the noise. Default True.
+    guard_runs: timed runs per model in the guard. Default 40.
+    threads: intra-op threads of the guard's and ``measure``'s runtime. Default 1.
+    measure: when the guard did not run, time the original and the model handed back on this
+        machine and report it. Default False.
+    measure_backend: the runtime of ``measure``: ``ort`` or ``torch``. Default ``ort``.
+    measure_runs: timed runs per model for ``measure``. Default 50.
+    """
+
+    check: bool = True
+    guard: bool = True
+    guard_runs: int = 40
+    threads: int = 1
+    measure: bool = False
+    measure_backend: str = "ort"
+    measure_runs: int = 50
+
+    def __post_init__(self) -> None:
+        if self.guard_runs < 2:
+            raise ConfigError(f"guard_runs must be at least 2, got {self.guard_runs}")
+        if self.threads < 1:
+            raise ConfigError(f"threads must be positive, got {self.threads}")
+        if self.measure_runs < MEASURE_BLOCKS:
+            raise ConfigError(f"measure_runs must be at least {MEASURE_BLOCKS}, got {self.measure_runs}")
+        if self.measure_backend not in ("ort", "torch"):
+            raise ConfigError(f"measure_backend must be ort or torch, got {self.measure_backend!r}")
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """What :func:`deliver` did.
+
+    source, target: what came in and where it will run. result: the search's result (None when
+    there was nothing to optimize). graph: the model handed back (the original when kept).
+    kept_original: the original is handed back (the guard measured no gain, the check failed,
+    or an interrupt). verify: the numeric check of the model handed back. guard: what the guard
+    measured (None when it did not run). measured: ``measure``'s figures. output: where the model
+    was written (None when not written). message: why nothing was optimized, if so. notes: what
+    the user should be told (why nothing was measured, an interrupt). stop: why the call ended
+    (an interrupt, else the search's reason). wall_s: seconds of the whole call.
+    """
+
+    source: Source
+    target: Target
+    config: OptimizeConfig
+    result: OptimizeResult | None
+    graph: Graph
+    kept_original: bool = False
+    verify: Any = None
+    guard: GuardReport | None = None
+    measured: dict[str, Any] | None = None
+    output: Path | None = None
+    message: str | None = None
+    notes: tuple[str, ...] = ()
+    stop: StopReason | None = None
+    wall_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        """False when the result failed the numeric check (it was then not written)."""
+        return self.verify is None or self.verify.ok
+
+    @property
+    def interrupted(self) -> bool:
+        return self.stop is StopReason.INTERRUPTED
+
+    @property
+    def exit_code(self) -> int:
+        """The CLI's exit status: 1 when the check failed, 130 after an interrupt, else 0."""
+        if not self.ok:
+            return 1
+        return 130 if self.interrupted else 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """The CLI's ``--json`` output, key for key."""
+        if self.result is None:
+            return {"nothing_to_optimize": True, "message": self.message, "speedup_pct": 0.0}
+        data = self.result.to_dict()
+        data["target"] = self.target.name
+        data["cost_model"] = self.result.settings.cost_model
+        data["kept_original"] = self.kept_original
+        if self.verify is not None:
+            data["verify"] = self.verify.to_dict()
+        if self.guard is not None:
+            data["measured"] = self.guard.measured.to_dict()
+            data["guard"] = self.guard.to_dict()
+        elif self.measured is not None:
+            data["measured"] = self.measured
+        if self.interrupted:
+            data["stop_reason"] = StopReason.INTERRUPTED.value
+        data["delivery"] = {
+            "wall_s": self.wall_s,
+            "time_budget": self.config.time_budget,
+            "output": None if self.output is None else str(self.output),
+            "notes": list(self.notes),
+        }
+        return data
+
+
+def deliver(
+    source: Source | Graph | str | Path,
+    config: OptimizeConfig | None = None,
+    *,
+    delivery: DeliveryConfig | None = None,
+    output: str | Path | None = None,
+    run_dir: str | Path | None = None,
+    input_shapes: dict[str, tuple[int, ...]] | None = None,
+    deadline: Deadline | None = None,
+    progress: ProgressFn | None = None,
+    runtime: Runtime | None = None,
+    **overrides: Any,
+) -> Delivery:
+    """Optimize ``source``, check the result, guard it on the target, and write it.
+
+    source: a zoo name, a ``.json`` or ``.onnx`` path, a Graph, or a :class:`Source`.
+    config: every search setting, the target included (:class:`OptimizeConfig`); ``overrides``
+        change single ones. delivery: what happens after the search (:class:`DeliveryConfig`).
+    output: write the model handed back here: ONNX for a path ending in ``.onnx`` (any case),
+        else graph JSON. Checked for writability before any work. Default: not written.
+    run_dir: write the run's settings, statistics, step log and both graphs here.
+    input_shapes: static shapes for ONNX inputs with symbolic dims.
+    deadline: the call's clock. Default: one made now from ``time_budget`` (``auto``: 60 s).
+    progress: receives :class:`~tensor_eqsat.search.construction.Progress` events.
+    runtime: the guard's runtime. Default: the target's (tests pass a fake one).
+
+    Raises TensorEqsatError subclasses for bad sources, settings and outputs, before the search.
+
+    >>> g = Graph()
+    >>> x = g.input((1, 64), name="x")
+    >>> g.output(g.matmul(g.matmul(x, g.weight((64, 64), name="w1")), g.weight((64, 64), name="w2")))
+    >>> d = deliver(g, search="saturate", node_limit=50, final_extractor="greedy-dag")
+    >>> d.ok, d.target.name, d.result.speedup_pct, d.verify.ok, d.guard is None
+    (True, 'a100', 50.0, True, True)
+    """
+    cfg = (config or OptimizeConfig()).with_overrides(**overrides)
+    dcfg = delivery or DeliveryConfig()
+    if deadline is None:
+        deadline = Deadline.after(cfg.auto_time_budget() if cfg.search is Search.AUTO else cfg.time_budget)
+    out = _check_output(output)
+    if run_dir is not None:
+        from tensor_eqsat.outputs import check_output_dir
+
+        check_output_dir(run_dir, "run directory")
+    src = Source.of(source, input_shapes=input_shapes, model=cfg.model)
+    target = cfg.resolved_target(str(src.path) if src.is_onnx else None)
+    cfg = replace(cfg, target=target, model=src.model)
+    guard_runtime = runtime
+    notes: list[str] = []
+    if guard_runtime is None and dcfg.guard:
+        why = target.unavailable()
+        guard_runtime = target.runtime(dcfg.threads) if why is None else None
+        if why is not None and config is not None and config.target is not None:
+            notes.append(f"no measurement on target {target.name}: {why}")
+    if not dcfg.guard:
+        guard_runtime = None
+    if guard_runtime is not None and not cfg.alternatives:
+        final = cfg.extractor_name("final")
+        cfg = replace(cfg, alternatives=tuple(ExtractorKind(k) for k in GUARD_ALTERNATIVES if k != final))
+    from tensor_eqsat.egraph.egraph import EGraph
+
+    egraph = EGraph.from_graph(src.graph)
+    idle = _nothing_to_optimize(src, egraph, cfg)
+    if idle is not None:
+        written = _write_original(src, out, cfg.seed) if out is not None else None
+        return Delivery(src, target, cfg, None, src.graph, True, output=written, message=idle,
+                        wall_s=deadline.elapsed())  # fmt: skip
+    cap = cfg.node_cap()
+    if cap is not None and egraph.num_enodes >= cap:
+        raise ConfigError(
+            f"memory_limit {cfg.memory_limit:,} bytes allows {cap:,} e-nodes, but {src.name}'s own e-graph "
+            f"has {egraph.num_enodes:,}: nothing could be added (give at least "
+            f"{egraph.num_enodes * 2} e-nodes' worth)"
+        )
+    check_device = "cuda" if target.device == "cuda" and guard_runtime is not None else "cpu"
+    check_backend = "torch" if check_device == "cuda" else "auto"
+    reference = None
+    if dcfg.check:
+        from tensor_eqsat.io.equivalence import Reference
+
+        reference = Reference(src.reference(), seed=cfg.seed, backend=check_backend, device=check_device)
+    # One trial of the original now (kept for the check) says what the check will cost: the
+    # other trials of the original, then every trial of the result.
+    trial_s = reference.warm(1) if reference is not None else 0.0
+    after_search = trial_s * (2 * (reference.trials if reference is not None else 0) - 1)
+    after_search += _guard_estimate(guard_runtime, src, dcfg, cfg.seed) if guard_runtime else 0.0
+    stop: StopReason | None = None
+    try:
+        result = optimize(
+            src.graph, cfg, deadline=search_deadline(deadline, after_search), egraph=egraph, progress=progress
+        )
+    except KeyboardInterrupt:
+        log.warning("interrupted during the search: the original is handed back")
+        written = _write_original(src, out, cfg.seed) if out is not None else None
+        why = "interrupted before the search found a result: original kept"
+        return Delivery(src, target, cfg, None, src.graph, True, output=written, message=why,
+                        stop=StopReason.INTERRUPTED, wall_s=deadline.elapsed())  # fmt: skip
+    if result.portfolio is not None and result.portfolio.stop is StopReason.INTERRUPTED:
+        stop = StopReason.INTERRUPTED
+    fmt = output_format(out) if out is not None else None
+    chosen, verdict, guard_report, kept = result.graph, None, None, False
+    try:
+        if reference is not None and result.graph is not src.graph:  # (no candidate: the original)
+            verdict = reference.check(_artifact(chosen, src, fmt, cfg.seed), backend=check_backend,
+                                      device=check_device)  # fmt: skip
+        if (verdict is None or verdict.ok) and guard_runtime is not None:
+            guard_report, chosen = _guard(src, result, guard_runtime, target, dcfg, cfg.seed,
+                                          deadline.before(WRITE_RESERVE_S))  # fmt: skip
+            kept = guard_report.kept_original
+            if not kept and chosen is not result.graph and reference is not None:
+                verdict = reference.check(_artifact(chosen, src, fmt, cfg.seed), backend=check_backend,
+                                          device=check_device)  # fmt: skip
+    except KeyboardInterrupt:
+        log.warning("interrupted during the check or the guard: the original is handed back")
+        stop, chosen, kept, guard_report = StopReason.INTERRUPTED, src.graph, True, None
+        notes.append("interrupted after the search: the result was not checked and measured, original kept")
+        verdict = None
+    if kept:
+        chosen = src.graph
+    ok = verdict is None or verdict.ok
+    written = None
+    if out is not None and ok:
+        if chosen is src.graph:
+            written = _write_original(src, out, cfg.seed)
+        else:
+            written = _write(chosen, src, out, cfg.seed)
+    if run_dir is not None:
+        save_run(result, run_dir)
+    measured = None
+    if dcfg.measure and guard_report is None and ok and stop is None:
+        measured = _measure(src, chosen, dcfg, cfg.seed)
+    return Delivery(src, target, cfg, result, chosen, kept, verdict, guard_report, measured, written, None,
+                    tuple(notes), stop or result.stop_reason, deadline.elapsed())  # fmt: skip
+
+
+def _check_output(output: str | Path | None) -> Path | None:
+    """Refuse an unwritable output (and ONNX output without the onnx extra) before any work."""
+    if output is None:
+        return None
+    from tensor_eqsat.outputs import check_output
+
+    path = check_output(output, "output")
+    if output_format(path) is OutputFormat.ONNX:
+        from tensor_eqsat.io.onnx_common import require_onnx
+
+        require_onnx()
+    return path
+
+
+def _nothing_to_optimize(src: Source, egraph: Any, cfg: OptimizeConfig) -> str | None:
+    """Why no rule can change the source graph (a message for people), or None when some rule
+    matches. A model whose every path runs through operators the IR does not model (opaque
+    nodes) leaves the rules nothing to match: saying so beats a search that reports 0 %."""
+    from tensor_eqsat.rules.rewrites import to_rewrites
+    from tensor_eqsat.rules.sets import RuleSet, resolve_rule_set
+
+    rules = cfg.rules
+    if isinstance(rules, str):
+        name = ("taso-nasrnn" if src.model == "nasrnn" else "taso") if rules == "default" else rules
+        rule_set = resolve_rule_set(name)
+    elif isinstance(rules, RuleSet):
+        name, rule_set = rules.name, rules
+    else:
+        name, rule_set = "custom", RuleSet("custom", tuple(rules))
+    if any(rw.has_match(egraph) for rw in to_rewrites(rule_set)):
+        return None
+    graph = src.graph
+    total = sum(graph.op_counts().values())
+    opaque = [n.attr_dict()["op_type"] for n in graph.nodes if n.op == "opaque"]
+    kinds = ", ".join(
+        f"{op} {k}" for op, k in sorted(Counter(opaque).items(), key=lambda kv: (-kv[1], kv[0]))
+    )
+    if opaque:
+        return f"nothing to optimize: {len(opaque)} of {total} nodes are opaque (ops: {kinds})"
+    return f"nothing to optimize: no rule of {name} matches any of the {total} nodes"
+
+
+def _artifact(graph: Graph, src: Source, fmt: OutputFormat | None, seed: int) -> Any:
+    """What is checked: for ONNX output the exported model itself (an export bug cannot slip
+    through), else the graph."""
+    if fmt is not OutputFormat.ONNX:
+        return graph
+    from tensor_eqsat.io.onnx_export import export_onnx
+
+    return export_onnx(graph, output_names=_output_names(src, graph), seed=seed)
+
+
+def _output_names(src: Source, graph: Graph) -> list[str] | None:
+    """The user's ONNX output names, when the model came as ONNX and the counts match."""
+    if not src.is_onnx:
+        return None
+    from tensor_eqsat.io.onnx_common import load_model
+    from tensor_eqsat.io.plan import observable_outputs
+
+    assert src.path is not None
+    names = [o.name for o in load_model(src.path).graph.output]
+    return names if len(names) == len(observable_outputs(graph)) else None
+
+
+def _guard_estimate(runtime: Runtime, src: Source, dcfg: DeliveryConfig, seed: int) -> float:
+    """Seconds the guard is predicted to take: the original prepared and run twice here, scaled
+    to the guard's arms (two originals, up to four candidates, then three for the confirmation)
+    and runs."""
+    t0 = time.perf_counter()
+    fn = runtime.prepare(src.reference(), seed=seed)
+    prepare_s = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    with runtime.session():
+        fn()
+        fn()
+    run_s = (time.perf_counter() - t1) / 2
+    arms = 6 + 3
+    return arms * prepare_s + arms * (dcfg.guard_runs + 5) * run_s
+
+
+def _guard(
+    src: Source,
+    result: OptimizeResult,
+    runtime: Runtime,
+    target: Target,
+    dcfg: DeliveryConfig,
+    seed: int,
+    deadline: Deadline,
+) -> tuple[GuardReport, Graph]:
+    """Run the never-slower guard: its report and the graph to hand back.
+
+    Candidates: for ONNX input the imported graph exported again (:data:`RE_EXPORTED`), then the
+    final extraction and ``result.alternatives``.
+    """
+    from tensor_eqsat.target.guard import guard
+
+    log.info("measuring on %s (never-slower guard)", target.name)
+    candidates: list[tuple[str, Graph]] = []
+    original_graph: Graph | None = result.original
+    if src.is_onnx:
+        # The original is the user's ONNX file, and our export of the imported graph is another
+        # model: it may keep a fusion onnxruntime misses in the file (HF's erf GELU) or lose one.
+        # So it is timed as a candidate of its own (a copy: handing back the original object
+        # means the user's file), and a candidate equal to the imported graph is timed too.
+        candidates.append((RE_EXPORTED, copy.copy(result.original)))
+        original_graph = None
+    candidates.append(("final extraction", result.graph))
+    candidates += [(f"{name} extraction", g) for name, g in result.alternatives]
+    choice, report = guard(
+        src.reference(),
+        candidates,
+        runtime,
+        target=target.name,
+        original_graph=original_graph,
+        runs=dcfg.guard_runs,
+        blocks=min(8, max(2, dcfg.guard_runs // 5)),
+        seed=seed,
+        deadline=deadline,
+    )
+    return report, result.original if choice is None else candidates[choice][1]
+
+
+def _write(graph: Graph, src: Source, out: Path, seed: int) -> Path:
+    """Write ``graph`` to ``out`` (atomically) in the format its suffix says."""
+    if output_format(out) is OutputFormat.ONNX:
+        from tensor_eqsat.io.onnx_export import export_onnx, save_model
+
+        save_model(export_onnx(graph, output_names=_output_names(src, graph), seed=seed), out)
+    else:
+        from tensor_eqsat.ir.serialize import save
+
+        save(graph, out)
+    return out
+
+
+def _write_original(src: Source, out: Path, seed: int) -> Path:
+    """Write the original model: the user's ONNX file as the user's model for ONNX output (byte
+    for byte when it carries its weights), else the graph in the output's format."""
+    if src.is_onnx and output_format(out) is OutputFormat.ONNX:
+        from tensor_eqsat.outputs import atomic_write
+
+        assert src.path is not None
+        atomic_write(out, src.path.read_bytes())
+        return out
+    return _write(src.graph, src, out, seed)
+
+
+def _measure(src: Source, chosen: Graph, dcfg: DeliveryConfig, seed: int) -> dict[str, Any]:
+    """Time the original and the model handed back on this machine (``DeliveryConfig.measure``)."""
+    from tensor_eqsat.io.latency import compare_latency
+
+    runs = dcfg.measure_runs
+    cmp = compare_latency(src.reference(), chosen, backend=dcfg.measure_backend, threads=dcfg.threads,
+                          runs=runs, blocks=MEASURE_BLOCKS, warmup=max(1, runs // 10), seed=seed)  # fmt: skip
+    orig, opt = cmp.original.median_ms, cmp.optimized.median_ms
+    return {
+        "backend": dcfg.measure_backend,
+        "threads": dcfg.threads,
+        "original_ms": orig,
+        "optimized_ms": opt,
+        "speedup_pct": (orig - opt) / orig * 100.0,
+        "original": cmp.original.to_dict(),
+        "optimized": cmp.optimized.to_dict(),
+    }

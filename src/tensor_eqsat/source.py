@@ -1,0 +1,158 @@
+"""``Source``: what the user brought, decided once.
+
+A model reaches the optimizer as a zoo name, a graph JSON file, an ONNX file (with static shapes
+for its symbolic inputs), or a :class:`~tensor_eqsat.ir.graph.Graph` in memory. :meth:`Source.of`
+looks at the argument once and records what it is; everything after (the default target, what the
+numeric check and the guard compare against, how a kept original is written) reads that record
+instead of asking again. File suffixes are compared without case (``M.ONNX`` is ONNX), and the
+output format of a path is decided by :func:`output_format`, the same rule.
+
+Alternatives rejected: deciding from the argument string wherever it matters (five places did,
+two of them case-sensitive, and disagreed about ``M.ONNX``).
+"""
+
+from __future__ import annotations
+
+import enum
+import importlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tensor_eqsat.errors import FormatError
+from tensor_eqsat.ir.graph import Graph
+
+
+class SourceKind(enum.Enum):
+    """What a source is."""
+
+    ZOO = "zoo"
+    JSON = "json"
+    ONNX = "onnx"
+    GRAPH = "graph"
+
+
+class OutputFormat(enum.Enum):
+    """What a written model is: ONNX for a path ending in ``.onnx`` (any case), else graph JSON."""
+
+    ONNX = "onnx"
+    JSON = "json"
+
+
+def output_format(path: str | Path) -> OutputFormat:
+    """The format a model written to ``path`` takes.
+
+    >>> output_format("out.ONNX"), output_format("out.json")
+    (<OutputFormat.ONNX: 'onnx'>, <OutputFormat.JSON: 'json'>)
+    """
+    return OutputFormat.ONNX if Path(path).suffix.lower() == ".onnx" else OutputFormat.JSON
+
+
+def zoo_names() -> list[str]:
+    """The zoo's model names (empty when the zoo cannot be imported)."""
+    try:
+        return list(importlib.import_module("tensor_eqsat.zoo").names())
+    except ImportError:
+        return []
+
+
+@dataclass(frozen=True)
+class Source:
+    """A model as the user brought it.
+
+    kind: what it is. graph: the model in the IR (an ONNX file imported, opaque regions kept).
+    name: how messages name it (the zoo name, the path, or ``"graph"``). model: the zoo name for
+    a zoo model, else None. path: the file, for JSON and ONNX. input_shapes: the static shapes
+    given for ONNX inputs with symbolic dims.
+    """
+
+    kind: SourceKind
+    graph: Graph
+    name: str
+    model: str | None = None
+    path: Path | None = None
+    input_shapes: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+
+    @classmethod
+    def of(
+        cls,
+        source: Source | Graph | str | Path,
+        *,
+        input_shapes: Mapping[str, Sequence[int]] | None = None,
+        strict: bool = False,
+        model: str | None = None,
+    ) -> Source:
+        """The source ``source`` names: a Source (returned as it is), a Graph, a zoo model name, or
+        the path of a ``.json`` or ``.onnx`` file (suffixes in any case).
+
+        input_shapes: static shapes for ONNX inputs with symbolic dims (``--input-shape``);
+            FormatError for other sources. strict: refuse ONNX operators the IR does not model
+            instead of keeping them as opaque nodes. model: the zoo name of an in-memory Graph
+            built from the zoo (its rule set and k_multi).
+
+        Raises FormatError naming the argument when it is none of these.
+
+        >>> Source.of("squeezenet").kind, Source.of("squeezenet").default_target
+        (<SourceKind.ZOO: 'zoo'>, 'a100')
+        """
+        shapes = {k: tuple(int(d) for d in v) for k, v in (input_shapes or {}).items()}
+        if isinstance(source, Source):
+            return source
+        if isinstance(source, Graph):
+            if shapes:
+                raise FormatError("input_shapes apply to ONNX files only, not to an in-memory Graph")
+            return cls(SourceKind.GRAPH, source, model or "graph", model)
+        spec = str(source)
+        if not spec:
+            raise FormatError("empty graph argument: give a graph file (.json or .onnx) or a zoo model name")
+        path = Path(spec)
+        suffix = path.suffix.lower()
+        if shapes and suffix != ".onnx":
+            raise FormatError(f"{spec}: --input-shape applies to ONNX files only")
+        names = zoo_names()
+        if spec in names:  # a zoo name has no suffix, so a file named like a model cannot shadow it
+            graph = importlib.import_module("tensor_eqsat.zoo").get(spec)
+            return cls(SourceKind.ZOO, graph, spec, spec)
+        if path.is_dir():
+            raise FormatError(f"{spec}: is a directory, not a graph file (.json or .onnx) or zoo model")
+        if suffix == ".onnx":
+            from tensor_eqsat.io.onnx_import import import_onnx  # onnx is an optional extra
+
+            graph = import_onnx(path, strict=strict, input_shapes=shapes or None)
+            return cls(SourceKind.ONNX, graph, spec, None, path, shapes)
+        if suffix == ".json":
+            from tensor_eqsat.ir.serialize import load
+
+            return cls(SourceKind.JSON, load(path), spec, None, path)
+        if path.exists():
+            raise FormatError(f"{spec}: unsupported file type {path.suffix!r} (expected .json or .onnx)")
+        if not names:
+            raise FormatError(f"{spec}: no such file")
+        raise FormatError(f"{spec}: no such file or zoo model (models: {', '.join(names)})")
+
+    @property
+    def is_onnx(self) -> bool:
+        """Whether the user brought an ONNX file."""
+        return self.kind is SourceKind.ONNX
+
+    @property
+    def default_target(self) -> str:
+        """The target a run on this source defaults to (``ort-cpu`` for ONNX, else ``a100``)."""
+        from tensor_eqsat.target.targets import default_target
+
+        return default_target(str(self.path) if self.is_onnx else None).name
+
+    def reference(self) -> Any:
+        """What results are checked and timed against: the user's ONNX file itself (a copy with
+        the static input shapes, when they were given), so an import or export bug cannot hide
+        behind a round trip through the IR; the graph otherwise."""
+        if not self.is_onnx:
+            return self.graph
+        assert self.path is not None
+        if not self.input_shapes:
+            return str(self.path)
+        from tensor_eqsat.io.inputs import with_input_shapes
+        from tensor_eqsat.io.onnx_common import load_model
+
+        return with_input_shapes(load_model(self.path), self.input_shapes, str(self.path))

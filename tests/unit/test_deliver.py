@@ -1,0 +1,200 @@
+"""deliver(): one call from any source to a checked, guarded, written model, on one clock."""
+
+from __future__ import annotations
+
+import json
+import time
+from contextlib import contextmanager
+
+import pytest
+
+from tensor_eqsat import Deadline, Graph, OptimizeConfig, Source, StopReason, deliver
+from tensor_eqsat.clock import search_deadline
+from tensor_eqsat.deliver import Delivery, DeliveryConfig
+from tensor_eqsat.errors import FormatError
+from tensor_eqsat.ir.serialize import load, save
+from tensor_eqsat.source import SourceKind
+
+SMALL = dict(search="saturate", node_limit=60, final_extractor="greedy-dag")
+
+
+def chain() -> Graph:
+    """x·W1·W2: the product of the weights is folded, so the rewrite halves the cost."""
+    g = Graph()
+    x = g.input((1, 64), name="x")
+    g.output(g.matmul(g.matmul(x, g.weight((64, 64), name="w1")), g.weight((64, 64), name="w2")))
+    return g
+
+
+class FakeRuntime:
+    """A runtime whose models take the milliseconds ``ms(model)`` says, on a fake clock."""
+
+    name, device, threads = "fake", "cpu", 1
+
+    def __init__(self, ms):
+        self.ms, self.now, self.prepared = ms, 0, []
+
+    def unavailable(self):
+        return None
+
+    def prepare(self, model, *, seed=0):
+        self.prepared.append(model)
+
+        def run():
+            self.now += int(self.ms(model) * 1e6)
+
+        return run
+
+    def clock(self):
+        return lambda: self.now
+
+    @contextmanager
+    def session(self):
+        yield
+
+
+def test_a_graph_is_optimized_checked_and_written(tmp_path):
+    out = tmp_path / "out.json"
+    d = deliver(chain(), output=out, **SMALL)
+    assert isinstance(d, Delivery) and d.ok and d.exit_code == 0
+    assert d.result is not None and d.result.speedup_pct == pytest.approx(50.0)
+    assert d.verify is not None and d.verify.ok and d.verify.trials == 3
+    assert d.guard is None and not d.kept_original  # a100: not measured here
+    assert d.output == out and load(out).op_counts() == d.graph.op_counts()
+    data = d.to_dict()
+    assert data["target"] == "a100" and data["cost_model"] == "roofline:a100"
+    assert data["verify"]["ok"] is True and data["kept_original"] is False
+    json.dumps(data)  # JSON-ready
+
+
+def test_the_guard_keeps_the_original_when_no_candidate_is_faster():
+    runtime = FakeRuntime(lambda model: 1.0)  # everything takes the same time
+    d = deliver(chain(), target="ort-cpu", runtime=runtime, cost_model="roofline:a100", **SMALL)
+    assert d.guard is not None and d.kept_original and d.graph is d.source.graph
+    assert d.guard.target == "ort-cpu" and d.guard.measured.speedup_pct == 0.0
+    # the candidates: the final extraction and the other extractors' (guard alternatives)
+    assert d.guard.candidates[0].label == "final extraction"
+    assert set(d.config.alternatives) and d.exit_code == 0
+
+
+def test_the_guard_hands_back_a_candidate_that_is_faster():
+    original = chain()
+
+    def ms(model):
+        return 1.0 if model is original else 0.5
+
+    d = deliver(original, target="ort-cpu", runtime=FakeRuntime(ms), cost_model="roofline:a100", **SMALL)
+    assert not d.kept_original and d.graph is not original
+    assert d.guard.measured.speedup_pct == pytest.approx(50.0)
+    assert d.verify.ok
+
+
+def test_nothing_to_optimize_hands_back_the_model_unchanged(tmp_path):
+    g = Graph()
+    x = g.input((1, 8), name="x")
+    g.output(g.relu(x))
+    out = tmp_path / "same.json"
+    d = deliver(g, output=out, **SMALL)
+    assert d.result is None and d.kept_original and d.output == out
+    assert d.to_dict() == {"nothing_to_optimize": True, "message": d.message, "speedup_pct": 0.0}
+    assert "no rule of taso matches" in d.message
+    assert load(out).op_counts() == g.op_counts()
+
+
+def test_an_interrupt_in_the_check_hands_back_the_original(tmp_path, monkeypatch):
+    from tensor_eqsat.io import equivalence
+
+    def interrupted(self, *args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(equivalence.Reference, "check", interrupted)
+    out = tmp_path / "out.json"
+    d = deliver(chain(), output=out, **SMALL)
+    assert d.interrupted and d.kept_original and d.exit_code == 130
+    assert d.stop is StopReason.INTERRUPTED and d.to_dict()["stop_reason"] == "interrupted"
+    assert d.output == out and load(out).op_counts() == chain().op_counts()  # the original, written
+
+
+def test_a_result_that_fails_the_check_is_not_written(tmp_path, monkeypatch):
+    from tensor_eqsat.io import equivalence
+
+    real = equivalence.Reference.check
+
+    def wrong(self, *args, **kwargs):
+        report = real(self, *args, **kwargs)
+        return equivalence.VerifyReport(**{**report.__dict__, "ok": False})
+
+    monkeypatch.setattr(equivalence.Reference, "check", wrong)
+    out = tmp_path / "out.json"
+    d = deliver(chain(), output=out, **SMALL)
+    assert not d.ok and d.exit_code == 1 and d.output is None and not out.exists()
+
+
+def test_a_bad_output_is_refused_before_any_work(tmp_path):
+    from tensor_eqsat.outputs import OutputError
+
+    with pytest.raises(OutputError, match="does not exist"):
+        deliver(chain(), output=tmp_path / "no" / "such" / "out.json", **SMALL)
+
+
+def test_the_time_budget_is_one_clock_for_the_whole_call():
+    """The call's deadline is the search's too (how close a command keeps to its budget is
+    measured by benchmarks/time_budget.py, not asserted here)."""
+    from tensor_eqsat import zoo
+
+    t0 = time.perf_counter()
+    clock = Deadline.after(3.0)
+    d = deliver(zoo.get("squeezenet"), search="auto", time_budget=3.0, deadline=clock)
+    assert d.ok and d.wall_s <= time.perf_counter() - t0
+    assert d.result.wall_s <= d.wall_s  # the search's clock started with the call's
+    assert d.to_dict()["delivery"]["time_budget"] == 3.0
+    assert d.result.portfolio.stop in (StopReason.TIME_LIMIT, StopReason.DONE)
+
+
+def test_the_settings_of_auto_record_what_its_mcts_ran_with():
+    from tensor_eqsat import zoo
+
+    d = deliver(zoo.get("nasrnn"), search="auto", time_budget=4.0, delivery=DeliveryConfig(check=False))
+    s = d.result.settings.to_dict()
+    assert s["budget"] == OptimizeConfig().portfolio.mcts_budget
+    assert s["mcts"]["budget"] == s["budget"] and "workers" in s["mcts"] and "final_choice" in s["mcts"]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (dict(search="auto", time_limit=2.0), "does not apply to the auto search"),
+        (dict(search="mcts", time_limit=2.0, time_budget=3.0), "not both"),
+        (dict(target="tpu"), "unknown target 'tpu'"),
+    ],
+)
+def test_contradictory_settings_are_refused(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        OptimizeConfig(**overrides)
+
+
+def test_source_is_decided_once_and_onnx_suffixes_ignore_case(tmp_path):
+    g = chain()
+    path = tmp_path / "m.json"
+    save(g, path)
+    src = Source.of(str(path))
+    assert src.kind is SourceKind.JSON and src.default_target == "a100" and src.reference() is src.graph
+    assert Source.of("squeezenet").kind is SourceKind.ZOO and Source.of(g).kind is SourceKind.GRAPH
+    with pytest.raises(FormatError, match="no such file or zoo model"):
+        Source.of(str(tmp_path / "missing.onnx.json.txt"))
+    with pytest.raises(FormatError, match="applies to ONNX files only"):
+        Source.of(str(path), input_shapes={"x": (1, 64)})
+    pytest.importorskip("onnx")
+    from tensor_eqsat.io.onnx_export import export_onnx
+
+    upper = tmp_path / "M.ONNX"
+    export_onnx(g, upper)
+    src = Source.of(str(upper))
+    assert src.kind is SourceKind.ONNX and src.default_target == "ort-cpu"
+    assert src.reference() == str(upper)  # checked against the user's file itself
+
+
+def test_search_deadline_keeps_a_reserve_for_the_check_and_guard():
+    d = Deadline.after(100.0)
+    assert round(search_deadline(d, 20.0).left()) == 80
+    assert search_deadline(Deadline.after(None), 20.0).left() is None
