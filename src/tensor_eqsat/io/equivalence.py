@@ -321,7 +321,8 @@ def export_verified(
     Raises :class:`VerificationError` (carrying the report) and leaves ``path`` untouched when the
     check fails.
     """
-    from tensor_eqsat.io.onnx_export import export_onnx, save_model
+    from tensor_eqsat.io.onnx_export import export_onnx
+    from tensor_eqsat.io.onnx_files import save_model
     from tensor_eqsat.io.plan import observable_outputs
 
     source = load_any(original)

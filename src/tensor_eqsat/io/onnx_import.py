@@ -39,7 +39,7 @@ from tensor_eqsat.io.onnx_common import (
     require_onnx,
     require_ort,
 )
-from tensor_eqsat.io.onnx_export import LARGE_MODEL_BYTES, model_bytes
+from tensor_eqsat.io.onnx_files import LARGE_MODEL_BYTES, model_bytes
 from tensor_eqsat.io.onnx_gelu import find_gelu
 from tensor_eqsat.io.onnx_ops import ACTIVATIONS, HANDLERS, Ins, OnnxAttrs, Unsupported, Value
 from tensor_eqsat.io.opaque import ConstSlot, Slot, TensorSlot, build_opaque

@@ -21,7 +21,8 @@ import numpy as np
 
 from tensor_eqsat.errors import FormatError, TensorEqsatError
 from tensor_eqsat.io.onnx_common import describe_source, load_model, require_ort
-from tensor_eqsat.io.onnx_export import LARGE_MODEL_BYTES, export_onnx, model_bytes, save_model
+from tensor_eqsat.io.onnx_export import export_onnx
+from tensor_eqsat.io.onnx_files import LARGE_MODEL_BYTES, model_bytes, save_model
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.ir.interpreter import random_input
 from tensor_eqsat.ir.types import Shape
