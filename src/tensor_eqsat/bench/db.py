@@ -148,7 +148,8 @@ class ResultsDB:
     >>> import tempfile, pathlib
     >>> from tensor_eqsat.bench.grid import build_grid
     >>> from tensor_eqsat.bench.record import RunRecord
-    >>> path = pathlib.Path(tempfile.mkdtemp()) / "r.sqlite"
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = pathlib.Path(tmp.name) / "r.sqlite"
     >>> [e] = build_grid(["vgg"], ["tensat"], [0])
     >>> with ResultsDB(path) as db:
     ...     db.add_run(e, RunRecord(2.0, 1.5, 25.0, 0.1, "node limit"))
@@ -157,6 +158,7 @@ class ResultsDB:
     True
     False
     [25.0]
+    >>> tmp.cleanup()
     """
 
     def __init__(self, path: str | Path, *, create: bool = True) -> None:
