@@ -133,3 +133,40 @@ def kill_workers_on_sigterm(pool: ProcessPoolExecutor) -> Iterator[None]:
     finally:
         if signal.getsignal(signal.SIGTERM) is on_sigterm:
             signal.signal(signal.SIGTERM, previous)
+
+
+def usable_cpus() -> int:
+    """CPU cores this process may run on (its affinity mask where the OS has one, as under
+    ``taskset`` or a container's cpuset; else ``os.cpu_count()``)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def oversubscription_warning(*, workers: int = 1, threads: int = 1, cpus: int | None = None) -> str | None:
+    """A warning when ``workers`` (MCTS worker processes) or ``threads`` (the runtime's threads
+    per measured session) exceed the CPU cores, else None. Front ends print it; the run goes on.
+
+    cpus: the cores to compare with. Default :func:`usable_cpus`.
+
+    >>> oversubscription_warning(workers=2, threads=1, cpus=2) is None
+    True
+    >>> oversubscription_warning(workers=8, cpus=2).split(":")[0]
+    '8 MCTS workers on 2 CPU cores'
+    >>> oversubscription_warning(workers=1, threads=4, cpus=2).split(":")[0]
+    '4 runtime threads on 2 CPU cores'
+    """
+    cores = usable_cpus() if cpus is None else cpus
+    parts = []
+    if workers > cores:
+        parts.append(
+            f"{workers} MCTS workers on {cores} CPU cores: they share the cores, so the search is no "
+            "faster and a time limit buys fewer simulations"
+        )
+    if threads > cores:
+        parts.append(
+            f"{threads} runtime threads on {cores} CPU cores: measured latencies are slower and "
+            "noisier, which can change what the never-slower guard keeps"
+        )
+    return "; ".join(parts) or None
