@@ -617,8 +617,11 @@ def test_names_of_inputs_and_weights_are_kept_and_unused_inputs_remain():
 def test_symbolic_dims_need_input_shapes():
     m = make_model([N("Relu", ["x"], ["y"])], {"x": (1, 3)}, {"y": None})
     m.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "batch"
-    with pytest.raises(FormatError, match=r"symbolic dim 'batch'.*input_shapes"):
+    with pytest.raises(FormatError, match=r"symbolic dim 'batch'.*input_shapes") as info:
         import_onnx(m)
+    # The same error as the command line shows it names the option instead of the argument.
+    assert "--input-shape NAME=D0,D1" in info.value.cli_text()
+    assert "input_shapes" not in info.value.cli_text()
     g = import_onnx(m, input_shapes={"x": (4, 3)})
     assert g.nodes[-1].shapes == ((4, 3),)
     with pytest.raises(FormatError, match="unknown inputs"):
