@@ -63,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args._run(args) or 0)
     except TensorEqsatError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {exc.cli_text()}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
@@ -79,9 +79,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: results database: {exc}", file=sys.stderr)
         return 2
     except MemoryError:
-        print(
-            "error: out of memory: the graph's tensors are too large to run on this machine "
-            "(optimize --no-check skips the numerical check)",
-            file=sys.stderr,
-        )
+        print(f"error: {out_of_memory_message(args)}", file=sys.stderr)
         return 1
+
+
+def out_of_memory_message(args: argparse.Namespace) -> str:
+    """What running out of memory tells the user: ``--no-check`` only where it is an option
+    not given yet (it skips running the graphs, the step that needs their tensors' memory).
+
+    >>> out_of_memory_message(argparse.Namespace(no_check=False)).endswith("skips the numerical check)")
+    True
+    >>> out_of_memory_message(argparse.Namespace(no_check=True))
+    "out of memory: the graph's tensors are too large to run on this machine"
+    """
+    text = "out of memory: the graph's tensors are too large to run on this machine"
+    if getattr(args, "no_check", True) is False:
+        text += " (optimize --no-check skips the numerical check)"
+    return text

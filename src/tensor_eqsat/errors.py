@@ -8,12 +8,55 @@ instead of a traceback.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from enum import Enum
 from typing import TypeVar
 
 
 class TensorEqsatError(Exception):
-    """Base class of every error raised on purpose by tensor-eqsat."""
+    """Base class of every error raised on purpose by tensor-eqsat.
+
+    cli: the same message as the command line should show it, when the message names a setting
+        (``input_shapes={...}`` in Python is ``--input-shape NAME=D0,...`` on the command line;
+        see :class:`Setting` and :func:`naming`). Default None: the message is the same.
+
+    >>> e = FormatError("m.onnx: give input_shapes={...}", cli="m.onnx: give --input-shape NAME=D0,...")
+    >>> str(e), e.cli_text()
+    ('m.onnx: give input_shapes={...}', 'm.onnx: give --input-shape NAME=D0,...')
+    """
+
+    def __init__(self, *args: object, cli: str | None = None) -> None:
+        super().__init__(*args)
+        self.cli_message = cli
+
+    def cli_text(self) -> str:
+        """The message as the command line prints it."""
+        cli = getattr(self, "cli_message", None)  # a subclass may not have called __init__
+        return str(self) if cli is None else cli
+
+
+@dataclass(frozen=True)
+class Setting:
+    """How a message tells the user to give a setting: as Python code, and as a CLI option."""
+
+    python: str
+    cli: str
+
+
+TE = TypeVar("TE", bound=TensorEqsatError)
+
+
+def naming(error: type[TE], head: str, setting: Setting, tail: str = "") -> TE:
+    """``error`` whose message is ``head + setting + tail``, with ``setting`` spelled as Python
+    code in ``str()`` and as the CLI option in :meth:`~TensorEqsatError.cli_text`.
+
+    >>> shapes = Setting("input_shapes={...}", "--input-shape NAME=D0,...")
+    >>> e = naming(FormatError, "x.onnx: give static shapes with ", shapes)
+    >>> print(str(e)); print(e.cli_text())
+    x.onnx: give static shapes with input_shapes={...}
+    x.onnx: give static shapes with --input-shape NAME=D0,...
+    """
+    return error(head + setting.python + tail, cli=head + setting.cli + tail)
 
 
 class ShapeError(TensorEqsatError):

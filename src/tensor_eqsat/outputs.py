@@ -141,9 +141,10 @@ def atomic_write(path: str | os.PathLike[str], data: str | bytes) -> None:
     """Write ``data`` (text as UTF-8) to ``path`` atomically; see :func:`atomic_target`.
 
     >>> import tempfile
-    >>> d = Path(tempfile.mkdtemp())
-    >>> atomic_write(d / "a.txt", "hello\\n")
-    >>> (d / "a.txt").read_text(), sorted(p.name for p in d.iterdir())
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     d = Path(tmp)
+    ...     atomic_write(d / "a.txt", "hello\\n")
+    ...     (d / "a.txt").read_text(), sorted(p.name for p in d.iterdir())
     ('hello\\n', ['a.txt'])
     """
     raw = data.encode("utf-8") if isinstance(data, str) else data
@@ -169,9 +170,10 @@ def write_dir(directory: str | os.PathLike[str], files: Mapping[str, str | bytes
     the directory; raises OutputError naming the path when it cannot be written.
 
     >>> import json, tempfile
-    >>> d = Path(tempfile.mkdtemp()) / "run"
-    >>> _ = write_dir(d, {"a.txt": "1\\n"})
-    >>> sorted(p.name for p in d.iterdir()), list(json.loads((d / COMPLETE).read_text())["files"])
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     d = Path(tmp) / "run"
+    ...     _ = write_dir(d, {"a.txt": "1\\n"})
+    ...     sorted(p.name for p in d.iterdir()), list(json.loads((d / COMPLETE).read_text())["files"])
     (['a.txt', 'complete.json'], ['a.txt'])
     """
     import hashlib

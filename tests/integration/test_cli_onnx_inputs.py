@@ -78,7 +78,8 @@ def test_symbolic_dims_without_input_shape_name_the_option(tmp_path, capsys):
     _token_model(src)
     assert main(["show", str(src)]) != 0
     err = capsys.readouterr().err
-    assert "symbolic dim 'batch'" in err and "input_shapes" in err
+    assert "symbolic dim 'batch'" in err and "--input-shape NAME=D0,D1" in err
+    assert "input_shapes" not in err  # the Python name means nothing on the command line
 
 
 @pytest.mark.parametrize(
@@ -88,7 +89,8 @@ def test_symbolic_dims_without_input_shape_name_the_option(tmp_path, capsys):
         (["--input-shape", "input_ids=2,x"], "dims must be integers"),
         (["--input-shape", "input_ids=2,0"], "every dim must be >= 1"),
         (["--input-shape", "nope=2,5"], "unknown inputs ['nope']"),
-        (["--input-shape", "input_ids=2,5,1"], "has rank 2, input_shapes gives 3 dims"),
+        (["--input-shape", "nope=2,5"], "--input-shape names unknown inputs"),
+        (["--input-shape", "input_ids=2,5,1"], "has rank 2, --input-shape gives 3 dims"),
         (["--input-shape", "input_ids=2,5", "--input-shape", "input_ids=3,5"], "gives 'input_ids' twice"),
     ],
 )
@@ -129,3 +131,33 @@ def test_nothing_to_optimize_when_every_op_is_opaque(tmp_path, capsys):
     assert main(["optimize", str(src), *FAST, "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["nothing_to_optimize"] is True and data["speedup_pct"] == 0.0
+
+
+def test_verify_of_a_symbolic_batch_model_names_the_file_and_the_option(tmp_path, capsys):
+    src = tmp_path / "tokens.onnx"
+    _token_model(src)
+    assert main(["verify", str(src), str(src)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {src}: input 'input_ids' has a symbolic dim 'batch'")
+    assert "--input-shape NAME=D0,D1" in err
+
+
+def test_an_opaque_op_without_static_shapes_names_the_option(tmp_path, capsys):
+    import onnx
+    from onnx import TensorProto
+    from onnx import helper as h
+
+    nodes = [h.make_node("Relu", ["x"], ["r"]), h.make_node("NonZero", ["r"], ["y"])]
+    graph = h.make_graph(
+        nodes,
+        "g",
+        [h.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [h.make_tensor_value_info("y", TensorProto.INT64, None)],
+    )
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(tmp_path / "nz.onnx"))
+    assert main(["show", str(tmp_path / "nz.onnx")]) == 2
+    err = capsys.readouterr().err
+    assert "opaque nodes need them (give static input shapes with --input-shape NAME=D0,D1" in err
+    assert "input_shapes" not in err

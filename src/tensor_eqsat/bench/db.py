@@ -24,6 +24,7 @@ queries).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import sqlite3
@@ -37,6 +38,8 @@ from typing import Any
 from tensor_eqsat import __version__
 from tensor_eqsat.bench.grid import BenchError, Experiment, Settings
 from tensor_eqsat.bench.record import RunFailure, RunRecord
+
+log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
 
@@ -148,7 +151,8 @@ class ResultsDB:
     >>> import tempfile, pathlib
     >>> from tensor_eqsat.bench.grid import build_grid
     >>> from tensor_eqsat.bench.record import RunRecord
-    >>> path = pathlib.Path(tempfile.mkdtemp()) / "r.sqlite"
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = pathlib.Path(tmp.name) / "r.sqlite"
     >>> [e] = build_grid(["vgg"], ["tensat"], [0])
     >>> with ResultsDB(path) as db:
     ...     db.add_run(e, RunRecord(2.0, 1.5, 25.0, 0.1, "node limit"))
@@ -157,15 +161,21 @@ class ResultsDB:
     True
     False
     [25.0]
+    >>> tmp.cleanup()
     """
 
     def __init__(self, path: str | Path, *, create: bool = True) -> None:
-        """Open ``path``; with ``create=False`` it must already be a results database (reports)."""
+        """Open ``path``; with ``create=False`` it must already be a results database, and it is
+        opened for reading only (reports; see :meth:`_connect_for_reading`)."""
         self.path = Path(path)
         self.check_path(self.path, create=create)
+        self.read_only = not create
         try:
             # isolation_level=None: transactions are explicit (BEGIN IMMEDIATE ... COMMIT) below.
-            self._conn = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None)
+            if create:
+                self._conn = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None)
+            else:
+                self._conn = self._connect_for_reading()
             if self.path.exists() and self.path.stat().st_size:
                 self._check_integrity()
             if create:
@@ -183,6 +193,38 @@ class ResultsDB:
         except sqlite3.DatabaseError as exc:
             raise BenchError(f"{self.path}: not a results database ({exc})") from None
         self._host = socket.gethostname()
+
+    def _connect_for_reading(self) -> sqlite3.Connection:
+        """A connection that cannot write and leaves no ``-wal``/``-shm`` file behind.
+
+        SQLite removes a WAL database's ``-wal`` and ``-shm`` files when the last connection
+        closes, but only a connection that can write the file and the folder can; a read-only
+        one (``mode=ro``) creates them and leaves them, and cannot open the file at all in a
+        read-only folder. So: a writable database is opened as usual with ``query_only``; a
+        database that cannot be written (file or folder read-only) is opened ``immutable``
+        (nothing can be changing it) unless a ``-wal`` file holds writes not yet in the file,
+        when it is opened ``mode=ro`` to read them too.
+        """
+        path = self.path
+        uri = Path(os.path.abspath(path)).as_uri()
+        kwargs: dict[str, Any] = {"timeout": 60.0, "isolation_level": None}
+        if os.access(path, os.W_OK) and os.access(path.parent, os.W_OK | os.X_OK):
+            conn = sqlite3.connect(str(path), **kwargs)
+            conn.execute("PRAGMA query_only = ON")
+            return conn
+        if Path(f"{path}-wal").exists():
+            try:
+                conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, **kwargs)
+                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+                return conn
+            except sqlite3.OperationalError:
+                log.warning(
+                    "%s: read-only, and its %s-wal file cannot be read here: writes not yet "
+                    "checkpointed into the database are not shown",
+                    path,
+                    path.name,
+                )
+        return sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True, **kwargs)
 
     @staticmethod
     def check_path(path: Path, *, create: bool = True) -> None:
@@ -241,6 +283,8 @@ class ResultsDB:
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
+        if self.read_only:
+            raise BenchError(f"{self.path}: opened for reading (create=False); cannot write to it")
         self._conn.execute("BEGIN IMMEDIATE")
         try:
             yield self._conn

@@ -22,12 +22,10 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
-import os
 import pickle
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from enum import Enum
@@ -37,6 +35,7 @@ from tensor_eqsat.bench.db import ResultsDB
 from tensor_eqsat.bench.experiment import ExperimentFn, Outcome, execute, run_experiment
 from tensor_eqsat.bench.grid import BenchError, Experiment
 from tensor_eqsat.bench.record import RunFailure, RunRecord
+from tensor_eqsat.workers import process_pool
 
 log = logging.getLogger(__name__)
 
@@ -51,27 +50,6 @@ class Backend(Protocol):
     ) -> Iterator[tuple[Experiment, Outcome]]:
         """Yield ``(experiment, execute(fn, experiment))`` for every experiment, in finishing order."""
         ...
-
-
-PARENT_POLL_S = 0.5
-"""How often a worker checks that the sweep that started it is still alive."""
-
-
-def exit_with_parent(parent_pid: int) -> None:
-    """Worker initializer: exit as soon as ``parent_pid`` is no longer this process's parent.
-
-    A sweep killed with SIGKILL cannot stop its workers, and an orphaned worker would go on
-    computing (and holding memory) for hours: each worker watches its parent from a daemon
-    thread instead. Polling ``os.getppid()`` works on every POSIX system, unlike Linux's
-    ``PR_SET_PDEATHSIG``, which also fires when the parent's *thread* that spawned it exits.
-    """
-
-    def watch() -> None:
-        while os.getppid() == parent_pid:
-            time.sleep(PARENT_POLL_S)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
 @dataclass
@@ -116,9 +94,7 @@ class LocalBackend:
         # that kills its worker is identified and the others finish.
         suspects: list[Experiment] = []
         solo = False
-        pool = ProcessPoolExecutor(
-            max_workers=self.jobs, mp_context=ctx, initializer=exit_with_parent, initargs=(os.getpid(),)
-        )
+        pool = process_pool(self.jobs, mp_context=ctx)
         running: dict[Future[Outcome], Experiment] = {}
         try:
             while queue or suspects or running:
@@ -158,12 +134,7 @@ class LocalBackend:
                     lost = list(running.values())
                     running.clear()
                     pool.shutdown(wait=False, cancel_futures=True)
-                    pool = ProcessPoolExecutor(
-                        max_workers=self.jobs,
-                        mp_context=ctx,
-                        initializer=exit_with_parent,
-                        initargs=(os.getpid(),),
-                    )
+                    pool = process_pool(self.jobs, mp_context=ctx)
                     if solo and lost:
                         yield lost[0], RunFailure(error="worker process died (killed, or out of memory)")
                     else:

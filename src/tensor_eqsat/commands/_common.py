@@ -11,20 +11,50 @@ import argparse
 import importlib
 import json
 import math
+import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
 
 from tensor_eqsat.errors import FormatError, TensorEqsatError
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.ir.ops_common import MAX_ELEMENTS
 
-stderr = Console(stderr=True)
+PIPE_WIDTH = 1000
+"""Width of a console that writes to no terminal (a pipe, a file, CI's log) when ``COLUMNS`` is
+not set: wide enough that no table is wrapped. Tables are as wide as their cells, not this."""
+
+
+class CliConsole(Console):
+    """A rich Console that does not wrap at 80 columns when its output is not a terminal.
+
+    rich falls back to 80 columns when no standard stream is a terminal, so a table piped to a
+    file or read in a CI log had every long cell broken over several lines. Here a console whose
+    own stream is not a terminal is :data:`PIPE_WIDTH` wide unless ``COLUMNS`` says otherwise
+    (or a width is given); on a terminal it is the terminal's width, as before. Decided at each
+    print, so a stream replaced later (``contextlib.redirect_stdout``, a test's capture) counts.
+    """
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        dims = super().size
+        if self._width is None and not self.is_terminal and not os.environ.get("COLUMNS", "").isdigit():
+            return ConsoleDimensions(PIPE_WIDTH, dims.height)
+        return dims
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        width, height = new_size
+        self._width = width
+        self._height = height
+
+
+stderr = CliConsole(stderr=True)
 """Console for progress, warnings and logs: never mixed into a command's output."""
 
-stdout = Console()
+stdout = CliConsole()
 """Console for a command's human-readable result (``show``'s table). Commands print here only
 when ``--json`` is off, so ``--json`` output stays alone on stdout."""
 

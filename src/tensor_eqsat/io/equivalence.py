@@ -33,7 +33,7 @@ import numpy as np
 
 from tensor_eqsat.errors import TensorEqsatError
 from tensor_eqsat.io.inputs import InputInfo, graph_inputs, make_feed, model_inputs
-from tensor_eqsat.io.onnx_common import load_model
+from tensor_eqsat.io.onnx_common import describe_source, load_model
 from tensor_eqsat.io.plan import observable_outputs
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.ir.interpreter import run_all
@@ -153,7 +153,7 @@ def _prepare(source: Any, backend: str, seed: int, device: str = "cpu") -> _Side
         # A file is opened by its path, so onnxruntime's errors name the file.
         from_file = isinstance(source, str | os.PathLike) and not isinstance(model, Graph)
         sess = ort_session(source if from_file else proto)
-        specs = {s.name: s.shape for s in input_specs(proto)}
+        specs = {s.name: s.shape for s in input_specs(proto, describe_source(source))}
 
         def run_ort(feed: Mapping[str, np.ndarray]) -> list[np.ndarray]:
             try:
@@ -390,7 +390,8 @@ def export_verified(
     Raises :class:`VerificationError` (carrying the report) and leaves ``path`` untouched when the
     check fails.
     """
-    from tensor_eqsat.io.onnx_export import export_onnx, save_model
+    from tensor_eqsat.io.onnx_export import export_onnx
+    from tensor_eqsat.io.onnx_files import save_model
     from tensor_eqsat.io.plan import observable_outputs
 
     source = load_any(original)

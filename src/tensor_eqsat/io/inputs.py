@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tensor_eqsat.errors import FormatError
+from tensor_eqsat.errors import FormatError, Setting, naming
 from tensor_eqsat.io.onnx_common import FLOAT, require_onnx
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.ir.interpreter import random_input
@@ -179,6 +179,13 @@ def model_inputs(model: onnx.ModelProto) -> dict[str, InputInfo]:
     return infos
 
 
+INPUT_SHAPES = Setting("input_shapes={name: (d0, d1, ...)}", "--input-shape NAME=D0,D1,...")
+"""How a message asks for static input shapes: the argument in Python, the option on the CLI."""
+
+INPUT_SHAPES_NAME = Setting("input_shapes", "--input-shape")
+"""The same setting, named in a message about the shapes given."""
+
+
 def with_input_shapes(
     model: onnx.ModelProto,
     input_shapes: Mapping[str, Sequence[int]],
@@ -201,17 +208,23 @@ def with_input_shapes(
     declared = {i.name for i in m.graph.input if i.name not in inits}
     unknown = sorted(set(input_shapes) - declared)
     if unknown:
-        raise FormatError(
-            f"{source}: input_shapes names unknown inputs {unknown} (inputs: {', '.join(sorted(declared))})"
+        known = ", ".join(sorted(declared))
+        raise naming(
+            FormatError,
+            f"{source}: ",
+            INPUT_SHAPES_NAME,
+            f" names unknown inputs {unknown} (inputs: {known})",
         )
     for inp in m.graph.input:
         if inp.name in input_shapes:
             dims = [int(d) for d in input_shapes[inp.name]]
             shape = inp.type.tensor_type.shape
             if len(shape.dim) != len(dims):
-                raise FormatError(
-                    f"{source}: input {inp.name!r} has rank {len(shape.dim)}, "
-                    f"input_shapes gives {len(dims)} dims"
+                raise naming(
+                    FormatError,
+                    f"{source}: input {inp.name!r} has rank {len(shape.dim)}, ",
+                    INPUT_SHAPES_NAME,
+                    f" gives {len(dims)} dims",
                 )
             for dim, v in zip(shape.dim, dims, strict=True):
                 dim.Clear()
@@ -232,6 +245,8 @@ def make_feed(
 
 
 __all__ = [
+    "INPUT_SHAPES",
+    "INPUT_SHAPES_NAME",
     "InputInfo",
     "graph_inputs",
     "input_value",

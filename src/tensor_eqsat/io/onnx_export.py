@@ -42,12 +42,12 @@ from tensor_eqsat.io.onnx_common import (
     ir_version_for,
     require_onnx,
 )
+from tensor_eqsat.io.onnx_files import LARGE_MODEL_BYTES, model_bytes, save_model
 from tensor_eqsat.io.opaque import convert_payload, decode_payload, payload_opset
 from tensor_eqsat.io.plan import fold_weights, live_nodes, observable_outputs, weight_only_nodes
 from tensor_eqsat.ir.graph import Graph, Node, TensorRef
 from tensor_eqsat.ir.ops import same_padding
 from tensor_eqsat.ir.types import Activation
-from tensor_eqsat.outputs import OutputError, atomic_target
 
 if TYPE_CHECKING:
     import onnx
@@ -132,43 +132,6 @@ def _leaf_named(graph: Graph, ref: TensorRef, name: str) -> bool:
     """True when output ``ref`` is an input or weight called ``name``."""
     node = graph.nodes[ref[0]]
     return node.spec.is_leaf and graph.name_of(node.id) == name
-
-
-LARGE_MODEL_BYTES = 1_800_000_000
-"""Models above this size are saved with external tensor data (protobuf's limit is 2 GiB)."""
-
-
-def model_bytes(model: onnx.ModelProto) -> int:
-    """The serialized size of ``model``, or more than :data:`LARGE_MODEL_BYTES` when protobuf
-    cannot tell (its ``ByteSize`` raises past 2 GiB, e.g. for ViT-Huge's 2.5 GB of weights)."""
-    try:
-        return int(model.ByteSize())
-    except Exception:  # google.protobuf.message.EncodeError: too large to serialize
-        return 2 * LARGE_MODEL_BYTES
-
-
-def save_model(model: onnx.ModelProto, path: str | os.PathLike[str]) -> None:
-    """Save atomically; a model over :data:`LARGE_MODEL_BYTES` keeps its tensors in ``<name>.data``."""
-    onnx = require_onnx()
-    path = Path(path)
-    with atomic_target(path) as tmp:
-        try:
-            if model_bytes(model) > LARGE_MODEL_BYTES:
-                # Saving with external data rewrites the tensors in place: save a copy. The data
-                # file sits beside the (symlink-resolved) target, under the target's name.
-                copy = onnx.ModelProto()
-                copy.CopyFrom(model)
-                onnx.save_model(
-                    copy,
-                    str(tmp),
-                    save_as_external_data=True,
-                    all_tensors_to_one_file=True,
-                    location=f"{Path(os.path.realpath(path)).name}.data",
-                )
-            else:
-                onnx.save_model(model, str(tmp))
-        except OSError as exc:
-            raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 @dataclass

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tensor_eqsat.errors import FormatError, TensorEqsatError
-from tensor_eqsat.io.inputs import with_input_shapes
+from tensor_eqsat.errors import FormatError, TensorEqsatError, naming
+from tensor_eqsat.io.inputs import INPUT_SHAPES, with_input_shapes
 from tensor_eqsat.io.onnx_common import (
     FLOAT,
     MIN_OPSET,
@@ -39,7 +39,7 @@ from tensor_eqsat.io.onnx_common import (
     require_onnx,
     require_ort,
 )
-from tensor_eqsat.io.onnx_export import LARGE_MODEL_BYTES, model_bytes
+from tensor_eqsat.io.onnx_files import LARGE_MODEL_BYTES, model_bytes
 from tensor_eqsat.io.onnx_gelu import find_gelu
 from tensor_eqsat.io.onnx_ops import ACTIVATIONS, HANDLERS, Ins, OnnxAttrs, Unsupported, Value
 from tensor_eqsat.io.opaque import ConstSlot, Slot, TensorSlot, build_opaque
@@ -273,10 +273,8 @@ class Importer:
         dims = []
         for d in tt.shape.dim:
             if not d.HasField("dim_value"):
-                raise FormatError(
-                    f"{self.source}: input {inp.name!r} has a symbolic dim {d.dim_param!r}; "
-                    "give static shapes with --input-shape NAME=D0,D1,... (input_shapes={...} in Python)"
-                )
+                head = f"{self.source}: input {inp.name!r} has a symbolic dim {d.dim_param!r}"
+                raise naming(FormatError, f"{head}; give static shapes with ", INPUT_SHAPES)
             dims.append(int(d.dim_value))
         t = self.g.input(tuple(dims), name=inp.name)
         self.used.add(inp.name)
@@ -489,9 +487,12 @@ class Importer:
                 continue
             elem, shape = self.info.get(name, (0, None))
             if shape is None or not elem:
-                raise FormatError(
-                    f"{where}: ONNX shape inference gives no static shape and type for output {name!r}; "
-                    "opaque nodes need them (give input_shapes=... or simplify the model)"
+                head = f"{where}: ONNX shape inference gives no static shape and type for output {name!r}"
+                raise naming(
+                    FormatError,
+                    f"{head}; opaque nodes need them (give static input shapes with ",
+                    INPUT_SHAPES,
+                    ", or simplify the model)",
                 )
             outputs.append((elem, shape))
         functions = [f for f in self.model.functions if (f.domain, f.name) == (node.domain, node.op_type)]

@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tensor_eqsat.errors import FormatError, TensorEqsatError
+from tensor_eqsat.errors import FormatError, Setting, TensorEqsatError, naming
 from tensor_eqsat.io.onnx_common import describe_source, load_model, require_ort
-from tensor_eqsat.io.onnx_export import LARGE_MODEL_BYTES, export_onnx, model_bytes, save_model
+from tensor_eqsat.io.onnx_export import export_onnx
+from tensor_eqsat.io.onnx_files import LARGE_MODEL_BYTES, model_bytes, save_model
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.ir.interpreter import random_input
 from tensor_eqsat.ir.types import Shape
@@ -41,8 +42,15 @@ class InputSpec:
     elem_type: int
 
 
-def input_specs(model: onnx.ModelProto) -> list[InputSpec]:
-    """The model's real inputs (initializers excluded); FormatError on a symbolic dim."""
+STATIC_SHAPES = Setting(
+    "tensor_eqsat.io.inputs.with_input_shapes(model, {name: (d0, d1, ...)})", "--input-shape NAME=D0,D1,..."
+)
+"""How a message about running a model asks for static input shapes."""
+
+
+def input_specs(model: onnx.ModelProto, source: str = "model") -> list[InputSpec]:
+    """The model's real inputs (initializers excluded); FormatError naming ``source`` (the file)
+    and how to give static shapes on a symbolic dim."""
     inits = {t.name for t in model.graph.initializer}
     out = []
     for vi in model.graph.input:
@@ -52,9 +60,8 @@ def input_specs(model: onnx.ModelProto) -> list[InputSpec]:
         dims = []
         for d in tt.shape.dim:
             if not d.HasField("dim_value"):
-                raise FormatError(
-                    f"input {vi.name!r} has a symbolic dim {d.dim_param!r}; a static shape is needed"
-                )
+                head = f"{source}: input {vi.name!r} has a symbolic dim {d.dim_param!r}"
+                raise naming(FormatError, f"{head}; give static shapes with ", STATIC_SHAPES)
             dims.append(int(d.dim_value))
         out.append(InputSpec(vi.name, tuple(dims), tt.elem_type))
     return out

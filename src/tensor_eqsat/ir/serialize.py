@@ -64,6 +64,44 @@ def to_dict(graph: Graph, *, include_weights: bool = True) -> dict[str, Any]:
     return out
 
 
+MAX_INT_DIGITS = 400
+"""JSON integers longer than this are read as :class:`_Oversized` (no attribute of a graph needs
+more: a float's range ends at about 1.8e308), so a 100,000-digit number is reported with its
+node instead of failing Python's int conversion limit (4,300 digits) in the JSON parser."""
+
+
+class _Oversized:
+    """A JSON integer of more than :data:`MAX_INT_DIGITS` digits, kept unconverted."""
+
+    def __init__(self, text: str) -> None:
+        self.digits = len(text.lstrip("-"))
+
+    def __repr__(self) -> str:
+        return f"<integer of {self.digits} digits>"
+
+
+def _parse_int(text: str) -> int | _Oversized:
+    return int(text) if len(text) <= MAX_INT_DIGITS else _Oversized(text)
+
+
+def _oversized(value: Any) -> bool:
+    return isinstance(value, _Oversized) or (isinstance(value, list) and any(_oversized(v) for v in value))
+
+
+def _out_of_range(value: Any) -> str | None:
+    """Why ``value`` (an attribute, possibly a list) holds an integer no attribute can take, or None."""
+    if isinstance(value, _Oversized):
+        return f"an integer of {value.digits} digits is out of range"
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 2**63:
+        return f"an integer of {len(str(abs(value)))} digits is out of range"
+    if isinstance(value, list):
+        for v in value:
+            why = _out_of_range(v)
+            if why is not None:
+                return why
+    return None
+
+
 def _is_ref(value: Any) -> bool:
     """True for a [node, index] pair of non-negative ints (JSON true/false are not ints here)."""
     return (
@@ -102,10 +140,19 @@ def from_dict(data: Any, source: str = "<dict>") -> Graph:
             for node_id, _ in inputs:
                 if not 0 <= node_id < pos:
                     raise FormatError(f"{where} ({entry['op']}): input node {node_id} is not an earlier node")
+            for key, value in attrs.items():
+                if _oversized(value):
+                    raise FormatError(f"{where} ({entry['op']}): attribute {key!r}: {_out_of_range(value)}")
             canon = spec.make_attrs(**attrs)
             g.add_node(spec.name, canon, [tuple(r) for r in inputs])
         except FormatError:
             raise
+        except (OverflowError, ValueError) as exc:
+            # float(10**400) or int64(2**70): name the attribute that holds the huge integer.
+            bad = [(k, why) for k, v in attrs.items() if (why := _out_of_range(v)) is not None]
+            if not bad:
+                raise FormatError(f"{where} ({entry['op']}): {type(exc).__name__}: {exc}") from exc
+            raise FormatError(f"{where} ({entry['op']}): attribute {bad[0][0]!r}: {bad[0][1]}") from exc
         except TensorEqsatError as exc:
             raise FormatError(f"{where} ({entry['op']}): {exc}") from exc
     outputs = data.get("outputs")
@@ -145,7 +192,7 @@ def dumps(graph: Graph, *, include_weights: bool = True, indent: int | None = No
 def loads(text: str, source: str = "<string>") -> Graph:
     """Graph from JSON text; raises FormatError on malformed JSON with line and column."""
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_int=_parse_int)
     except json.JSONDecodeError as exc:
         raise FormatError(
             f"{source}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"

@@ -103,7 +103,9 @@ class MctsConfig:
     plan_time_limit: wall seconds per planning step (at least one simulation runs).
         Default None (off).
     workers: workers planning at once (see :meth:`Mcts.run`). Default 1 (sequential, the
-        paper's runs; no worker is started).
+        paper's runs; no worker is started). A pool starts :attr:`pool_workers` =
+        min(workers, budget) processes (a step never runs more than ``budget`` simulations at
+        once); the run still depends on ``workers``, as it always did.
     parallel: :class:`Parallelism`, how workers share a step. Default ROOT (one task per worker
         per step). ``subtree_reuse`` needs TREE when ``workers`` > 1.
     backend: :class:`Backend`, where the workers run. Default PROCESS; RAY needs ``workers`` > 1.
@@ -167,3 +169,14 @@ class MctsConfig:
                 "MctsConfig.subtree_reuse keeps one tree across steps: with MctsConfig.workers > 1 it "
                 "needs MctsConfig.parallel 'tree' (root parallelism grows new trees every step)"
             )
+
+    @property
+    def pool_workers(self) -> int:
+        """Worker processes a pool needs: ``min(workers, budget)``. Root parallelism gives the
+        workers past ``budget`` an empty share, and tree parallelism never has more than
+        ``budget`` simulations in flight, so more processes would only sit idle.
+
+        >>> MctsConfig(workers=200, budget=4).pool_workers
+        4
+        """
+        return min(self.workers, self.budget)

@@ -31,10 +31,11 @@ order, so a run depends on the seed and W only, not on timing or on where the ta
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
+from concurrent.futures import Executor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
@@ -47,22 +48,38 @@ from tensor_eqsat.search.mcts import (
     StepResult,
     _Node,
 )
+from tensor_eqsat.workers import kill_workers_on_sigterm, process_pool
+
+log = logging.getLogger(__name__)
 
 
 @contextmanager
 def worker_pool(config: MctsConfig, env: Environment) -> Iterator[Executor]:
-    """The executor ``config.backend`` names, with ``config.workers`` workers, each set up with
+    """The executor ``config.backend`` names, with ``config.pool_workers`` workers (``workers``,
+    at most the budget; a warning is logged when that is fewer), each set up with
     ``env.worker_initializer()`` (if the environment has one) to receive ``env``'s states; shut
-    down (a Ray instance started here too) on exit. ConfigError if the Ray extra is missing."""
+    down (a Ray instance started here too) on exit. ConfigError if the Ray extra is missing.
+
+    A process pool's workers exit with this process, even when it is killed (SIGKILL or an
+    unhandled SIGTERM), and SIGTERM kills them first (see :mod:`tensor_eqsat.workers`)."""
     init = getattr(env, "worker_initializer", None)
     fn, args = init() if init is not None else (None, ())
+    n = config.pool_workers
+    if n < config.workers:
+        log.warning(
+            "MctsConfig.workers %d is more than the budget of %d simulations per step: starting %d "
+            "worker processes (the others would have nothing to do; the run is unchanged)",
+            config.workers,
+            config.budget,
+            n,
+        )
     if config.backend is Backend.RAY:
         from tensor_eqsat.search.ray_executor import RayExecutor
 
-        with RayExecutor(config.workers, address=config.address, initializer=fn, initargs=args) as pool:
-            yield pool
+        with RayExecutor(n, address=config.address, initializer=fn, initargs=args) as ray:
+            yield ray
     else:
-        with ProcessPoolExecutor(config.workers, initializer=fn, initargs=args) as pool:
+        with process_pool(n, fn, args) as pool, kill_workers_on_sigterm(pool):
             yield pool
 
 

@@ -23,7 +23,7 @@ def test_a_worker_whose_parent_is_gone_exits():
     # parent died, it must exit instead of sleeping for a minute.
     code = (
         "import os, time\n"
-        "from tensor_eqsat.bench.sweep import exit_with_parent\n"
+        "from tensor_eqsat.workers import exit_with_parent\n"
         "exit_with_parent(os.getppid() + 7919)\n"
         "time.sleep(60)\n"
     )
@@ -39,7 +39,7 @@ def test_a_worker_whose_parent_is_gone_exits():
 def test_a_worker_whose_parent_lives_keeps_working():
     code = (
         "import os, time\n"
-        "from tensor_eqsat.bench.sweep import exit_with_parent, PARENT_POLL_S\n"
+        "from tensor_eqsat.workers import exit_with_parent, PARENT_POLL_S\n"
         "exit_with_parent(os.getppid())\n"
         "time.sleep(4 * PARENT_POLL_S)\n"
         "print('done')\n"

@@ -617,8 +617,11 @@ def test_names_of_inputs_and_weights_are_kept_and_unused_inputs_remain():
 def test_symbolic_dims_need_input_shapes():
     m = make_model([N("Relu", ["x"], ["y"])], {"x": (1, 3)}, {"y": None})
     m.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "batch"
-    with pytest.raises(FormatError, match=r"symbolic dim 'batch'.*input_shapes"):
+    with pytest.raises(FormatError, match=r"symbolic dim 'batch'.*input_shapes") as info:
         import_onnx(m)
+    # The same error as the command line shows it names the option instead of the argument.
+    assert "--input-shape NAME=D0,D1" in info.value.cli_text()
+    assert "input_shapes" not in info.value.cli_text()
     g = import_onnx(m, input_shapes={"x": (4, 3)})
     assert g.nodes[-1].shapes == ((4, 3),)
     with pytest.raises(FormatError, match="unknown inputs"):
@@ -761,6 +764,7 @@ def test_imported_graph_runs_like_the_model_with_other_inputs():
 def test_models_over_the_protobuf_limit_go_through_a_skeleton_and_external_data(monkeypatch, tmp_path):
     # The 2 GiB limit is simulated by lowering the thresholds to a few hundred bytes.
     import tensor_eqsat.io.onnx_export as export_mod
+    import tensor_eqsat.io.onnx_files as files_mod
     import tensor_eqsat.io.onnx_import as import_mod
     from tensor_eqsat.io.onnx_export import export_onnx
     from tensor_eqsat.io.runtime import run_onnx
@@ -768,6 +772,7 @@ def test_models_over_the_protobuf_limit_go_through_a_skeleton_and_external_data(
     monkeypatch.setattr(import_mod, "LARGE_MODEL_BYTES", 2000)
     monkeypatch.setattr(import_mod, "DETACH_BYTES", 1000)
     monkeypatch.setattr(export_mod, "LARGE_MODEL_BYTES", 2000)
+    monkeypatch.setattr(files_mod, "LARGE_MODEL_BYTES", 2000)
     detached = []
     original = import_mod.Importer._detach_large_initializers
 

@@ -215,3 +215,28 @@ def test_load_missing_or_unreadable_files(tmp_path):
     binary.write_bytes(b"\xff\xfe\x00{")
     with pytest.raises(FormatError, match=r"bin.json: not a UTF-8 text file"):
         load(binary)
+
+
+def _smul_file(tmp_path, scalar_text: str):
+    g = Graph()
+    g.output(g.smul(g.input((2, 3), name="x"), 2.0))
+    text = dumps(g).replace('"scalar": 2.0', f'"scalar": {scalar_text}')
+    assert scalar_text in text
+    path = tmp_path / "g.json"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("digits", [400, 100_000])  # float() overflows; int() exceeds 4,300 digits
+def test_a_huge_integer_attribute_names_the_file_node_and_attribute(tmp_path, digits):
+    path = _smul_file(tmp_path, "9" * digits)
+    with pytest.raises(FormatError) as info:
+        load(path)
+    assert str(info.value) == (
+        f"{path}: node 1 (smul): attribute 'scalar': an integer of {digits} digits is out of range"
+    )
+
+
+def test_a_large_integer_scalar_a_float_can_hold_still_loads(tmp_path):
+    g = load(_smul_file(tmp_path, "1" + "0" * 20))
+    assert g.nodes[1].attrs == (1e20,)

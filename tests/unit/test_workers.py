@@ -1,0 +1,59 @@
+"""Worker pools that die with their parent (issue 28, defect 3)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from tensor_eqsat.workers import kill_workers_on_sigterm, process_pool
+
+
+def _pid() -> int:
+    return os.getpid()
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    try:  # a zombie not yet reaped still answers kill(0)
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGTERM") or os.name != "posix", reason="POSIX signals")
+def test_sigterm_kills_the_pools_workers_and_reaches_the_previous_handler():
+    seen: list[int] = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: seen.append(signum))
+    try:
+        with process_pool(2) as pool, kill_workers_on_sigterm(pool):
+            pids = {pool.submit(_pid).result() for _ in range(8)}
+            handler = signal.getsignal(signal.SIGTERM)
+            os.kill(os.getpid(), signal.SIGTERM)
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline and not all(_gone(p) for p in pids):
+                time.sleep(0.05)
+            assert all(_gone(p) for p in pids)
+            assert seen == [signal.SIGTERM]
+        assert signal.getsignal(signal.SIGTERM) is not handler  # the previous one is back
+        assert pids and os.getpid() not in pids
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def test_a_pool_runs_its_initializer_after_the_parent_watch(tmp_path):
+    marker = tmp_path / "m"
+    with process_pool(1, _touch, (str(marker),)) as pool:
+        assert pool.submit(_pid).result() != os.getpid()
+    assert marker.read_text() == "ok"
+
+
+def _touch(path: str) -> None:
+    with open(path, "w") as f:
+        f.write("ok")
