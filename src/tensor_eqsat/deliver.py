@@ -295,6 +295,9 @@ def deliver(
             written = _write_original(src, out, cfg.seed)
         else:
             written = _write(chosen, src, out, cfg.seed)
+            if src.input_shapes:
+                shapes = ", ".join(f"{k}={','.join(map(str, v))}" for k, v in src.input_shapes.items())
+                notes.append(f"{out} has the static input shapes it was optimized for ({shapes})")
     if run_dir is not None:
         save_run(result, run_dir)
     measured = None
@@ -443,10 +446,10 @@ def _write_original(src: Source, out: Path, seed: int) -> Path:
     """Write the original model: the user's ONNX file as the user's model for ONNX output (byte
     for byte when it carries its weights), else the graph in the output's format."""
     if src.is_onnx and output_format(out) is OutputFormat.ONNX:
-        from tensor_eqsat.outputs import atomic_write
+        from tensor_eqsat.io.onnx_files import copy_model
 
         assert src.path is not None
-        atomic_write(out, src.path.read_bytes())
+        copy_model(src.path, out)  # self-contained, even when the user's weights are a data file
         return out
     return _write(src.graph, src, out, seed)
 

@@ -198,3 +198,64 @@ def test_search_deadline_keeps_a_reserve_for_the_check_and_guard():
     d = Deadline.after(100.0)
     assert round(search_deadline(d, 20.0).left()) == 80
     assert search_deadline(Deadline.after(None), 20.0).left() is None
+
+
+def test_auto_with_no_finished_candidate_hands_back_the_original(tmp_path, capsys):
+    """Issue 28, defect 2: a budget too small for any candidate used to end in KeyError."""
+    from tensor_eqsat.cli import main
+
+    out = tmp_path / "t.json"
+    assert main(["optimize", "squeezenet", "--time-budget", "1e-9", "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "no candidate finished" in text and out.is_file()
+
+
+def test_an_interrupt_in_the_guard_hands_back_the_original(tmp_path):
+    """Issue 28, defect 4: Ctrl-C in the guard used to throw the run away, writing nothing."""
+
+    class Interrupting(FakeRuntime):
+        def prepare(self, model, *, seed=0):
+            if self.prepared:  # the guard's estimate prepares once; the guard's first arm stops
+                raise KeyboardInterrupt
+            return super().prepare(model, seed=seed)
+
+    out = tmp_path / "out.json"
+    d = deliver(chain(), target="ort-cpu", runtime=Interrupting(lambda m: 1.0), output=out,
+                cost_model="roofline:a100", **SMALL)  # fmt: skip
+    assert d.interrupted and d.kept_original and d.exit_code == 130 and d.guard is None
+    assert load(out).op_counts() == chain().op_counts()
+
+
+def test_a_kept_onnx_original_with_external_data_is_written_self_contained(tmp_path):
+    """Issue 28, defect 1: a kept original whose weights sit in a data file beside it was written
+    as the bare proto, which nothing could load under another name."""
+    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
+    from tensor_eqsat.io.onnx_export import export_onnx
+    from tensor_eqsat.io.runtime import run_onnx
+
+    src = tmp_path / "b.onnx"
+    onnx.save_model(export_onnx(chain()), str(src), save_as_external_data=True, location="b.onnx.data",
+                    size_threshold=0)  # fmt: skip
+    assert (tmp_path / "b.onnx.data").is_file()
+    (tmp_path / "other").mkdir()
+    out = tmp_path / "other" / "out.onnx"
+    d = deliver(str(src), target="ort-cpu", runtime=FakeRuntime(lambda m: 1.0), output=out,
+                cost_model="roofline:a100", **SMALL)  # fmt: skip
+    assert d.kept_original and d.output == out
+    assert not (tmp_path / "other" / "b.onnx.data").exists()
+    x = {"x": __import__("numpy").ones((1, 64), dtype="float32")}
+    assert (run_onnx(str(out), x)[0] == run_onnx(str(src), x)[0]).all()
+
+
+def test_upper_case_onnx_output_is_onnx_on_every_path(tmp_path):
+    """Issue 28, defect 9: ``-o x.ONNX`` wrote graph JSON on the nothing-to-optimize path."""
+    pytest.importorskip("onnx")
+    from tensor_eqsat.io.onnx_common import load_model
+
+    g = Graph()
+    g.output(g.relu(g.input((1, 8), name="x")))
+    for graph in (g, chain()):
+        out = tmp_path / f"x{len(graph.nodes)}.ONNX"
+        d = deliver(graph, output=out, **SMALL)
+        assert d.output == out and load_model(out).graph.node  # an ONNX model, not JSON

@@ -65,6 +65,7 @@ from tensor_eqsat.rules.sets import rule_set_names
 from tensor_eqsat.search.mcts import Backend, FinalChoice, MctsConfig, Parallelism, RolloutPolicy
 from tensor_eqsat.search.portfolio import PortfolioConfig
 from tensor_eqsat.target import GuardReport, target_names
+from tensor_eqsat.workers import oversubscription_warning
 
 NAME = "optimize"
 HELP = "optimize a graph file or zoo model with MCTS-guided (or TENSAT-style) equality saturation"
@@ -96,7 +97,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         metavar="SIZE",
         help=f"memory the e-graph may use, e.g. 500M or 2G: caps every node limit at SIZE / "
-        f"{BYTES_PER_ENODE:,.0f} bytes per e-node (default: none)",
+        f"{BYTES_PER_ENODE:,.0f} bytes per e-node; it bounds the e-graph, not the whole process "
+        "(the numeric check and the guard need the model's tensors too); refused when it is below "
+        "the model's own e-graph (default: none)",
     )
     p.add_argument(
         "--extractor",
@@ -355,6 +358,9 @@ def run(args: argparse.Namespace) -> int:
         check_output_dir(args.run_dir, "--run-dir")
     if args.output is not None:
         check_output(args.output, "-o")
+    note = oversubscription_warning(workers=args.workers, threads=args.threads)
+    if note:
+        print(f"warning: {note}", file=sys.stderr)
     try:
         config = _config(args)
     except ConfigError as exc:  # the settings' names as the flags that set them
