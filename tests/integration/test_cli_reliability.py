@@ -43,7 +43,10 @@ def _no_work(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args, **kwargs):
         raise AssertionError("the optimization ran before the output was checked")
 
-    monkeypatch.setattr("tensor_eqsat.deliver.optimize", refuse)
+    import sys
+
+    # The package's ``deliver`` is the function; the module is reached through sys.modules.
+    monkeypatch.setattr(sys.modules["tensor_eqsat.deliver"], "optimize", refuse)
 
 
 # --- item 1: --no-check still writes -o -----------------------------------------------------

@@ -83,9 +83,13 @@ def _element_bytes(onnx: Any, tensor: Any) -> int | None:
         return None
 
 
-def check_model_file(path: str | os.PathLike[str], what: str | os.PathLike[str] | None = None) -> None:
-    """Check that the ONNX file at ``path`` loads: it parses, passes ``onnx.checker``, and each
-    tensor kept in external data finds its bytes in a regular file inside the model's folder.
+def check_model_file(
+    path: str | os.PathLike[str], what: str | os.PathLike[str] | None = None, *, checker: bool = True
+) -> None:
+    """Check that the ONNX file at ``path`` loads: it parses, passes ``onnx.checker`` (unless
+    ``checker`` is False: a user's own model, written back, is theirs to validate; onnxruntime
+    loads models the checker refuses, such as an output type without a shape), and each tensor
+    kept in external data finds its bytes in a regular file inside the model's folder.
 
     Cheap: external data is not read, only the data files' sizes. ``what``: the name errors
     give the file (default ``path``). Raises OutputError naming it and the reason.
@@ -103,7 +107,8 @@ def check_model_file(path: str | os.PathLike[str], what: str | os.PathLike[str] 
         raise fail(f"{type(exc).__name__}: {exc}") from None
     try:
         # From the file, so the checker resolves external data against the model's folder.
-        onnx.checker.check_model(str(path))
+        if checker:
+            onnx.checker.check_model(str(path))
     except Exception as exc:
         raise fail(" ".join(str(exc).split())) from None
     base = path.parent
@@ -137,8 +142,9 @@ def _keep_mode(tmp: Path, target: Path) -> None:
         os.chmod(tmp, stat.S_IMODE(os.stat(target).st_mode))
 
 
-def save_model(model: onnx.ModelProto, path: str | os.PathLike[str]) -> None:
-    """Save ``model`` to ``path`` atomically and check the file loads before it replaces ``path``.
+def save_model(model: onnx.ModelProto, path: str | os.PathLike[str], *, checker: bool = True) -> None:
+    """Save ``model`` to ``path`` atomically and check the file loads before it replaces ``path``
+    (``checker``: run ``onnx.checker`` too, see :func:`check_model_file`. Default True).
 
     A model over :data:`LARGE_MODEL_BYTES` keeps its tensors in ``<name>.data`` beside the
     (symlink-resolved) target; ``model`` itself is not changed. Raises OutputError naming the
@@ -156,7 +162,7 @@ def save_model(model: onnx.ModelProto, path: str | os.PathLike[str]) -> None:
     onnx = require_onnx()
     path = Path(path)
     if model_bytes(model) > LARGE_MODEL_BYTES:
-        _save_with_data(onnx, model, path)
+        _save_with_data(onnx, model, path, checker)
         return
     with atomic_target(path) as tmp:
         try:
@@ -164,10 +170,10 @@ def save_model(model: onnx.ModelProto, path: str | os.PathLike[str]) -> None:
         except OSError as exc:
             raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
         if tmp != path:  # a device or FIFO is written directly and cannot be read back
-            check_model_file(tmp, path)
+            check_model_file(tmp, path, checker=checker)
 
 
-def _save_with_data(onnx: Any, model: onnx.ModelProto, path: Path) -> None:
+def _save_with_data(onnx: Any, model: onnx.ModelProto, path: Path, checker: bool = True) -> None:
     """Save a large model as ``NAME`` and ``NAME.data``: both are written and checked in a
     temporary folder beside the target, then renamed into place, the data file first."""
     if path.is_dir():
@@ -192,7 +198,7 @@ def _save_with_data(onnx: Any, model: onnx.ModelProto, path: Path) -> None:
             all_tensors_to_one_file=True,
             location=data_name,
         )
-        check_model_file(tmp / target.name, path)
+        check_model_file(tmp / target.name, path, checker=checker)
         _keep_mode(tmp / target.name, target)
         if (tmp / data_name).exists():  # tensors under 1 KB stay in the proto
             os.replace(tmp / data_name, target.with_name(data_name))
@@ -235,7 +241,7 @@ def copy_model(source: str | os.PathLike[str], path: str | os.PathLike[str]) -> 
     except Exception as exc:
         raise FormatError(f"{name}: not a readable ONNX model ({type(exc).__name__}: {exc})") from exc
     if external_tensors(proto):
-        save_model(load_model(src), path)
+        save_model(load_model(src), path, checker=False)
         return
     out = Path(path)
     with atomic_target(out) as tmp:
@@ -244,4 +250,4 @@ def copy_model(source: str | os.PathLike[str], path: str | os.PathLike[str]) -> 
         except OSError as exc:
             raise OutputError(f"cannot write {out}: {exc.strerror or exc}") from None
         if tmp != out:
-            check_model_file(tmp, out)
+            check_model_file(tmp, out, checker=False)
