@@ -17,6 +17,7 @@ import ast
 import dataclasses
 import importlib
 import inspect
+import itertools
 import pkgutil
 import re
 import sys
@@ -38,13 +39,11 @@ def _field_docs(cls: type) -> dict[str, str]:
     for line in doc.splitlines():
         stripped = line.strip()
         m = re.match(r"^(\w+):\s*(.*)$", stripped)
-        starts = m is not None and m.group(1) in names and not line.startswith("        ")
-        if m is not None and m.group(1) in names and (starts or current is None or line.startswith("    ")):
-            # a new field paragraph: "name: text" at the paragraph's own indentation
-            if len(line) - len(line.lstrip()) <= 4:
-                current = m.group(1)
-                out[current] = m.group(2)
-                continue
+        # a new field paragraph: "name: text" at the docstring's (or an Attributes: list's) indentation
+        if m is not None and m.group(1) in names and len(line) - len(line.lstrip()) <= 4:
+            current = m.group(1)
+            out[current] = m.group(2)
+            continue
         if current is not None and stripped and (line.startswith(" ") or not stripped.endswith(":")):
             out[current] += " " + stripped
         elif not stripped:
@@ -106,7 +105,7 @@ def _member_docs(module: Any, cls_name: str) -> dict[str, str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef) and node.name == cls_name:
             body = node.body
-            for a, b in zip(body, body[1:], strict=False):
+            for a, b in itertools.pairwise(body):
                 if (
                     isinstance(a, ast.Assign)
                     and isinstance(b, ast.Expr)
@@ -179,8 +178,8 @@ def reference() -> str:
     from tensor_eqsat.search.mcts_config import MctsConfig
     from tensor_eqsat.search.portfolio import PortfolioConfig
 
-    lines = [HEADER, "# Reference", "", "What the code accepts and reports, generated from it. How to use it:"]
-    lines += ["[the guide](guide.md); why it is so: [the decisions](decisions.md).", ""]
+    lines = [HEADER, "# Reference", "", "What the code accepts and reports, generated from it."]
+    lines += ["How to use it: [the guide](guide.md); why it is so: [the decisions](decisions.md).", ""]
     lines += _targets() + _cost_models()
     lines += ["## Configuration", "", "`deliver(source, OptimizeConfig(...), delivery=DeliveryConfig(...))`;"]
     lines += ["nested settings can be overridden by name (`budget=16`, `ilp_time_limit=60`).", ""]
@@ -193,8 +192,8 @@ def reference() -> str:
 def decisions() -> str:
     import tensor_eqsat
 
-    lines = [HEADER, "# Decisions", "", "The alternatives each part of tensor-eqsat considered and rejected, as its"]
-    lines += ["module docstring states them (DESIGN.md has the decisions that cross modules).", ""]
+    lines = [HEADER, "# Decisions", "", "The alternatives each part of tensor-eqsat considered and rejected,"]
+    lines += ["as its module docstring states them (DESIGN.md has the decisions that cross modules).", ""]
     for info in sorted(pkgutil.walk_packages(tensor_eqsat.__path__, "tensor_eqsat."), key=lambda i: i.name):
         if info.name.endswith("__main__"):
             continue  # importing it runs the CLI
@@ -224,7 +223,8 @@ def main() -> int:
         else:
             path.write_text(text)
     if stale:
-        print(f"stale: {', '.join(stale)} (run: PYTHONPATH=src python docs/make_reference.py)", file=sys.stderr)
+        fix = "PYTHONPATH=src python docs/make_reference.py"
+        print(f"stale: {', '.join(stale)} (run: {fix})", file=sys.stderr)
         return 1
     return 0
 
