@@ -14,6 +14,7 @@ and nested calls need their own).
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 
@@ -80,6 +81,25 @@ class Deadline:
     def before(self, seconds: float) -> Deadline:
         """A deadline ``seconds`` earlier than this one (same start); none stays none."""
         return self if self.at is None else Deadline(self.at - seconds, self.start)
+
+
+def process_start() -> float:
+    """When this process started, on the ``time.perf_counter()`` clock (Linux: from
+    ``/proc/self/stat``); now where that cannot be read. A command's budget counts from here, so
+    the interpreter's start and the imports are inside it.
+
+    >>> 0.0 <= time.perf_counter() - process_start() < 3600.0
+    True
+    """
+    now = time.perf_counter()
+    try:
+        with open("/proc/self/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        started = int(fields[19]) / os.sysconf("SC_CLK_TCK")  # seconds after boot
+        elapsed = time.clock_gettime(time.CLOCK_BOOTTIME) - started
+    except (OSError, ValueError, IndexError, AttributeError):
+        return now
+    return now - elapsed if 0.0 <= elapsed < 86_400.0 else now
 
 
 def search_deadline(deadline: Deadline, after_search_s: float) -> Deadline:

@@ -39,7 +39,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from tensor_eqsat.clock import Deadline
+from tensor_eqsat.clock import Deadline, process_start
 from tensor_eqsat.commands._common import (
     add_input_shape_argument,
     byte_size,
@@ -352,8 +352,15 @@ _FLAGS = {"time_limit": "--time-limit", "time_budget": "--time-budget", "memory_
 
 
 def run(args: argparse.Namespace) -> int:
-    deadline = Deadline.after(args.time_budget if args.time_budget is not None else (
-        AUTO_TIME_BUDGET if args.search == "auto" else None))  # fmt: skip
+    # The budget counts from the process's start: the interpreter's start and the imports too.
+    budget = (
+        args.time_budget
+        if args.time_budget is not None
+        else AUTO_TIME_BUDGET
+        if args.search == "auto"
+        else None
+    )
+    deadline = Deadline.after(budget, start=process_start())
     if args.run_dir is not None:
         check_output_dir(args.run_dir, "--run-dir")
     if args.output is not None:

@@ -1,0 +1,90 @@
+"""Does ``--time-budget S`` bound the whole command? Wall time of ``tensor-eqsat optimize`` runs.
+
+    PYTHONPATH=src python benchmarks/time_budget.py [MODEL ...] [--budget 30] [--onnx NAME ...]
+
+Runs ``tensor-eqsat optimize MODEL --time-budget S --json`` as a separate process for each zoo
+model (default: all 13) and for ONNX exports of the PyTorch blocks in ``benchmarks/cpu_blocks.py``
+(default: ``conv_block`` and ``transformer_block``, optimized from the file for ``ort-cpu``, so the
+never-slower guard runs too), and prints the command's wall time (process start to exit: imports,
+loading, search, check, guard, write) against the budget, with what the command itself reports.
+The target is 110 % of the budget on every model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+
+def run(source: str, budget: float, out: Path) -> dict[str, object]:
+    cmd = [sys.executable, "-m", "tensor_eqsat", "optimize", source, "--time-budget", str(budget)]
+    cmd += ["--json", "-o", str(out)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+    wall = time.perf_counter() - t0
+    row: dict[str, object] = {"model": source, "rc": proc.returncode, "wall_s": wall}
+    if proc.returncode == 0:
+        data = json.loads(proc.stdout)
+        row.update(
+            search_s=data.get("wall_s"),
+            reported_s=data.get("delivery", {}).get("wall_s"),
+            speedup_pct=data.get("speedup_pct"),
+            kept=data.get("kept_original"),
+            stop=(data.get("portfolio") or {}).get("stop"),
+        )
+    else:
+        row["error"] = proc.stderr.strip().splitlines()[-1:] or ["?"]
+    return row
+
+
+def main() -> int:
+    from tensor_eqsat import zoo
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("models", nargs="*", default=zoo.names())
+    ap.add_argument("--budget", type=float, default=30.0)
+    ap.add_argument("--onnx", nargs="*", default=["conv_block", "transformer_block"])
+    ap.add_argument("--json", metavar="OUT", help="write the rows here")
+    args = ap.parse_args()
+    sources = list(args.models)
+    if args.onnx:
+        from cpu_blocks import export_all
+
+        sources += [str(p) for p in export_all(names=args.onnx).values()]
+    rows = []
+    print(f"{'model':28s} {'wall s':>7s} {'/budget':>7s} {'search s':>8s} {'speedup':>8s} {'kept':>5s} stop")
+    with tempfile.TemporaryDirectory() as tmp:
+        for source in sources:
+            out = Path(tmp) / (Path(source).stem + (".onnx" if source.endswith(".onnx") else ".json"))
+            row = run(source, args.budget, out)
+            rows.append(row)
+            ratio = float(row["wall_s"]) / args.budget  # type: ignore[arg-type]
+            if row["rc"] != 0:
+                name = Path(source).name
+                print(f"{name:28s} {row['wall_s']:7.1f} {ratio:7.2f}  exit {row['rc']}: {row['error']}")
+                continue
+            print(
+                f"{Path(source).name:28s} {row['wall_s']:7.1f} {ratio:7.2f} {row['search_s']:8.1f} "
+                f"{row['speedup_pct']:7.2f}% {'yes' if row['kept'] else 'no':>5s} {row['stop'] or ''}",
+                flush=True,
+            )
+    over = [r["model"] for r in rows if float(r["wall_s"]) > 1.1 * args.budget]  # type: ignore[arg-type]
+    worst = max(float(r["wall_s"]) for r in rows) / args.budget  # type: ignore[arg-type]
+    print(f"\n{len(rows) - len(over)} of {len(rows)} within budget + 10 %; worst {worst:.2f}x; over: {over}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"budget": args.budget, "rows": rows}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
