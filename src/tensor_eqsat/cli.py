@@ -16,6 +16,7 @@ import os
 import pkgutil
 import sqlite3
 import sys
+import time
 from collections.abc import Sequence
 from types import ModuleType
 
@@ -49,9 +50,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the process exit code."""
+    """Entry point; returns the process exit code. Run as the process's own command line
+    (``argv`` None), a command's clock starts with the process; called with ``argv`` from
+    Python, it starts now."""
+    from tensor_eqsat.clock import process_start
+
+    started = process_start() if argv is None else time.perf_counter()
     parser = build_parser()
     args = parser.parse_args(argv)
+    args._started = started
     logging.basicConfig(
         level=logging.WARNING - 10 * min(args.verbose, 2),
         format="%(levelname)s %(name)s: %(message)s",

@@ -503,7 +503,7 @@ def _settings(
         alternatives=tuple(k.value if isinstance(k, ExtractorKind) else str(k) for k in cfg.alternatives),
         time_budget=cfg.auto_time_budget() if auto else cfg.time_budget,
         memory_limit=cfg.memory_limit,
-        portfolio={k: v for k, v in cfg.portfolio.__dict__.items()} if auto else None,
+        portfolio=cfg.portfolio.to_dict() if auto else None,
         reward=_reward_settings(cfg) if mcts is not None else None,
     )
 

@@ -39,7 +39,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from tensor_eqsat.clock import Deadline, process_start
+from tensor_eqsat.clock import Deadline
 from tensor_eqsat.commands._common import (
     add_input_shape_argument,
     byte_size,
@@ -352,15 +352,12 @@ _FLAGS = {"time_limit": "--time-limit", "time_budget": "--time-budget", "memory_
 
 
 def run(args: argparse.Namespace) -> int:
-    # The budget counts from the process's start: the interpreter's start and the imports too.
-    budget = (
-        args.time_budget
-        if args.time_budget is not None
-        else AUTO_TIME_BUDGET
-        if args.search == "auto"
-        else None
-    )
-    deadline = Deadline.after(budget, start=process_start())
+    # The budget counts from the command's start (cli.main: the process's, the interpreter's start
+    # and the imports included).
+    budget = args.time_budget
+    if budget is None and args.search == "auto":
+        budget = AUTO_TIME_BUDGET
+    deadline = Deadline.after(budget, start=getattr(args, "_started", None))
     if args.run_dir is not None:
         check_output_dir(args.run_dir, "--run-dir")
     if args.output is not None:

@@ -68,6 +68,7 @@ from tensor_eqsat.search.construction import (
 )
 from tensor_eqsat.search.mcts import MctsConfig
 from tensor_eqsat.search.runner import RunnerConfig
+from tensor_eqsat.search.schedule import AUTO_SCHEDULE, Limit, Stage, StageKind, Start, When
 from tensor_eqsat.search.stop import StopReason
 
 if TYPE_CHECKING:
@@ -105,6 +106,8 @@ class PortfolioConfig:
         short at the deadline.
     finalists: how many distinct candidates, cheapest first, the never-slower guard may measure.
         Default 3.
+    schedule: the stages, in order (:mod:`tensor_eqsat.search.schedule`). Default
+        :data:`~tensor_eqsat.search.schedule.AUTO_SCHEDULE`, the steps above.
     """
 
     growth: int = 2
@@ -118,6 +121,7 @@ class PortfolioConfig:
     continue_mcts: bool = True
     ilp_mcts: bool = False
     finalists: int = 3
+    schedule: tuple[Stage, ...] = AUTO_SCHEDULE
 
     def __post_init__(self) -> None:
         if not isinstance(self.growth, int) or self.growth < 2:
@@ -134,6 +138,23 @@ class PortfolioConfig:
             raise ConfigError(f"PortfolioConfig.stall_rungs must be positive, got {self.stall_rungs}")
         if self.finalists < 1:
             raise ConfigError(f"PortfolioConfig.finalists must be positive, got {self.finalists}")
+        if not self.schedule:
+            raise ConfigError("PortfolioConfig.schedule must have at least one stage")
+        for stage in self.schedule:
+            if isinstance(stage.share, str) and stage.share != "rest" and stage.share not in _SHARES:
+                raise ConfigError(f"stage {stage.name}: share {stage.share!r} names no share setting")
+            if stage.enabled_by is not None and stage.enabled_by not in _SWITCHES:
+                raise ConfigError(f"stage {stage.name}: enabled_by {stage.enabled_by!r} names no switch")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready settings (the schedule as one line per stage)."""
+        out = dict(self.__dict__)
+        out["schedule"] = [stage.describe() for stage in self.schedule]
+        return out
+
+
+_SHARES = ("ladder_share", "mcts_share")
+_SWITCHES = ("continue_mcts", "wide_mcts", "ilp_mcts")
 
 
 @dataclass(frozen=True)
@@ -309,36 +330,72 @@ class Portfolio:
         progress: ProgressFn | None,
         t0: float,
     ) -> None:
+        """Run ``config.schedule`` (:mod:`tensor_eqsat.search.schedule`) stage by stage."""
         cfg = self.config
         first = self._cap(self.node_limit)
         run = _Stage(self, source, actions, finalize, seed, deadline, progress, t0)
-        ladder = _Ladder(first, run.saturate(first))
-        # The ladder first, within ladder_share of the time left (saturation gains fast where it
-        # gains: NASNet-A 16 -> 38 % in 13 s, TT 4 -> 17 % in 30 s), then MCTS, then the ladder
-        # again with whatever time MCTS left.
-        self._climb(run, ladder, cfg.ladder_share)
-        paper = run.mcts("mcts", source, first, share=cfg.mcts_share)
-        self._climb(run, ladder, 1.0)
-        if cfg.continue_mcts:
-            saturated = [c for c in self._candidates if c.strategy == "saturate"
-                         and c.stop_reason is StopReason.SATURATED]  # fmt: skip
-            if saturated:
-                base = saturated[-1]
-                grown = self._cap(max(2 * base.enodes, first))
-                run.mcts("mcts-continued", run.saturated_egraph, grown, share=1.0 - cfg.extraction_reserve)
+        ladder: _Ladder | None = None
+        first_mcts: list[Candidate | None] = []  # the first MCTS stage's candidate, once it ran
+        for stage in cfg.schedule:
+            if stage.enabled_by is not None and not getattr(cfg, stage.enabled_by):
+                continue
+            share = self._share(stage.share)
+            if stage.kind is StageKind.SATURATE:
+                limit = self._limit(stage.limit, first, source.num_enodes)
+                rung = run.saturate(limit, share=share)
+                ladder = ladder or _Ladder(limit, rung)
+                continue
+            if stage.kind is StageKind.LADDER:
+                ladder = ladder or _Ladder(first, run.saturate(first))
+                self._climb(run, ladder, share)
+                continue
+            start = self._start(stage, run, source, first_mcts)
+            if start is None:
+                continue
+            limit = self._limit(stage.limit, first, start.num_enodes)
+            if stage.limit is Limit.WIDE and limit <= first:
+                continue  # the memory limit leaves no wider limit
+            if stage.kind is StageKind.MCTS:
+                cost = self.ilp_cost if stage.cost == "ilp" else None
+                cand = run.mcts(stage.name, start, limit, share=share, cost=cost)
+                if not first_mcts:
+                    first_mcts.append(cand)
             else:
-                self._skipped.append(("mcts-continued", "no saturation rung saturated"))
-        if cfg.wide_mcts and paper is not None and paper.stop_reason is StopReason.NODE_LIMIT:
-            # The paper's limit can cut MCTS after one merge where two pay: ViT-Huge starts at
-            # 1,462 e-nodes, and one application of rule 128 fills 2,000 (6.63 %); at 4,000 MCTS
-            # applies it twice (13.26 %, 3 s). Saturation cannot see it (6.63 % up to 8,000).
-            wide = self._cap(cfg.growth * first)
-            if wide > first:
-                run.mcts("mcts", source, wide, share=1.0 - cfg.extraction_reserve)
-        if cfg.ilp_mcts and self.ilp_cost is not None and self._best_egraph is not None:
-            start = self._best_egraph
-            grown = self._cap(max(2 * start.num_enodes, first))
-            run.mcts("mcts-ilp", start, grown, share=1.0 - cfg.extraction_reserve, cost=self.ilp_cost)
+                run.construct(stage.name, stage.construction, start, limit, share=share)
+
+    def _start(
+        self, stage: Stage, run: _Stage, source: EGraph, first_mcts: list[Candidate | None]
+    ) -> EGraph | None:
+        """The e-graph ``stage`` starts from, or None when its condition fails (recorded as
+        skipped where the reason is worth telling)."""
+        if stage.when is When.A_RUNG_SATURATED and run.saturated_egraph is None:
+            self._skipped.append((stage.name, "no saturation rung saturated"))
+            return None
+        if stage.when is When.MCTS_AT_NODE_LIMIT and not (
+            first_mcts and first_mcts[0] is not None and first_mcts[0].stop_reason is StopReason.NODE_LIMIT
+        ):
+            return None
+        if stage.when is When.HAS_CANDIDATE and self._best_egraph is None:
+            return None
+        if stage.cost == "ilp" and self.ilp_cost is None:
+            return None
+        if stage.start is Start.SATURATED:
+            return run.saturated_egraph
+        if stage.start is Start.BEST:
+            return self._best_egraph
+        return source
+
+    def _limit(self, limit: Limit, first: int, start_enodes: int) -> int:
+        if limit is Limit.WIDE:
+            return self._cap(self.config.growth * first)
+        if limit is Limit.GROWN:
+            return self._cap(max(2 * start_enodes, first))
+        return first
+
+    def _share(self, share: float | str) -> float:
+        if share == "rest":
+            return 1.0 - self.config.extraction_reserve
+        return float(getattr(self.config, share) if isinstance(share, str) else share)
 
     def _climb(self, run: _Stage, ladder: _Ladder, share: float) -> None:
         """Saturate at growing node limits while the next rung is predicted to end within
@@ -423,14 +480,13 @@ class _Stage:
         (_, a), (_, b) = self._rung_times[-2:]
         return min(max(b / a if a > 0 else default, 1.5), 4.0)
 
-    def saturate(self, node_limit: int) -> Candidate:
+    def saturate(self, node_limit: int, *, share: float | None = None) -> Candidate:
         p = self.portfolio
         runner = replace(p.runner, node_limit=node_limit, node_multi=node_limit)
         settings = {"node_limit": node_limit, "k_multi": runner.k_multi}
         egraph = self.source.copy()
-        cand = self._run(
-            "saturate", Saturation(runner), egraph, settings, share=1.0 - p.config.extraction_reserve
-        )
+        share = 1.0 - p.config.extraction_reserve if share is None else share
+        cand = self._run("saturate", Saturation(runner), egraph, settings, share=share)
         self._rung_times.append((node_limit, cand.construction_s + cand.extraction_s))
         if cand.stop_reason is StopReason.SATURATED:
             self.saturated_egraph = egraph
@@ -453,6 +509,12 @@ class _Stage:
             settings["from_enodes"] = start.num_enodes
         construction = MctsConstruction(cfg, p.main_cost if cost is None else cost, node_limit)
         return self._run(strategy, construction, start.copy(), settings, share=share)
+
+    def construct(
+        self, strategy: str, construction: Construction, start: EGraph, node_limit: int, *, share: float
+    ) -> Candidate:
+        """A user's construction as a stage: it grows a copy of ``start``."""
+        return self._run(strategy, construction, start.copy(), {"node_limit": node_limit}, share=share)
 
     def _run(
         self,

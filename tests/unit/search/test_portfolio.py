@@ -218,3 +218,43 @@ def test_mcts_stopped_by_the_first_limit_runs_again_at_a_wider_one():
     assert mcts[0].stop_reason is StopReason.NODE_LIMIT and mcts[1].enodes > 300
     narrow = run(wide_mcts=False)
     assert [c.settings["node_limit"] for c in narrow.candidates if c.strategy == "mcts"] == [300]
+
+
+def test_the_auto_schedule_is_data_and_is_recorded():
+    from tensor_eqsat.search.schedule import AUTO_SCHEDULE, StageKind
+
+    assert [s.kind for s in AUTO_SCHEDULE][:4] == [
+        StageKind.SATURATE, StageKind.LADDER, StageKind.MCTS, StageKind.LADDER,
+    ]  # fmt: skip
+    r = optimize(tiny(), **AUTO)
+    recorded = r.settings.to_dict()["portfolio"]["schedule"]
+    assert recorded == [s.describe() for s in AUTO_SCHEDULE]
+    assert recorded[0].startswith("saturate: saturate from source, limit first")
+
+
+def test_a_users_construction_joins_a_schedule():
+    from tensor_eqsat.search.construction import Saturation
+    from tensor_eqsat.search.runner import RunnerConfig
+    from tensor_eqsat.search.schedule import Stage, StageKind
+
+    mine = Saturation(RunnerConfig(node_limit=100, node_multi=100, iter_limit=2))
+    schedule = (Stage(StageKind.MCTS), Stage(StageKind.CONSTRUCTION, "mine", construction=mine))
+    r = optimize(tiny(), **AUTO, schedule=schedule)
+    assert [c.strategy for c in r.portfolio.candidates] == ["mcts", "mine"]
+    assert r.optimized_cost_ms == min(c.cost_ms for c in r.portfolio.candidates)
+    assert verify(r.original, r.graph).ok
+
+
+@pytest.mark.parametrize(
+    ("stage", "message"),
+    [
+        (dict(share="no_such_share"), "names no share setting"),
+        (dict(enabled_by="no_switch"), "names no switch"),
+        (dict(share=1.5), "share must be in"),
+    ],
+)
+def test_bad_stages_are_refused(stage, message):
+    from tensor_eqsat.search.schedule import Stage, StageKind
+
+    with pytest.raises(ConfigError, match=message):
+        PortfolioConfig(schedule=(Stage(StageKind.MCTS, **stage),))
