@@ -45,7 +45,7 @@ from tensor_eqsat.extract.registry import ExtractorKind
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.optimize import OptimizeResult, optimize, save_run
 from tensor_eqsat.search.construction import ProgressFn
-from tensor_eqsat.search.stop import StopReason
+from tensor_eqsat.search.stop import Stop, StopReason
 from tensor_eqsat.source import OutputFormat, Source, output_format
 from tensor_eqsat.target.guard import GuardReport
 from tensor_eqsat.target.runtime import Runtime
@@ -138,6 +138,24 @@ class Delivery:
         return self.stop is StopReason.INTERRUPTED
 
     @property
+    def stop_detail(self) -> Stop | None:
+        """Why the call ended, with the limit reached (``node limit (2000)``); None with nothing
+        to optimize."""
+        if self.result is None or self.stop is None:
+            return None
+        cfg, reason = self.config, self.stop
+        value: float | int | None = None
+        if reason is StopReason.NODE_LIMIT:
+            value = self.result.stats.enodes if cfg.search is Search.AUTO else cfg.capped_node_limit()
+        elif reason is StopReason.TIME_LIMIT:
+            value = cfg.time_limit if cfg.time_limit is not None else cfg.time_budget
+        elif reason is StopReason.ITERATION_LIMIT:
+            value = cfg.runner.iter_limit
+        elif reason is StopReason.STEP_LIMIT:
+            value = cfg.mcts.max_steps
+        return Stop(reason, value)
+
+    @property
     def exit_code(self) -> int:
         """The CLI's exit status: 1 when the check failed, 130 after an interrupt, else 0."""
         if not self.ok:
@@ -161,7 +179,9 @@ class Delivery:
             data["measured"] = self.measured
         if self.interrupted:
             data["stop_reason"] = StopReason.INTERRUPTED.value
+        detail = self.stop_detail
         data["delivery"] = {
+            "stop": None if detail is None else detail.to_dict(),
             "wall_s": self.wall_s,
             "time_budget": self.config.time_budget,
             "output": None if self.output is None else str(self.output),

@@ -273,7 +273,8 @@ def optimize(
         )
     search_s = time.perf_counter() - ts
     _emit(progress, t0, "extract", step=len(report.steps), enodes=egraph.num_enodes)
-    optimized, final, final_s = _extract_final(egraph, cm, cfg, run_deadline.at)
+    optimized, extracted, final_s = _extract(egraph, cm, cfg, run_deadline.at)
+    final = _extraction_stats(cfg, extracted)
     alternatives = _extract_alternatives(egraph, cm, cfg)
     tc = time.perf_counter()
     original_cost, optimized_cost = cm.graph_cost(source), cm.graph_cost(optimized)
@@ -364,28 +365,44 @@ def _optimize_auto(
 
 
 def _finalizer(cm: CostModel, cfg: OptimizeConfig) -> Any:
-    """The portfolio's final extraction: ``cfg``'s final extractor, bounded by the deadline (an
-    ILP gets at most half the time left, so a later strategy still has time; at least
-    MIN_ILP_SECONDS) and warm-started from the best graph so far; priced by ``cm``."""
+    """The portfolio's final extraction (:func:`_extract`, an ILP with at most half the time
+    left, so a later stage still has time, warm-started from the best graph so far), with the
+    statistics a candidate reports."""
 
     def finalize(egraph: EGraph, deadline: float | None, hint: Graph | None) -> Extraction:
-        tf = time.perf_counter()
-        problem = problem_from_egraph(egraph, cm)
-        time_left = None if deadline is None else (deadline - time.perf_counter()) / 2
-        extractor = cfg.extractor("final", time_left)
-        if hint is not None and isinstance(extractor, IlpExtractor):
-            result = extractor.extract(problem.problem, _graph_hint(egraph, problem, hint))
-        else:
-            result = extractor.extract(problem.problem)
-        graph = problem.to_graph(result)
+        graph, result, seconds = _extract(egraph, cm, cfg, deadline, share=0.5, hint=hint)
         stats = _extraction_stats(cfg, result)
         if "hint_cost" in result.stats:
             stats["hint_cost"] = result.stats["hint_cost"]
         # SCIP catches Ctrl-C itself and returns its incumbent: pass the interrupt on.
         stats["interrupted"] = result.stats.get("solver_status") == "userinterrupt"
-        return Extraction(graph, cm.graph_cost(graph), stats, time.perf_counter() - tf)
+        return Extraction(graph, cm.graph_cost(graph), stats, seconds)
 
     return finalize
+
+
+def _extract(
+    egraph: EGraph,
+    cm: CostModel,
+    cfg: OptimizeConfig,
+    deadline: float | None,
+    *,
+    share: float = 1.0,
+    hint: Graph | None = None,
+) -> tuple[Graph, ExtractionResult, float]:
+    """The one final extraction of every search: ``cfg``'s final extractor on ``egraph`` priced by
+    ``cm``; an ILP gets ``share`` of the time left before ``deadline`` (at least
+    MIN_ILP_SECONDS) and, given a ``hint`` graph, starts from it where its nodes are in the
+    e-graph. Returns the graph, the extractor's result and the seconds it took."""
+    tf = time.perf_counter()
+    problem = problem_from_egraph(egraph, cm)
+    time_left = None if deadline is None else (deadline - time.perf_counter()) * share
+    extractor = cfg.extractor("final", time_left)
+    if hint is not None and isinstance(extractor, IlpExtractor):
+        result = extractor.extract(problem.problem, _graph_hint(egraph, problem, hint))
+    else:
+        result = extractor.extract(problem.problem)
+    return problem.to_graph(result), result, time.perf_counter() - tf
 
 
 def _graph_hint(egraph: EGraph, problem: Any, graph: Graph) -> list[int]:
@@ -432,19 +449,6 @@ def _offset_progress(progress: ProgressFn | None, offset: float) -> ProgressFn |
     if progress is None:
         return None
     return lambda p: progress(replace(p, elapsed=p.elapsed + offset))
-
-
-def _extract_final(
-    egraph: EGraph, cm: CostModel, cfg: OptimizeConfig, deadline: float | None
-) -> tuple[Graph, dict[str, Any], float]:
-    """The final extraction (an ILP gets what remains of the run's time limit, if it has one):
-    the optimized graph, its statistics, and its seconds."""
-    tf = time.perf_counter()
-    problem = problem_from_egraph(egraph, cm)
-    time_left = None if deadline is None else deadline - time.perf_counter()
-    result = cfg.extractor("final", time_left).extract(problem.problem)
-    optimized = problem.to_graph(result)
-    return optimized, _extraction_stats(cfg, result), time.perf_counter() - tf
 
 
 def _extraction_stats(cfg: OptimizeConfig, result: ExtractionResult) -> dict[str, Any]:

@@ -259,3 +259,13 @@ def test_upper_case_onnx_output_is_onnx_on_every_path(tmp_path):
         out = tmp_path / f"x{len(graph.nodes)}.ONNX"
         d = deliver(graph, output=out, **SMALL)
         assert d.output == out and load_model(out).graph.node  # an ONNX model, not JSON
+
+
+def test_the_stop_reason_carries_the_limit_it_reached():
+    from tensor_eqsat import zoo
+
+    d = deliver(zoo.get("squeezenet"), search="saturate", node_limit=300, final_extractor="greedy-dag",
+                delivery=DeliveryConfig(check=False))  # fmt: skip
+    assert d.result.stop_reason is StopReason.NODE_LIMIT
+    assert str(d.stop_detail) == "node limit (300)"
+    assert d.to_dict()["delivery"]["stop"] == {"reason": "node limit", "value": 300}

@@ -487,7 +487,7 @@ def _summary_table(name: str, d: Delivery) -> Table:
         ("original cost", f"{r.original_cost_ms:.4f} ms"),
         ("optimized cost", f"{r.optimized_cost_ms:.4f} ms"),
         ("predicted speedup", f"{r.speedup_pct:.2f} %"),
-        ("steps", f"{len(r.steps)} (stopped: {(d.stop or r.stop_reason).value})"),
+        ("steps", f"{len(r.steps)} (stopped: {d.stop_detail or r.stop_reason.value})"),
         ("e-graph", f"{st.initial_enodes} -> {st.enodes} e-nodes, {st.classes} classes"),
         ("rules applied", _counts(r.rule_counts)),
         (

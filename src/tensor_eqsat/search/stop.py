@@ -10,6 +10,7 @@ had their own form.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 
 
@@ -40,3 +41,24 @@ class StopReason(StrEnum):
     """The user interrupted the run (Ctrl-C); the anytime search returns its best so far."""
     DONE = "done"
     """A schedule of stages (the ``auto`` search) ran every stage it had."""
+
+
+@dataclass(frozen=True)
+class Stop:
+    """A stop reason with the value that was reached, as egg's ``StopReason::NodeLimit(n)``.
+
+    reason: why. value: the limit reached (e-nodes for ``node limit``, seconds for ``time
+    limit``, iterations for ``iteration limit``, steps for ``step limit``), None for the others.
+
+    >>> str(Stop(StopReason.NODE_LIMIT, 2000)), Stop(StopReason.SATURATED).to_dict()
+    ('node limit (2000)', {'reason': 'saturated', 'value': None})
+    """
+
+    reason: StopReason
+    value: float | int | None = None
+
+    def __str__(self) -> str:
+        return self.reason.value if self.value is None else f"{self.reason.value} ({self.value:g})"
+
+    def to_dict(self) -> dict[str, object]:
+        return {"reason": self.reason.value, "value": self.value}
