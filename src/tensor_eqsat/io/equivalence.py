@@ -149,7 +149,8 @@ def _prepare(source: Any, backend: str, seed: int, device: str = "cpu") -> _Side
         from tensor_eqsat.io.onnx_export import export_onnx
         from tensor_eqsat.io.runtime import input_specs, ort_session
 
-        proto = export_onnx(model, seed=seed) if isinstance(model, Graph) else model
+        # onnxruntime validates what it loads; the checker (seconds on VGG-19) guards written files.
+        proto = export_onnx(model, seed=seed, check=False) if isinstance(model, Graph) else model
         # A file is opened by its path, so onnxruntime's errors name the file.
         from_file = isinstance(source, str | os.PathLike) and not isinstance(model, Graph)
         sess = ort_session(source if from_file else proto)

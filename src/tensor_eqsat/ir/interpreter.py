@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import zlib
+from collections import OrderedDict
 from collections.abc import Mapping
 
 import numpy as np
@@ -36,12 +37,43 @@ def random_input(name: str, shape: Shape, seed: int = 0) -> np.ndarray:
 
 
 def random_weight(name: str, shape: Shape, seed: int = 0, positive: bool = False) -> np.ndarray:
-    """Scaled random float32 data for a weight, determined by (seed, name)."""
+    """Scaled random float32 data for a weight, determined by (seed, name, shape).
+
+    The arrays are read-only and the most recent ones are kept (up to
+    :data:`WEIGHT_CACHE_BYTES`): the original and the optimized graph share their weights'
+    names, so checking, exporting and timing both makes each weight once. VGG-19's 143 M
+    parameters take seconds to draw.
+    """
+    key = (name, tuple(shape), seed, positive)
+    arr = _WEIGHTS.get(key)
+    if arr is not None:
+        _WEIGHTS.move_to_end(key)
+        return arr
     rng = _rng(seed, name)
     if positive:
-        return rng.uniform(0.5, 1.5, size=shape).astype(np.float32)
-    fan_in = math.prod(shape[1:]) if len(shape) >= 2 else 1
-    return (rng.standard_normal(shape, dtype=np.float32) / np.float32(math.sqrt(fan_in))).astype(np.float32)
+        arr = rng.uniform(0.5, 1.5, size=shape).astype(np.float32)
+    else:
+        fan_in = math.prod(shape[1:]) if len(shape) >= 2 else 1
+        arr = rng.standard_normal(shape, dtype=np.float32)
+        arr /= np.float32(math.sqrt(fan_in))
+    arr.flags.writeable = False
+    _remember(key, arr)
+    return arr
+
+
+WEIGHT_CACHE_BYTES = 1 << 30
+"""The most bytes of random weights :func:`random_weight` keeps (least recently used dropped)."""
+_WEIGHTS: OrderedDict[tuple[str, tuple[int, ...], int, bool], np.ndarray] = OrderedDict()
+
+
+def _remember(key: tuple[str, tuple[int, ...], int, bool], arr: np.ndarray) -> None:
+    if arr.nbytes > WEIGHT_CACHE_BYTES:
+        return
+    _WEIGHTS[key] = arr
+    total = sum(a.nbytes for a in _WEIGHTS.values())
+    while total > WEIGHT_CACHE_BYTES:
+        _, dropped = _WEIGHTS.popitem(last=False)
+        total -= dropped.nbytes
 
 
 def _positive_weights(graph: Graph) -> set[int]:

@@ -114,7 +114,7 @@ class OrtRuntime:
         if isinstance(loaded, Graph):
             from tensor_eqsat.io.onnx_export import export_onnx
 
-            loaded = export_onnx(loaded, seed=seed)
+            loaded = export_onnx(loaded, seed=seed, check=False)  # onnxruntime validates it
         sess = ort_session(loaded, threads=self.threads, optimization=self.optimization, device=self.device)
         feed = random_feed(input_specs(loaded), seed, loaded)
 
