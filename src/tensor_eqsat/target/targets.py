@@ -9,12 +9,20 @@ target            cost model              measured with
 ================  ======================  ==========================================
 ``ort-cpu``       ``measured:ort-cpu``    onnxruntime on this CPU
 ``torch-cpu``     ``measured:cpu``        PyTorch eager on this CPU
-``cuda``          ``measured:cuda``       PyTorch on the local GPU (when there is one)
+``cuda``          ``measured:cuda``       PyTorch eager on the local GPU (when there is one)
+``h200``          ``recorded:h200``       not here (recorded NVIDIA H200 profile, eager)
 ``cpu-roofline``  ``roofline:cpu``        onnxruntime on this CPU (an analytic CPU model)
 ``a100``          ``roofline:a100``       not here (analytic GPU profile)
 ``p100``          ``roofline:p100``       not here
 ``h100``          ``roofline:h100``       not here
 ================  ======================  ==========================================
+
+GPU targets price an execution mode: ``cuda`` and ``h200`` price PyTorch eager forward passes
+(each op at least its host launch, :mod:`tensor_eqsat.cost.execution`). The analytic ``a100``,
+``p100`` and ``h100`` rooflines price summed kernel times; ``a100`` is the paper's cost model,
+which reproduces its 2019-era relative costs, not a current GPU.
+:func:`default_gpu_target` is the GPU target to use on this machine: ``cuda`` with a GPU, else
+the ``h200`` profile.
 
 Defaults (:func:`default_target`): an ONNX file runs in onnxruntime, so it defaults to
 ``ort-cpu``; zoo models and graph JSON keep ``a100``, the roofline that reproduces the paper.
@@ -54,7 +62,7 @@ class Target:
     def unavailable(self) -> str | None:
         """Why this target cannot be measured on this machine, or None when it can."""
         if self.backend is None:
-            return f"{self.name} is an analytic profile of another device; nothing here runs like it"
+            return f"{self.name} is a profile of another device (analytic or recorded); nothing here runs like it"
         module = "onnxruntime" if self.backend == "ort" else "torch"
         if importlib.util.find_spec(module) is None:
             extra = "onnx" if self.backend == "ort" else "torch"
@@ -80,6 +88,9 @@ TARGETS: dict[str, Target] = {
         Target("cuda", "measured:cuda", "torch", "cuda", "PyTorch on the local CUDA GPU"),
         Target(
             "cpu-roofline", "roofline:cpu", "ort", "cpu", "analytic CPU roofline (measured in ONNX Runtime)"
+        ),
+        Target(
+            "h200", "recorded:h200", None, None, "recorded NVIDIA H200 profile (PyTorch eager, measured op times)"
         ),
         Target("a100", "roofline:a100", None, None, "analytic NVIDIA A100 roofline (the paper's device)"),
         Target("p100", "roofline:p100", None, None, "analytic NVIDIA P100 roofline"),
@@ -120,3 +131,18 @@ def default_target(source: str | None) -> Target:
     if source is not None and str(source).lower().endswith(".onnx"):
         return TARGETS[DEFAULT_ONNX_TARGET]
     return TARGETS[DEFAULT_GRAPH_TARGET]
+
+
+def default_gpu_target() -> str:
+    """The GPU target for this machine: ``"cuda"`` when PyTorch sees a CUDA device, else
+    ``"h200"`` (the recorded H200 profile: predicted for an H200, not measured here).
+
+    >>> default_gpu_target() in ("cuda", "h200")
+    True
+    """
+    if importlib.util.find_spec("torch") is not None:
+        import torch
+
+        if torch.cuda.is_available():
+            return "cuda"
+    return "h200"

@@ -9,7 +9,7 @@ from tensor_eqsat.target import TARGETS, TargetError, default_target, get_target
 
 
 def test_every_target_names_a_cost_model_that_parses():
-    assert set(target_names()) == {"ort-cpu", "torch-cpu", "cuda", "cpu-roofline", "a100", "p100", "h100"}
+    assert set(target_names()) == {"ort-cpu", "torch-cpu", "cuda", "cpu-roofline", "h200", "a100", "p100", "h100"}
     for t in TARGETS.values():
         if t.name == "cuda" and not t.measurable:
             continue  # measured:cuda cannot be built without a GPU
