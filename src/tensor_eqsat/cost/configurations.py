@@ -19,8 +19,9 @@ e-graph per seed and budget, so the table would miss configurations the next run
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from tensor_eqsat.cost.model import KernelCostModel, WeightOps
 from tensor_eqsat.cost.timing_cache import encode_attrs, shapes_key
@@ -150,3 +151,58 @@ def model_configurations(
         time.perf_counter() - t0,
         frozenset(config_key(*c) for c in configs),
     )
+
+
+@dataclass(frozen=True)
+class ProfiledModel:
+    """What profiling one model did: its configurations, how many were timed now and how many
+    the file already held (a resumed or shared run), and the seconds spent."""
+
+    model: str
+    configurations: int
+    timed: int
+    already: int
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "configurations": self.configurations,
+            "timed": self.timed,
+            "already_recorded": self.already,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def profile_models(
+    models: Sequence[tuple[str, str | Graph]],
+    cost_model: Any,
+    *,
+    node_limit: int = 2000,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> list[ProfiledModel]:
+    """Time every configuration the models' saturated e-graphs need with ``cost_model`` (a
+    :class:`~tensor_eqsat.cost.measured.MeasuredCostModel` with a persistent cache).
+
+    models: (label, zoo name or Graph) pairs. node_limit: see :func:`model_configurations`.
+    progress: called as ``progress(label, done, total)`` after each configuration.
+
+    Each measurement is written to the model's timing file as soon as it is taken and
+    configurations the file already holds are not timed again, so an interrupted run continues
+    where it stopped when started again.
+    """
+    from tensor_eqsat.ir.ops import get_op
+
+    out: list[ProfiledModel] = []
+    for label, model in models:
+        t0 = time.perf_counter()
+        needed = model_configurations(model, node_limit=node_limit)
+        before = cost_model.measured
+        total = len(needed.configurations)
+        for i, (op, attrs, shapes) in enumerate(needed.configurations):
+            cost_model.kernel_ms(get_op(op), attrs, shapes)
+            if progress is not None:
+                progress(label, i + 1, total)
+        timed = cost_model.measured - before
+        out.append(ProfiledModel(label, total, timed, total - timed, time.perf_counter() - t0))
+    return out

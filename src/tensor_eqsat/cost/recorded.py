@@ -244,8 +244,10 @@ class RecordedCostModel(KernelCostModel):
     """Prices ops from a recorded timing table; the fitted roofline covers what it lacks.
 
     table: a :class:`TimingTable`, a shipped profile name (``"h200"``) or a timing file path.
-    mode: ``"eager"`` (default: the price of a PyTorch eager forward pass, see
+    mode: ``"eager"`` (the price of a PyTorch eager forward pass, see
         :mod:`tensor_eqsat.cost.execution`) or ``"isolated"`` (the recorded times as they are).
+        Default None: eager for a GPU table, isolated for a CPU one (``cpu:...`` device key:
+        CPU ops run synchronously, so their times add up as recorded).
     eager: the composition for eager mode. Default: the table's own, else
         :data:`~tensor_eqsat.cost.execution.DEFAULT_EAGER` (the H200 fit).
     device: for a SQLite file with several devices, which one (see :func:`load_table`).
@@ -264,7 +266,7 @@ class RecordedCostModel(KernelCostModel):
         self,
         table: TimingTable | str = "h200",
         *,
-        mode: ExecutionMode | str = ExecutionMode.EAGER,
+        mode: ExecutionMode | str | None = None,
         eager: EagerLaunch | None = None,
         device: str | None = None,
         weight_ops: WeightOps | str = WeightOps.FOLD,
@@ -272,6 +274,8 @@ class RecordedCostModel(KernelCostModel):
     ) -> None:
         super().__init__(weight_ops=weight_ops, taso_compat=taso_compat)
         self.table = table if isinstance(table, TimingTable) else load_table(table, device=device)
+        if mode is None:
+            mode = ExecutionMode.ISOLATED if self.table.device.startswith("cpu") else ExecutionMode.EAGER
         try:
             self.mode = ExecutionMode(mode)
         except ValueError:
