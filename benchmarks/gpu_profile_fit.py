@@ -4,7 +4,7 @@ From the shared H200 data (``calibration/h200-2026-11``), on the CPU, leave-one-
 figure of model M comes from a profile fitted without M's *own* data, where
 
 * M's own configurations are the table entries that appear in M's saturated e-graph and in no
-  other model's (``tensor_eqsat.cost.configurations``: each zoo model saturated to 2,000 e-nodes,
+  other model's (``tensor_eqsat.search.configurations``: each zoo model saturated to 2,000 e-nodes,
   as the table was recorded); they are removed from the table, so M's ops are priced by the
   roofline fitted to the rest, unless another model shares them;
 * M's own latencies are its two rows of ``whole_graph.json``; the eager composition is fitted to
@@ -23,7 +23,8 @@ Figures printed:
    composition) with the same held-out table, for comparison;
 3. with ``--optimize SECONDS``: each zoo model optimized with ``--target h200`` pricing
    (``search="auto"``, that time budget), with the conv merges (rules 120-123: a conv whose
-   weight is a ``merge``) in the result and the rules the run applied most.
+   weight is a ``merge``) in the result, how many of them the table records as slower than the
+   conv they replaced, and the rules the run applied most.
 
     PYTHONPATH=src python benchmarks/gpu_profile_fit.py                 # 1 and 2, ~30 s
     PYTHONPATH=src python benchmarks/gpu_profile_fit.py --optimize 20   # and 3, ~5 more minutes
@@ -47,13 +48,13 @@ from typing import Any
 import numpy as np
 
 from tensor_eqsat import zoo
-from tensor_eqsat.cost.configurations import model_configurations
-from tensor_eqsat.cost.execution import EagerLaunch, GraphSample, fit_eager_launch
+from tensor_eqsat.cost.execution import GraphSample, fit_eager_launch
 from tensor_eqsat.cost.model import KernelCostModel, node_costs
-from tensor_eqsat.cost.recorded import RecordedCostModel, TimingTable, _from_sqlite
+from tensor_eqsat.cost.recorded import RecordedCostModel, TimingTable, load_table
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.ir.serialize import load
 from tensor_eqsat.ir.types import OpKind
+from tensor_eqsat.search.configurations import model_configurations
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "calibration" / "h200-2026-11"
 
@@ -108,16 +109,19 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the h200-2026-11 calibration folder")
     ap.add_argument("--strict", action="store_true", help="hold out every configuration of a model")
-    ap.add_argument("--optimize", type=float, default=None, metavar="SECONDS", help="also optimize each model")
+    ap.add_argument(
+        "--optimize", type=float, default=None, metavar="SECONDS", help="also optimize each model"
+    )
     ap.add_argument("--fit-eager", action="store_true", help="print the eager fit to all 26 graphs")
     ap.add_argument("--json", type=Path, default=None, help="also write the figures to this JSON file")
+    ap.add_argument("--models", nargs="*", default=None, help="models for --optimize (default: all 13)")
     args = ap.parse_args(argv)
     data = args.data
     if not (data / "op_timings.sqlite3").is_file():
         print(f"error: {data}: no op_timings.sqlite3 (give --data DIR)", file=sys.stderr)
         return 2
     t0 = time.perf_counter()
-    full = _from_sqlite(data / "op_timings.sqlite3", None)
+    full = load_table(str(data / "op_timings.sqlite3"))
     whole = {r["model"]: r for r in json.loads((data / "whole_graph.json").read_text())["rows"]}
     models = zoo.names()
     needed = {m: model_configurations(m).keys for m in models}
@@ -157,9 +161,10 @@ def main(argv: list[str] | None = None) -> int:
         f"   Spearman {cfg['spearman']:.3f} (target >= 0.95), median error {cfg['median_rel_err']:.1%} "
         f"(target <= 15 %), 90th percentile {cfg['p90_rel_err']:.1%}"
     )
-    print("   by op (count, median error): " + ", ".join(
-        f"{op} {n} {e:.0%}" for op, (n, e) in cfg["by_op"].items()
-    ))
+    print(
+        "   by op (count, median error): "
+        + ", ".join(f"{op} {n} {e:.0%}" for op, (n, e) in cfg["by_op"].items())
+    )
 
     # 2. whole graphs
     rows = []
@@ -197,7 +202,9 @@ def main(argv: list[str] | None = None) -> int:
             f"2. {label}: Spearman {spearman(p, meas):.3f} (target >= 0.8), within 5 points on "
             f"{within} of {len(rows)} (target 10)"
         )
-    print(f"   {'model':12s} {'eager':>7s} {'isolated':>8s} {'measured':>8s}   pred ms (orig, opt) / measured")
+    print(
+        f"   {'model':12s} {'eager':>7s} {'isolated':>8s} {'measured':>8s}   pred ms (orig, opt) / measured"
+    )
     for r in rows:
         print(
             f"   {r['model']:12s} {r['predicted_pct']:+6.1f}% {r['isolated_pct']:+7.1f}% "
@@ -216,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"   eager composition fitted to all 26 graphs: {fitted}")
 
     if args.optimize is not None:
-        out["optimized"] = optimize_all(models, args.optimize)
+        out["optimized"] = optimize_all(args.models or models, args.optimize)
     print(f"({time.perf_counter() - t0:.0f} s on this machine)")
     if args.json:
         args.json.write_text(json.dumps(out, indent=1) + "\n")
@@ -225,32 +232,68 @@ def main(argv: list[str] | None = None) -> int:
 
 def conv_merges(graph: Graph) -> int:
     """Convs of ``graph`` whose weight is widened by ``merge`` (rules 120-123 took effect)."""
-    count = 0
+    return len(merged_convs(graph))
+
+
+def merged_convs(graph: Graph) -> list[tuple[Any, tuple[Any, ...], tuple[Any, ...]]]:
+    """(attrs, merged input shapes, original input shapes) of each conv whose weight is a
+    ``merge``; a chain of merges (32 groups to 16 to 8 ...) is followed back to the original
+    weight."""
+    out = []
     for n in graph.nodes:
         if n.op == "conv2d":
             src = graph.nodes[n.inputs[1][0]]
-            count += src.op == "merge"
-    return count
+            if src.op == "merge":
+                while src.op == "merge":
+                    first = src.inputs[0]
+                    src = graph.nodes[first[0]]
+                x, w = graph.shape_of(n.inputs[0]), graph.shape_of(n.inputs[1])
+                out.append((n.attrs, (tuple(x), tuple(w)), (tuple(x), tuple(graph.shape_of(first)))))
+    return out
+
+
+def merge_verdicts(graph: Graph, table: TimingTable) -> Counter[str]:
+    """For each merged conv: ``"recorded slower"`` / ``"recorded faster"`` when the table has the
+    merged and the original conv, else ``"fitted slower"`` / ``"fitted faster"`` (priced by the
+    profile, eager, the fit filling in what the table lacks)."""
+    from tensor_eqsat.search.configurations import config_key
+
+    priced = RecordedCostModel(table)
+    verdicts: Counter[str] = Counter()
+    for attrs, merged, original in merged_convs(graph):
+        a = table.entries.get(config_key("conv2d", attrs, merged))
+        b = table.entries.get(config_key("conv2d", attrs, original))
+        how = "recorded"
+        if a is None or b is None:
+            how = "fitted"
+            a = priced.op_cost("conv2d", attrs, merged, False)
+            b = priced.op_cost("conv2d", attrs, original, False)
+        verdicts[f"{how} {'slower' if a > b else 'faster'}"] += 1
+    return verdicts
 
 
 def optimize_all(models: list[str], seconds: float) -> list[dict[str, Any]]:
     from tensor_eqsat.optimize import optimize
 
     rows = []
+    table = load_table("h200")
     print(f"3. optimize MODEL priced by recorded:h200 (search auto, {seconds:g} s budget)")
     for m in models:
         r = optimize(m, search="auto", cost_model="recorded:h200", time_budget=seconds)
         top = Counter(r.rule_counts).most_common(5)
+        verdicts = merge_verdicts(r.graph, table)
         row = {
             "model": m,
             "predicted_pct": r.speedup_pct,
             "conv_merges": conv_merges(r.graph),
+            "merges": dict(verdicts),
             "top_rules": top,
             "wall_s": r.wall_s,
         }
         rows.append(row)
         print(
-            f"   {m:12s} {r.speedup_pct:+6.1f}%  conv merges {row['conv_merges']}  rules "
+            f"   {m:12s} {r.speedup_pct:+6.1f}%  conv merges {row['conv_merges']} "
+            f"({', '.join(f'{v} {k}' for k, v in sorted(verdicts.items())) or 'none'})  rules "
             f"{', '.join(f'{k}x{v}' for k, v in top)}  ({r.wall_s:.0f} s)",
             flush=True,
         )

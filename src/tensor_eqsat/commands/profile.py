@@ -1,7 +1,7 @@
 """``tensor-eqsat profile [MODELS...] --target cuda -o FILE``: record a device profile.
 
 Times every op configuration the given models' e-graphs need (each saturated to the node limit,
-:mod:`tensor_eqsat.cost.configurations`) on the target's device and stores them in a timing
+:mod:`tensor_eqsat.search.configurations`) on the target's device and stores them in a timing
 file, which then prices graphs on any machine as ``--cost-model recorded:FILE``. Each timing is
 written as soon as it is taken, so an interrupted run continues where it stopped.
 """
@@ -13,10 +13,10 @@ import time
 from pathlib import Path
 
 from tensor_eqsat.commands._common import float_above, int_at_least, load_graph_arg, print_json, stderr
-from tensor_eqsat.cost.configurations import profile_models
 from tensor_eqsat.cost.recorded import SQLITE_SUFFIXES
 from tensor_eqsat.errors import ConfigError
 from tensor_eqsat.ir.graph import Graph
+from tensor_eqsat.search.configurations import profile_models
 from tensor_eqsat.target import get_target
 
 NAME = "profile"
@@ -52,8 +52,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=2000,
         help="saturate each model's e-graph to this many e-nodes (default: %(default)s)",
     )
-    p.add_argument("--repeats", type=int_at_least(3), default=15, help="timed runs per op (default: %(default)s)")
-    p.add_argument("--warmup", type=int_at_least(0), default=3, help="untimed runs first (default: %(default)s)")
+    p.add_argument(
+        "--repeats", type=int_at_least(3), default=15, help="timed runs per op (default: %(default)s)"
+    )
+    p.add_argument(
+        "--warmup", type=int_at_least(0), default=3, help="untimed runs first (default: %(default)s)"
+    )
     p.add_argument(
         "--max-seconds",
         type=float_above(0.0),
@@ -116,6 +120,8 @@ def run(args: argparse.Namespace) -> int:
             f"{r.already} already recorded ({r.seconds:.1f} s)",
             highlight=False,
         )
-    print(f"recorded {summary['timed']} new timings in {out} ({cost_model.device_key}); "
-          f"price graphs with: --cost-model recorded:{out}")
+    print(
+        f"recorded {summary['timed']} new timings in {out} ({cost_model.device_key}); "
+        f"price graphs with: --cost-model recorded:{out}"
+    )
     return 0

@@ -103,9 +103,9 @@ class EagerLaunch:
 
 
 DEFAULT_EAGER = EagerLaunch(
-    launch_ms=0.0067,
-    event_ms=0.0088,
-    view_ms=0.0030,
+    launch_ms=0.0069,
+    event_ms=0.00845,
+    view_ms=0.00335,
     source=(
         "fitted to the eager latencies of 26 graphs (13 zoo models, original and optimized) on an "
         "NVIDIA H200 with PyTorch 2.11 (calibration/h200-2026-11/whole_graph.json; "

@@ -28,10 +28,10 @@ a table with no row of a kind at all prices it with the pooled fit. The fit is d
 
 Alternatives rejected: least *absolute* relative error (iteratively reweighted): on the H200
 table, held out by model, it ranked worse (Spearman 0.66 against 0.74) with a larger median
-error (19.9 % against 17.2 %; ``benchmarks/gpu_profile_fit.py``); the analytic roofline's tile model (many more parameters than a
-932-entry table of mostly floor-bound ops can fix); a max() of the compute and memory terms
-instead of their sum (not linear in the parameters, and the two differ by at most 2x); a nearest
-neighbour in the table (no notion that more work costs more).
+error (19.9 % against 17.2 %; ``benchmarks/gpu_profile_fit.py``); the analytic roofline's tile
+model (many more parameters than a 932-entry table of mostly floor-bound ops can fix); a max()
+of the compute and memory terms instead of their sum (not linear in the parameters, and the two
+differ by at most 2x); a nearest neighbour in the table (no notion that more work costs more).
 """
 
 from __future__ import annotations

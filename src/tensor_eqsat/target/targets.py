@@ -62,7 +62,7 @@ class Target:
     def unavailable(self) -> str | None:
         """Why this target cannot be measured on this machine, or None when it can."""
         if self.backend is None:
-            return f"{self.name} is a profile of another device (analytic or recorded); nothing here runs like it"
+            return f"{self.name} is a profile of another device (analytic or recorded): nothing here runs it"
         module = "onnxruntime" if self.backend == "ort" else "torch"
         if importlib.util.find_spec(module) is None:
             extra = "onnx" if self.backend == "ort" else "torch"
@@ -90,7 +90,11 @@ TARGETS: dict[str, Target] = {
             "cpu-roofline", "roofline:cpu", "ort", "cpu", "analytic CPU roofline (measured in ONNX Runtime)"
         ),
         Target(
-            "h200", "recorded:h200", None, None, "recorded NVIDIA H200 profile (PyTorch eager, measured op times)"
+            "h200",
+            "recorded:h200",
+            None,
+            None,
+            "recorded NVIDIA H200 profile (PyTorch eager, measured op times)",
         ),
         Target("a100", "roofline:a100", None, None, "analytic NVIDIA A100 roofline (the paper's device)"),
         Target("p100", "roofline:p100", None, None, "analytic NVIDIA P100 roofline"),

@@ -9,7 +9,16 @@ from tensor_eqsat.target import TARGETS, TargetError, default_target, get_target
 
 
 def test_every_target_names_a_cost_model_that_parses():
-    assert set(target_names()) == {"ort-cpu", "torch-cpu", "cuda", "cpu-roofline", "h200", "a100", "p100", "h100"}
+    assert set(target_names()) == {
+        "ort-cpu",
+        "torch-cpu",
+        "cuda",
+        "cpu-roofline",
+        "h200",
+        "a100",
+        "p100",
+        "h100",
+    }
     for t in TARGETS.values():
         if t.name == "cuda" and not t.measurable:
             continue  # measured:cuda cannot be built without a GPU
@@ -38,3 +47,22 @@ def test_analytic_gpu_targets_are_not_measurable_here():
 def test_unknown_target_lists_the_known_ones():
     with pytest.raises(TargetError, match=r"unknown target 'tpu'.*ort-cpu"):
         get_target("tpu")
+
+
+def test_the_h200_target_prices_with_the_recorded_profile_and_is_not_measured_here():
+    t = get_target("h200")
+    assert t.cost_model == "recorded:h200" and t.backend is None
+    assert not t.measurable and "recorded" in (t.unavailable() or "")
+    model = parse_cost_model(t.cost_model)
+    assert model.spec == "recorded:h200" and model.mode.value == "eager"
+
+
+def test_default_gpu_target_follows_the_machine(monkeypatch):
+    from tensor_eqsat.target import default_gpu_target
+
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert default_gpu_target() == "h200"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert default_gpu_target() == "cuda"
+    assert get_target(default_gpu_target()).name == "cuda"
