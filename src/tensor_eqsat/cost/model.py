@@ -252,7 +252,7 @@ class CostReport:
     by_op: op name -> milliseconds summed over its live instances (descending).
     count_by_op: op name -> number of live instances (free ones included).
     by_kind: op kind (``"gemm"``, ``"conv"``, ...) -> milliseconds.
-    kernels: number of live instances with a non-zero cost.
+    kernels: number of live instances that run a kernel (a non-zero cost, views excluded).
     """
 
     total_ms: float
@@ -294,7 +294,7 @@ def cost_breakdown(model: CostModel, graph: Graph) -> CostReport:
         kind = node.spec.kind.value
         by_kind[kind] = by_kind.get(kind, 0.0) + cost
         total += cost
-        kernels += cost > 0.0
+        kernels += cost > 0.0 and node.spec.kind is not OpKind.VIEW  # eager views cost a host call
     order = sorted(by_op, key=lambda op: (-by_op[op], op))
     return CostReport(
         total_ms=total,
