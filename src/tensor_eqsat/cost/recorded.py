@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import os
 import sqlite3
 from collections.abc import Iterator, Mapping
@@ -38,8 +39,12 @@ from tensor_eqsat.cost.execution import DEFAULT_EAGER, EagerLaunch, ExecutionMod
 from tensor_eqsat.cost.fitted import FittedRoofline
 from tensor_eqsat.cost.model import CostModelError, KernelCostModel, WeightOps
 from tensor_eqsat.cost.timing_cache import encode_attrs, shapes_key
+from tensor_eqsat.errors import TensorEqsatError
+from tensor_eqsat.ir.ops import get_op
 from tensor_eqsat.ir.opspec import Attrs, OpSpec
 from tensor_eqsat.ir.types import Shape
+
+log = logging.getLogger(__name__)
 
 SQLITE_SUFFIXES = (".sqlite", ".sqlite3", ".db")
 """File endings read as timing-cache databases; ``.json`` files are read as exports."""
@@ -69,15 +74,41 @@ class TimingTable:
         return len(self.entries)
 
     def rows(self) -> Iterator[tuple[str, Attrs, tuple[Shape, ...], float]]:
-        """Every entry decoded: (op, attribute tuple, input shapes, ms)."""
+        """Every entry decoded: (op, attribute tuple, input shapes, ms). Entries of ops this
+        version does not know (a table from a newer one) are left out, with a warning.
+
+        Raises CostModelError naming the table and the entry when one cannot be decoded.
+        """
+        unknown: set[str] = set()
         for (op, attrs, shapes), ms in self.entries.items():
-            yield op, decode_attrs(attrs), tuple(tuple(s) for s in json.loads(shapes)), ms
+            try:
+                get_op(op)
+            except TensorEqsatError:
+                unknown.add(op)
+                continue
+            try:
+                decoded = decode_attrs(attrs), tuple(tuple(int(d) for d in s) for s in json.loads(shapes))
+            except (ValueError, TypeError) as exc:
+                raise CostModelError(
+                    f"recorded: {self.source}: entry ({op}, {attrs}, {shapes}) cannot be decoded ({exc})"
+                ) from None
+            yield op, decoded[0], decoded[1], ms
+        if unknown:
+            log.warning("recorded: %s: unknown ops left out: %s", self.source, sorted(unknown))
 
     @property
     def fit(self) -> FittedRoofline:
-        """The roofline fitted to this table (computed on first use, then kept)."""
+        """The roofline fitted to this table (computed on first use, then kept).
+
+        Raises CostModelError naming the table when an entry does not suit its op.
+        """
         if not self._fit:
-            self._fit.append(FittedRoofline.fit(self.rows()))
+            try:
+                self._fit.append(FittedRoofline.fit(self.rows()))
+            except (TensorEqsatError, ValueError) as exc:
+                if isinstance(exc, CostModelError):
+                    raise
+                raise CostModelError(f"recorded: {self.source}: cannot fit a roofline ({exc})") from None
         return self._fit[0]
 
     def without(self, keys: set[TableKey] | frozenset[TableKey]) -> TimingTable:

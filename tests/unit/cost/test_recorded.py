@@ -182,3 +182,22 @@ def test_the_shipped_export_is_json_with_the_cache_keys():
     data = json.loads(resources.files("tensor_eqsat.cost").joinpath("tables", "h200.json").read_text())
     assert data["columns"][:4] == ["op", "attrs", "shapes", "ms"] and len(data["rows"]) == 932
     assert {"launch_ms", "event_ms", "view_ms", "source"} <= set(data["eager"])
+
+
+def test_a_malformed_entry_is_named_when_the_fit_needs_it(tmp_path):
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({"rows": [["relu", "[]", "[[1,8]]", 0.02], ["relu", "[]", "[[1,x]]", 0.02]]}))
+    m = RecordedCostModel(str(path), mode="isolated")
+    assert m.op_cost("relu", (), ((1, 8),), False) == 0.02  # recorded: no fit needed
+    message = r"bad\.json: entry \(relu, \[\], \[\[1,x\]\]\) cannot be decoded"
+    with pytest.raises(CostModelError, match=message):
+        m.op_cost("relu", (), ((1, 16),), False)
+
+
+def test_entries_of_unknown_ops_are_left_out_of_the_fit(tmp_path, caplog):
+    path = tmp_path / "newer.json"
+    rows = [["relu", "[]", f"[[1,{n}]]", 0.02 + n * 1e-8] for n in (8, 64, 512, 4096, 32768, 262144)]
+    path.write_text(json.dumps({"rows": [*rows, ["fancy_op", "[]", "[[1,8]]", 0.5]]}))
+    m = RecordedCostModel(str(path), mode="isolated")
+    assert m.op_cost("relu", (), ((1, 100),), False) > 0
+    assert "fancy_op" in caplog.text
