@@ -18,7 +18,7 @@ figures the GPU benchmark of issue 26 asks for: how many models run slower beyon
 many faster by at least 5 % in eager mode, and how many predictions land within 5 points of the
 measured eager gain.
 
-    PYTHONPATH=src python benchmarks/gpu.py                   # on a CUDA machine: about 5 minutes (H100)
+    PYTHONPATH=src python benchmarks/gpu.py                   # on a CUDA machine (sized for 6 min on an H100)
     PYTHONPATH=src python benchmarks/gpu.py --smoke --out /tmp/r.md   # anywhere: 2 models, CPU, seconds
 
 ``--smoke`` runs the same code on the CPU with two small models, tiny run counts, the recorded
