@@ -89,7 +89,8 @@ def fit_group(spec: OpSpec, in_shapes: Sequence[Shape]) -> str:
 
 
 def parent_group(group: str) -> str:
-    """Where a group's rows go when it has too few: conv variants to ``conv``, others to pooled."""
+    """The fit that prices a group with too few rows: ``conv`` for conv variants, else the
+    pooled fit (``gemm`` is always fitted on its own)."""
     if group.startswith("conv:"):
         return "conv"
     return POOLED
@@ -191,9 +192,9 @@ class FittedRoofline:
             spec = get_op(op)
             group = fit_group(spec, shapes)
             x = features(spec, attrs, shapes)
-            for g in dict.fromkeys((group, parent_group(group), POOLED if group != "gemm" else "gemm")):
-                if g == POOLED and group.startswith("conv"):
-                    continue
+            for g in dict.fromkeys((group, parent_group(group))):
+                if g == POOLED and (group == "gemm" or group.startswith("conv")):
+                    continue  # the pooled fit stands for the memory-bound ops only
                 xs, ys = by_group.setdefault(g, ([], []))
                 xs.append(x)
                 ys.append(ms)
