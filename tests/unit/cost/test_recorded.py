@@ -201,3 +201,30 @@ def test_entries_of_unknown_ops_are_left_out_of_the_fit(tmp_path, caplog):
     m = RecordedCostModel(str(path), mode="isolated")
     assert m.op_cost("relu", (), ((1, 100),), False) > 0
     assert "fancy_op" in caplog.text
+
+
+@pytest.mark.parametrize("kind", ["greedy-dag", "ilp"])
+def test_extraction_optimises_exactly_the_eager_price_it_reports(kind):
+    # The eager composition is per node, so an extractor's sum over the chosen e-nodes is the
+    # graph cost of the graph it extracts, views and launch floors included.
+    from tensor_eqsat.egraph.egraph import EGraph
+    from tensor_eqsat.extract.egraph_problem import problem_from_egraph
+    from tensor_eqsat.extract.registry import extract
+    from tensor_eqsat.rules.sets import load_rule_set
+    from tensor_eqsat.search.actions import Actions
+    from tensor_eqsat.search.runner import Runner, RunnerConfig
+
+    g = Graph()
+    x = g.input((64, 256), name="x")
+    a = g.matmul(x, g.weight((256, 256)))
+    b = g.matmul(x, g.weight((256, 256)))
+    g.output(g.relu(g.ewadd(a, b)))
+    actions = Actions.from_rules(load_rule_set("taso"))
+    eg = EGraph.from_graph(g)
+    Runner(actions.single, actions.multi, RunnerConfig(node_limit=300)).run(eg)
+    model = RecordedCostModel("h200")
+    problem = problem_from_egraph(eg, model)
+    result = extract(problem.problem, kind)
+    out = problem.to_graph(result)
+    assert result.dag_cost() == pytest.approx(model.graph_cost(out))
+    assert model.graph_cost(out) <= model.graph_cost(g) + 1e-12
