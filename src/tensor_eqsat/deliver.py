@@ -221,7 +221,7 @@ def deliver(
     >>> g = Graph()
     >>> x = g.input((1, 64), name="x")
     >>> g.output(g.matmul(g.matmul(x, g.weight((64, 64), name="w1")), g.weight((64, 64), name="w2")))
-    >>> d = deliver(g, search="saturate", node_limit=50, final_extractor="greedy-dag")
+    >>> d = deliver(g, search="saturate", node_limit=50, final_extractor="greedy-dag", target="a100")
     >>> d.ok, d.target.name, d.result.speedup_pct, d.verify.ok, d.guard is None
     (True, 'a100', 50.0, True, True)
     """

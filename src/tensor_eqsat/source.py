@@ -93,8 +93,8 @@ class Source:
 
         Raises FormatError naming the argument when it is none of these.
 
-        >>> Source.of("squeezenet").kind, Source.of("squeezenet").default_target
-        (<SourceKind.ZOO: 'zoo'>, 'a100')
+        >>> Source.of("squeezenet").kind, Source.of("squeezenet").default_target in ("cuda", "h200")
+        (<SourceKind.ZOO: 'zoo'>, True)
         """
         shapes = {k: tuple(int(d) for d in v) for k, v in (input_shapes or {}).items()}
         if isinstance(source, Source):
@@ -138,7 +138,8 @@ class Source:
 
     @property
     def default_target(self) -> str:
-        """The target a run on this source defaults to (``ort-cpu`` for ONNX, else ``a100``)."""
+        """The target a run on this source defaults to (``ort-cpu`` for ONNX, else the GPU target
+        of this machine: ``cuda``, or the recorded ``h200`` profile)."""
         from tensor_eqsat.target.targets import default_target
 
         return default_target(str(self.path) if self.is_onnx else None).name

@@ -92,7 +92,12 @@ def test_no_guard_hands_back_the_optimized_graph(tmp_path, capsys):
     assert verify(str(src), str(out)).ok
 
 
-def test_graphs_default_to_the_paper_device_without_measuring(tmp_path, capsys):
+def test_graphs_default_to_the_gpu_profile_without_measuring(tmp_path, capsys, monkeypatch):
+    """Zoo models and graph JSON default to the GPU of this machine (cuda), else the recorded
+    H200 profile, said to be a prediction; the paper's a100 is asked for by name."""
+    import tensor_eqsat.target.targets as targets
+
+    monkeypatch.setattr(targets, "default_gpu_target", lambda: "h200")  # as on a machine without a GPU
     g = Graph()
     x = g.input((1, 64), name="x")
     g.output(g.matmul(g.matmul(x, g.weight((64, 64), name="w1")), g.weight((64, 64), name="w2")))
@@ -102,13 +107,15 @@ def test_graphs_default_to_the_paper_device_without_measuring(tmp_path, capsys):
     save(g, path)
     assert main(["optimize", str(path), *FAST, "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["target"] == "a100" and data["cost_model"] == "roofline:a100"
+    assert data["target"] == "h200" and data["cost_model"] == "recorded:h200"
     assert "measured" not in data and data["kept_original"] is False
+    assert main(["optimize", str(path), *FAST]) == 0
+    assert "h200 (predicted for an NVIDIA H200" in capsys.readouterr().out
     # asked for explicitly, an analytic target says why nothing was measured
-    assert main(["optimize", str(path), *FAST, "--target", "h100"]) == 0
+    assert main(["optimize", str(path), *FAST, "--target", "a100"]) == 0
     captured = capsys.readouterr()
-    assert "no measurement on target h100" in captured.err
-    assert "h100 (not measured here)" in captured.out
+    assert "no measurement on target a100" in captured.err
+    assert "a100 (predicted for the paper's A100 roofline" in captured.out
 
 
 def test_unknown_target_is_a_usage_error(capsys):

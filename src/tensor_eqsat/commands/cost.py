@@ -34,8 +34,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--cost-model",
         default=None,
         metavar="SPEC",
-        help="roofline[:a100|p100|h100|cpu|FILE.json], measured[:cpu|cuda|ort-cpu], or unit "
-        "(default: the target's)",
+        help="roofline[:a100|p100|h100|cpu|FILE.json], measured[:cpu|cuda|ort-cpu], "
+        "recorded:h200|FILE, or unit (default: the target's)",
     )
     p.add_argument(
         "--weight-ops",

@@ -64,7 +64,7 @@ from tensor_eqsat.outputs import check_output, check_output_dir
 from tensor_eqsat.rules.sets import rule_set_names
 from tensor_eqsat.search.mcts import Backend, FinalChoice, MctsConfig, Parallelism, RolloutPolicy
 from tensor_eqsat.search.portfolio import PortfolioConfig
-from tensor_eqsat.target import GuardReport, target_names
+from tensor_eqsat.target import GuardReport, Target, target_names
 from tensor_eqsat.workers import oversubscription_warning
 
 NAME = "optimize"
@@ -191,14 +191,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         choices=target_names(),
         default=None,
         help="where the model will run: picks the cost model and the runtime of the never-slower guard "
-        "(default: ort-cpu for an ONNX file, else a100)",
+        "(default: ort-cpu for an ONNX file; else cuda where PyTorch sees a GPU, otherwise h200, a "
+        "recorded NVIDIA H200 profile; a100 is the paper's 2019-era cost model)",
     )
     p.add_argument(
         "--cost-model",
         default=None,
         metavar="SPEC",
         help="expert override of the target's cost model: roofline[:a100|p100|h100|cpu|FILE.json], "
-        "measured[:cpu|cuda|ort-cpu], or unit (default: the target's)",
+        "measured[:cpu|cuda|ort-cpu], recorded[:h200|FILE] (a timing table, e.g. from tensor-eqsat "
+        "profile), or unit (default: the target's)",
     )
     p.add_argument(
         "--no-guard",
@@ -480,7 +482,7 @@ def _summary_table(name: str, d: Delivery) -> Table:
     else:
         search += f" (k_multi {s.k_multi})"
     rows = [
-        ("target", target.name + ("" if guard is not None else " (not measured here)")),
+        ("target", _target_line(target, guard is not None)),
         ("search", search),
         ("final extractor", f"{s.final_extractor} ({status})"),
         ("cost model", str(s.cost_model)),
@@ -508,6 +510,15 @@ def _summary_table(name: str, d: Delivery) -> Table:
     for k, v in rows:
         table.add_row(k, v)
     return table
+
+
+def _target_line(target: Target, measured: bool) -> str:
+    """The target, and whether its figures were measured here or are a prediction."""
+    if measured:
+        return target.name
+    if target.predicts_for:
+        return f"{target.name} (predicted for {target.predicts_for}, not measured here)"
+    return f"{target.name} (not measured here)"
 
 
 def _measured_speedup(guard: GuardReport) -> str:

@@ -16,6 +16,12 @@ machine, not once per run.
 PyTorch is imported lazily: building the model without it raises :class:`CostModelError` naming
 the ``torch`` extra.
 
+On CUDA the model prices the eager execution mode by default (``mode="eager"``): each op's
+isolated time goes through :data:`~tensor_eqsat.cost.execution.DEFAULT_EAGER`, so a graph's
+price predicts an eager PyTorch forward pass (launch floor, views' host cost); the cache keeps
+the isolated times, so a cache file serves as a recorded profile (``recorded:FILE``) unchanged.
+On the CPU ops run synchronously and are priced as timed; ``mode="isolated"`` does that on CUDA too.
+
 Alternatives rejected: timing whole graphs (cannot price an e-node) and the mean of TASO's 32 runs
 (one preempted run on a shared machine moves a mean, not a median).
 """
@@ -32,6 +38,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from tensor_eqsat.cost.execution import DEFAULT_EAGER, ExecutionMode
 from tensor_eqsat.cost.model import CostModelError, KernelCostModel, WeightOps
 from tensor_eqsat.cost.timing_cache import TimingCache, encode_attrs, shapes_key
 from tensor_eqsat.cost.torch_kernels import build_kernel, has_kernel
@@ -83,6 +90,8 @@ class MeasuredCostModel(KernelCostModel):
         overrides it; see :mod:`tensor_eqsat.cost.timing_cache`).
     persistent: use the on-disk cache at all. Default True; False keeps costs in memory only.
     seed: seed of the random input data. Default 0.
+    mode: ``"eager"`` or ``"isolated"``; see the module docstring. Default None: eager on CUDA,
+        isolated on the CPU (``"eager"`` on the CPU is refused: CPU ops run synchronously).
     weight_ops, taso_compat: see :class:`~tensor_eqsat.cost.model.KernelCostModel`.
 
     Raises CostModelError when torch is missing or the device is unavailable.
@@ -100,10 +109,16 @@ class MeasuredCostModel(KernelCostModel):
         cache_path: str | os.PathLike[str] | None = None,
         persistent: bool = True,
         seed: int = 0,
+        mode: ExecutionMode | str | None = None,
         weight_ops: WeightOps | str = WeightOps.FOLD,
         taso_compat: bool = False,
     ) -> None:
         super().__init__(weight_ops=weight_ops, taso_compat=taso_compat)
+        try:
+            chosen = None if mode is None else ExecutionMode(mode)
+        except ValueError:
+            choices = ", ".join(m.value for m in ExecutionMode)
+            raise CostModelError(f"measured: mode must be one of {choices}, got {mode!r}") from None
         if threads < 1 or warmup < 0 or repeats < 1 or max_seconds <= 0:
             raise CostModelError(
                 f"measured: need threads >= 1, warmup >= 0, repeats >= 1, max_seconds > 0 "
@@ -126,6 +141,14 @@ class MeasuredCostModel(KernelCostModel):
         self.device_key = self._device_key()
         self.library = f"torch {self.torch.__version__}"
         self.spec = f"measured:{self.device.type}"
+        if self.device.type == "cuda":
+            self.mode = chosen or ExecutionMode.EAGER
+        elif chosen is ExecutionMode.EAGER:
+            raise CostModelError("measured: mode 'eager' is for CUDA devices (CPU ops run synchronously)")
+        else:
+            self.mode = ExecutionMode.ISOLATED
+        if self.mode is ExecutionMode.EAGER:
+            self.execution = DEFAULT_EAGER
         self.cache: TimingCache | None = TimingCache(cache_path) if persistent else None
         self._stored: dict[tuple[str, str, str], float] | None = None
         self.measured = 0

@@ -19,6 +19,10 @@ Everything else is the subclass's :meth:`KernelCostModel.kernel_ms`, called once
 configuration: results are kept in a dict keyed by ``(op, attrs, in_shapes, all_weights)``, because
 extraction asks for the same few configurations millions of times.
 
+A model may also carry an :class:`EagerLaunch` composition (``execution``): the price of an op
+is then what it adds to a PyTorch eager forward pass rather than its isolated kernel time (see
+:mod:`tensor_eqsat.cost.execution`). It stays a per-op price, so extraction sums it like any other.
+
 Alternatives rejected: a cost per e-node cached inside the e-graph (couples the e-graph to one cost
 model), and a critical-path (parallel) graph cost (the paper's figures are TASO's serial sums).
 """
@@ -32,6 +36,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
+from tensor_eqsat.cost.execution import EagerLaunch
 from tensor_eqsat.errors import GraphError, TensorEqsatError
 from tensor_eqsat.ir.graph import Graph, Node
 from tensor_eqsat.ir.ops import get_op
@@ -88,6 +93,10 @@ class KernelCostModel(abc.ABC):
     taso_compat: make concats free as TASO's rewrite-created concats were. Default False.
     """
 
+    execution: EagerLaunch | None = None
+    """When set, :meth:`op_cost` is the op's share of an eager forward pass (its launch floor, and
+    a host cost for views), not its isolated kernel time; see :mod:`tensor_eqsat.cost.execution`."""
+
     spec: str = "kernel"
     """The cost-model spec string this instance answers to (``"roofline:a100"`` ...)."""
 
@@ -133,8 +142,13 @@ class KernelCostModel(abc.ABC):
         spec = get_op(op)
         # Reject malformed configurations first, free or not, so a bad e-node never prices silently.
         spec.infer_shapes(in_shapes, attrs)
+        launch = self.execution
         if not self.is_costed(spec, all_weights):
+            if launch is not None and spec.kind is OpKind.VIEW and not all_weights and op != "noop":
+                return launch.view_ms
             return 0.0
+        if launch is not None:
+            return launch.op_ms(float(self.kernel_ms(spec, attrs, in_shapes)))
         return float(self.kernel_ms(spec, attrs, in_shapes))
 
     def is_costed(self, spec: OpSpec, all_weights: bool) -> bool:
@@ -238,7 +252,7 @@ class CostReport:
     by_op: op name -> milliseconds summed over its live instances (descending).
     count_by_op: op name -> number of live instances (free ones included).
     by_kind: op kind (``"gemm"``, ``"conv"``, ...) -> milliseconds.
-    kernels: number of live instances with a non-zero cost.
+    kernels: number of live instances that run a kernel (a non-zero cost, views excluded).
     """
 
     total_ms: float
@@ -280,7 +294,7 @@ def cost_breakdown(model: CostModel, graph: Graph) -> CostReport:
         kind = node.spec.kind.value
         by_kind[kind] = by_kind.get(kind, 0.0) + cost
         total += cost
-        kernels += cost > 0.0
+        kernels += cost > 0.0 and node.spec.kind is not OpKind.VIEW  # eager views cost a host call
     order = sorted(by_op, key=lambda op: (-by_op[op], op))
     return CostReport(
         total_ms=total,

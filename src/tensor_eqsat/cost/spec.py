@@ -10,8 +10,16 @@ Grammar: ``NAME[:ARG]``.
 ``measured:DEVICE``    on ``cpu``, ``cuda`` or ``cuda:N``
 ``measured:ort-cpu``   ONNX Runtime timings of each op on this CPU (``ort-cuda``: its CUDA
                        provider); see :mod:`tensor_eqsat.cost.ort`
+``recorded:NAME``      a recorded device profile shipped with the package (``h200``),
+                       priced in PyTorch eager mode; see :mod:`tensor_eqsat.cost.recorded`
+``recorded:FILE``      a timing table of your own: a timing-cache SQLite file
+                       (``.sqlite``, ``.sqlite3``, ``.db``, as ``tensor-eqsat profile -o``
+                       writes) or a JSON export (``.json``)
 ``unit``               every costed op costs 1 (kernel counting; tests)
 =====================  ==================================================================
+
+``measured:cuda`` and ``recorded:...`` price the eager execution mode (each op at least its
+launch; see :mod:`tensor_eqsat.cost.execution`); ``mode="isolated"`` prices bare kernel times.
 
 Each name maps to a factory in one registry; unknown names and arguments fail with the list of
 choices.
@@ -49,6 +57,10 @@ def _measured(arg: str | None, kw: Mapping[str, Any]) -> KernelCostModel:
         from tensor_eqsat.cost.ort import OrtCostModel
 
         device = arg.removeprefix("ort").removeprefix("-") or "cpu"
+        if "mode" in kw:
+            raise CostModelError(
+                "measured:ort-*: unknown option 'mode' (ONNX Runtime ops are priced as timed)"
+            )
         if "clock" in kw:
             raise CostModelError(
                 "measured:ort-*: unknown option 'clock' (one thread is timed on its CPU clock)"
@@ -61,13 +73,29 @@ def _measured(arg: str | None, kw: Mapping[str, Any]) -> KernelCostModel:
     return MeasuredCostModel(device=arg or "auto", **kw)
 
 
+def _recorded(arg: str | None, kw: Mapping[str, Any]) -> KernelCostModel:
+    from tensor_eqsat.cost.recorded import RecordedCostModel, shipped_tables
+
+    if not arg:
+        raise CostModelError(
+            f"recorded: needs a profile or file: recorded:NAME ({', '.join(shipped_tables())}) "
+            "or recorded:FILE (.sqlite, .sqlite3, .db or .json)"
+        )
+    return RecordedCostModel(arg, **kw)
+
+
 def _unit(arg: str | None, kw: Mapping[str, Any]) -> KernelCostModel:
     if arg:
         raise CostModelError(f"unit: takes no argument, got {arg!r}")
     return UnitCostModel(**kw)
 
 
-COST_MODELS: dict[str, Factory] = {"roofline": _roofline, "measured": _measured, "unit": _unit}
+COST_MODELS: dict[str, Factory] = {
+    "roofline": _roofline,
+    "measured": _measured,
+    "recorded": _recorded,
+    "unit": _unit,
+}
 """Registered cost-model names and their factories."""
 
 _EXTRA_OPTIONS = {
@@ -81,7 +109,9 @@ _EXTRA_OPTIONS = {
         "persistent",
         "seed",
         "weights",
-    }
+        "mode",
+    },
+    "recorded": {"mode", "device", "eager"},
 }
 
 
@@ -112,7 +142,8 @@ def parse_cost_model(
 
     weight_ops, taso_compat: passed to the model (see :class:`~tensor_eqsat.cost.model.KernelCostModel`).
     options: model-specific keywords (``measured``: threads, clock, warmup, repeats, max_seconds,
-        cache_path, persistent, seed; ``measured:ort-*``: the same but clock, and weights).
+        cache_path, persistent, seed, mode; ``measured:ort-*``: the same but clock and mode, and
+        weights; ``recorded``: mode, device, eager).
 
     Raises CostModelError for an unknown name, profile, device or option.
 
@@ -120,6 +151,8 @@ def parse_cost_model(
     'roofline:p100'
     >>> parse_cost_model("unit", weight_ops="count").weight_ops.value
     'count'
+    >>> parse_cost_model("recorded:h200").spec
+    'recorded:h200'
     """
     name, _, arg = spec.strip().partition(":")
     factory = COST_MODELS.get(name)
@@ -128,7 +161,8 @@ def parse_cost_model(
         profiles = ", ".join(profile_names())
         raise CostModelError(
             f"unknown cost model {spec!r} (known: {known}; e.g. roofline:PROFILE with PROFILE one of "
-            f"{profiles}, or measured:cpu / measured:cuda / measured:ort-cpu)"
+            f"{profiles}, measured:cpu / measured:cuda / measured:ort-cpu, or recorded:h200 / "
+            f"recorded:FILE)"
         )
     allowed = _EXTRA_OPTIONS.get(name, set())
     unknown = sorted(set(options) - allowed)

@@ -9,15 +9,26 @@ target            cost model              measured with
 ================  ======================  ==========================================
 ``ort-cpu``       ``measured:ort-cpu``    onnxruntime on this CPU
 ``torch-cpu``     ``measured:cpu``        PyTorch eager on this CPU
-``cuda``          ``measured:cuda``       PyTorch on the local GPU (when there is one)
+``cuda``          ``measured:cuda``       PyTorch eager on the local GPU (when there is one)
+``h200``          ``recorded:h200``       not here (recorded NVIDIA H200 profile, eager)
 ``cpu-roofline``  ``roofline:cpu``        onnxruntime on this CPU (an analytic CPU model)
 ``a100``          ``roofline:a100``       not here (analytic GPU profile)
 ``p100``          ``roofline:p100``       not here
 ``h100``          ``roofline:h100``       not here
 ================  ======================  ==========================================
 
+GPU targets price an execution mode: ``cuda`` and ``h200`` price PyTorch eager forward passes
+(each op at least its host launch, :mod:`tensor_eqsat.cost.execution`). The analytic ``a100``,
+``p100`` and ``h100`` rooflines price summed kernel times; ``a100`` is the paper's cost model,
+which reproduces its 2019-era relative costs, not a current GPU.
+:func:`default_gpu_target` is the GPU target to use on this machine: ``cuda`` with a GPU, else
+the ``h200`` profile.
+
 Defaults (:func:`default_target`): an ONNX file runs in onnxruntime, so it defaults to
-``ort-cpu``; zoo models and graph JSON keep ``a100``, the roofline that reproduces the paper.
+``ort-cpu``; zoo models and graph JSON default to the GPU the method exists for
+(:func:`default_gpu_target`: ``cuda`` where PyTorch sees one, else the recorded ``h200``
+profile). The paper's experiments (``bench --paper``) and ``optimize()`` without a target keep
+``a100``, the roofline that reproduces the paper.
 
 Alternatives rejected: inferring the target from ``--cost-model`` (a cost model is a means, the
 target is the user's question, and several targets share a cost-model family); measuring analytic
@@ -26,6 +37,7 @@ GPU targets on the CPU (a different machine's ranking).
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass
 
 from tensor_eqsat.errors import TensorEqsatError
@@ -43,6 +55,8 @@ class Target:
     name: the ``--target`` name. cost_model: the cost-model spec that prices graphs for it.
     backend: ``"ort"`` or ``"torch"``, the runtime that measures it; None for analytic targets.
     device: ``"cpu"`` or ``"cuda"`` for measurable targets. description: one line for help texts.
+    predicts_for: for a profile of another device, the device its prices are for (the summary
+    says "predicted for an NVIDIA H200, not measured here"). Default "".
     """
 
     name: str
@@ -50,12 +64,13 @@ class Target:
     backend: str | None
     device: str | None
     description: str
+    predicts_for: str = ""
 
     def unavailable(self) -> str | None:
         """Why this target cannot be measured on this machine, or None when it can."""
         runtime = self.runtime()
         if runtime is None:
-            return f"{self.name} is an analytic profile of another device; nothing here runs like it"
+            return f"{self.name} is a profile of another device (analytic or recorded): nothing here runs it"
         return runtime.unavailable()
 
     def runtime(self, threads: int = 1) -> Runtime | None:
@@ -85,15 +100,35 @@ TARGETS: dict[str, Target] = {
         Target(
             "cpu-roofline", "roofline:cpu", "ort", "cpu", "analytic CPU roofline (measured in ONNX Runtime)"
         ),
-        Target("a100", "roofline:a100", None, None, "analytic NVIDIA A100 roofline (the paper's device)"),
-        Target("p100", "roofline:p100", None, None, "analytic NVIDIA P100 roofline"),
-        Target("h100", "roofline:h100", None, None, "analytic NVIDIA H100 roofline"),
+        Target(
+            "h200",
+            "recorded:h200",
+            None,
+            None,
+            "recorded NVIDIA H200 profile (PyTorch eager, measured op times)",
+            "an NVIDIA H200 (PyTorch eager)",
+        ),
+        Target(
+            "a100",
+            "roofline:a100",
+            None,
+            None,
+            "analytic NVIDIA A100 roofline (the paper's device)",
+            "the paper's A100 roofline (2019-era relative costs, not a current GPU)",
+        ),
+        Target(
+            "p100", "roofline:p100", None, None, "analytic NVIDIA P100 roofline", "an NVIDIA P100 roofline"
+        ),
+        Target(
+            "h100", "roofline:h100", None, None, "analytic NVIDIA H100 roofline", "an NVIDIA H100 roofline"
+        ),
     )
 }
 """Every target by name."""
 
 DEFAULT_ONNX_TARGET = "ort-cpu"
-DEFAULT_GRAPH_TARGET = "a100"
+PAPER_TARGET = "a100"
+"""The paper's device: what ``optimize()`` prices with when no target is given."""
 
 
 def get_target(name: str) -> Target:
@@ -116,11 +151,27 @@ def target_names() -> list[str]:
 
 
 def default_target(source: str | None) -> Target:
-    """The default target of a model source: ``ort-cpu`` for an ONNX file, else ``a100``.
+    """The default target of a model source: ``ort-cpu`` for an ONNX file (any case of the
+    suffix), else the GPU target of this machine (:func:`default_gpu_target`).
 
-    >>> default_target("model.onnx").name, default_target("resnet50").name
-    ('ort-cpu', 'a100')
+    >>> default_target("model.ONNX").name, default_target("resnet50").name in ("cuda", "h200")
+    ('ort-cpu', True)
     """
     if source is not None and str(source).lower().endswith(".onnx"):
         return TARGETS[DEFAULT_ONNX_TARGET]
-    return TARGETS[DEFAULT_GRAPH_TARGET]
+    return TARGETS[default_gpu_target()]
+
+
+def default_gpu_target() -> str:
+    """The GPU target for this machine: ``"cuda"`` when PyTorch sees a CUDA device, else
+    ``"h200"`` (the recorded H200 profile: predicted for an H200, not measured here).
+
+    >>> default_gpu_target() in ("cuda", "h200")
+    True
+    """
+    if importlib.util.find_spec("torch") is not None:
+        import torch
+
+        if torch.cuda.is_available():
+            return "cuda"
+    return "h200"

@@ -27,7 +27,7 @@ def graph_file(tmp_path):
 
 def test_json_output(graph_file, capsys):
     path, g = graph_file
-    assert main(["cost", str(path), "--json"]) == 0
+    assert main(["cost", str(path), "--json", "--target", "a100"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["cost_model"] == "roofline:a100"
     assert out["cost_ms"] == pytest.approx(RooflineCostModel().graph_cost(g))

@@ -31,7 +31,7 @@ def test_flags_reach_the_model():
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ("fast", r"unknown cost model 'fast' \(known: measured, roofline, unit"),
+        ("fast", r"unknown cost model 'fast' \(known: measured, recorded, roofline, unit"),
         ("roofline:tpu", "roofline: unknown device profile 'tpu'"),
         ("unit:x", "unit: takes no argument"),
     ],

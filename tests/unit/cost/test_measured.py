@@ -168,3 +168,34 @@ def test_clock_choice(tmp_path):
         _model(tmp_path, threads=2, clock="thread")
     with pytest.raises(CostModelError, match="clock must be auto, thread or wall"):
         _model(tmp_path, clock="cycles")
+
+
+def test_execution_mode_is_isolated_on_the_cpu_and_eager_is_refused_there(tmp_path):
+    assert _model(tmp_path).mode.value == "isolated" and _model(tmp_path).execution is None
+    assert _model(tmp_path, mode="isolated").execution is None
+    with pytest.raises(CostModelError, match="mode 'eager' is for CUDA devices"):
+        _model(tmp_path, mode="eager")
+    with pytest.raises(CostModelError, match="mode must be one of eager, isolated"):
+        _model(tmp_path, mode="graph")
+    with pytest.raises(CostModelError, match="measured:ort-\\*: unknown option 'mode'"):
+        parse_cost_model("measured:ort-cpu", mode="eager")
+
+
+def test_cuda_prices_eager_launches_over_the_measured_times(tmp_path, monkeypatch):
+    # Without a GPU, the CUDA path up to pricing: a cache already holding the configuration.
+    from tensor_eqsat.cost.execution import DEFAULT_EAGER
+    from tensor_eqsat.cost.timing_cache import TimingCache
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda idx=0: "Test GPU")
+    path = tmp_path / "gpu.sqlite3"
+    m = MeasuredCostModel(device="cuda", cache_path=path)
+    assert m.mode.value == "eager" and m.execution == DEFAULT_EAGER
+    with TimingCache(path) as cache:
+        cache.put(m.device_key, m.library, "relu", "[]", "[[4,8]]", 0.0025, 15)
+        cache.put(m.device_key, m.library, "matmul", '["none"]', "[[64,64],[64,64]]", 0.2, 15)
+    assert m.op_cost("relu", (), ((4, 8),), False) == DEFAULT_EAGER.launch_ms  # under the floor
+    mm = m.op_cost("matmul", ("none",), ((64, 64), (64, 64)), False)
+    assert mm == pytest.approx(0.2 - DEFAULT_EAGER.event_ms)
+    assert m.measured == 0

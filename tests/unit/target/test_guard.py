@@ -145,7 +145,7 @@ def test_duplicates_are_not_timed_and_identity_keeps_the_original():
 
 def test_analytic_targets_have_no_runtime():
     assert get_target("a100").runtime() is None
-    assert "analytic profile" in get_target("a100").unavailable()
+    assert "profile of another device" in get_target("a100").unavailable()
 
 
 def test_a_runtime_that_cannot_run_here_is_refused():

@@ -9,7 +9,16 @@ from tensor_eqsat.target import TARGETS, TargetError, default_target, get_target
 
 
 def test_every_target_names_a_cost_model_that_parses():
-    assert set(target_names()) == {"ort-cpu", "torch-cpu", "cuda", "cpu-roofline", "a100", "p100", "h100"}
+    assert set(target_names()) == {
+        "ort-cpu",
+        "torch-cpu",
+        "cuda",
+        "cpu-roofline",
+        "h200",
+        "a100",
+        "p100",
+        "h100",
+    }
     for t in TARGETS.values():
         if t.name == "cuda" and not t.measurable:
             continue  # measured:cuda cannot be built without a GPU
@@ -19,12 +28,16 @@ def test_every_target_names_a_cost_model_that_parses():
         assert parse_cost_model(t.cost_model, **options).spec == t.cost_model
 
 
-def test_defaults_onnx_runs_in_ort_graphs_keep_the_paper_device():
+def test_defaults_onnx_runs_in_ort_graphs_on_this_machines_gpu_target():
+    from tensor_eqsat.target.targets import default_gpu_target
+
     assert default_target("model.onnx").name == "ort-cpu"
     assert default_target("M.ONNX").name == "ort-cpu"
-    assert default_target("graph.json").name == "a100"
-    assert default_target("resnet50").name == "a100"
-    assert default_target(None).name == "a100"
+    gpu = default_gpu_target()
+    assert gpu in ("cuda", "h200")
+    assert default_target("graph.json").name == gpu
+    assert default_target("resnet50").name == gpu
+    assert default_target(None).name == gpu
 
 
 def test_analytic_gpu_targets_are_not_measurable_here():
@@ -38,3 +51,22 @@ def test_analytic_gpu_targets_are_not_measurable_here():
 def test_unknown_target_lists_the_known_ones():
     with pytest.raises(TargetError, match=r"unknown target 'tpu'.*ort-cpu"):
         get_target("tpu")
+
+
+def test_the_h200_target_prices_with_the_recorded_profile_and_is_not_measured_here():
+    t = get_target("h200")
+    assert t.cost_model == "recorded:h200" and t.backend is None
+    assert not t.measurable and "recorded" in (t.unavailable() or "")
+    model = parse_cost_model(t.cost_model)
+    assert model.spec == "recorded:h200" and model.mode.value == "eager"
+
+
+def test_default_gpu_target_follows_the_machine(monkeypatch):
+    from tensor_eqsat.target import default_gpu_target
+
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert default_gpu_target() == "h200"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert default_gpu_target() == "cuda"
+    assert get_target(default_gpu_target()).name == "cuda"

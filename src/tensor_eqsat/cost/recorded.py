@@ -1,0 +1,337 @@
+"""Recorded device profiles: price ops from a timing table measured on a real device.
+
+TASO's method, shipped as data: each op configuration is timed once on the device (the measured
+cost model does this, ``tensor-eqsat profile`` does it for whole models) and the table then
+prices graphs on any machine. A table is either
+
+* a timing-cache SQLite file (:mod:`tensor_eqsat.cost.timing_cache`; what ``profile -o`` and
+  ``$TENSOR_EQSAT_CACHE_DIR`` hold), or
+* a JSON export of one (:func:`export_table`), the form the package ships: ``recorded:h200`` is
+  ``cost/tables/h200.json``, 932 configurations timed on an NVIDIA H200 (its ``source`` field
+  and ``cost/tables/README.md`` say how).
+
+A configuration in the table costs its recorded time; one the table lacks is priced by a GPU
+roofline fitted to the table (:mod:`tensor_eqsat.cost.fitted`), so a search may explore rewrites
+nobody timed. By default the model prices the **eager** execution mode: each op's recorded time
+goes through the table's :class:`~tensor_eqsat.cost.execution.EagerLaunch` composition (the
+profile's own when it ships one, else the H200 fit), so a graph's price predicts a PyTorch eager
+forward pass, launch floor included; ``mode="isolated"`` prices the bare recorded times.
+
+Alternatives rejected: shipping the SQLite file itself (a read-only package resource cannot be
+opened in the cache's WAL mode, and JSON diffs and reviews), and refusing configurations the table
+lacks (every search would stop at the first rewrite nobody timed).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import os
+import sqlite3
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from tensor_eqsat.cost.execution import DEFAULT_EAGER, EagerLaunch, ExecutionMode
+from tensor_eqsat.cost.fitted import FittedRoofline
+from tensor_eqsat.cost.model import CostModelError, KernelCostModel, WeightOps
+from tensor_eqsat.cost.timing_cache import encode_attrs, shapes_key
+from tensor_eqsat.errors import TensorEqsatError
+from tensor_eqsat.ir.ops import get_op
+from tensor_eqsat.ir.opspec import Attrs, OpSpec
+from tensor_eqsat.ir.types import Shape
+
+log = logging.getLogger(__name__)
+
+SQLITE_SUFFIXES = (".sqlite", ".sqlite3", ".db")
+"""File endings read as timing-cache databases; ``.json`` files are read as exports."""
+
+TableKey = tuple[str, str, str]
+
+
+@dataclass(frozen=True)
+class TimingTable:
+    """Recorded times of one device and library: ``(op, attrs text, shapes text) -> ms``.
+
+    name: the profile's name (``h200``, or the file's stem). device, library: the timing cache's
+    keys (``cuda:NVIDIA H200``, ``torch 2.11.0+cu130``). source: where the table comes from.
+    entries: the times. eager: the table's own eager composition, if it ships one.
+    """
+
+    name: str
+    device: str
+    library: str
+    source: str
+    entries: Mapping[TableKey, float]
+    eager: EagerLaunch | None = None
+    description: str = ""
+    _fit: list[FittedRoofline] = field(default_factory=list, repr=False, compare=False)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def rows(self) -> Iterator[tuple[str, Attrs, tuple[Shape, ...], float]]:
+        """Every entry decoded: (op, attribute tuple, input shapes, ms). Entries of ops this
+        version does not know (a table from a newer one) are left out, with a warning.
+
+        Raises CostModelError naming the table and the entry when one cannot be decoded.
+        """
+        unknown: set[str] = set()
+        for (op, attrs, shapes), ms in self.entries.items():
+            try:
+                get_op(op)
+            except TensorEqsatError:
+                unknown.add(op)
+                continue
+            try:
+                decoded = decode_attrs(attrs), tuple(tuple(int(d) for d in s) for s in json.loads(shapes))
+            except (ValueError, TypeError) as exc:
+                raise CostModelError(
+                    f"recorded: {self.source}: entry ({op}, {attrs}, {shapes}) cannot be decoded ({exc})"
+                ) from None
+            yield op, decoded[0], decoded[1], ms
+        if unknown:
+            log.warning("recorded: %s: unknown ops left out: %s", self.source, sorted(unknown))
+
+    @property
+    def fit(self) -> FittedRoofline:
+        """The roofline fitted to this table (computed on first use, then kept).
+
+        Raises CostModelError naming the table when an entry does not suit its op.
+        """
+        if not self._fit:
+            try:
+                self._fit.append(FittedRoofline.fit(self.rows()))
+            except (TensorEqsatError, ValueError) as exc:
+                if isinstance(exc, CostModelError):
+                    raise
+                raise CostModelError(f"recorded: {self.source}: cannot fit a roofline ({exc})") from None
+        return self._fit[0]
+
+    def without(self, keys: set[TableKey] | frozenset[TableKey]) -> TimingTable:
+        """A copy without ``keys`` (held-out evaluation)."""
+        kept = {k: v for k, v in self.entries.items() if k not in keys}
+        return TimingTable(self.name, self.device, self.library, self.source, kept, self.eager)
+
+
+def decode_attrs(text: str) -> Attrs:
+    """The attribute tuple :func:`~tensor_eqsat.cost.timing_cache.encode_attrs` wrote.
+
+    >>> decode_attrs('[[2,2],"same","relu"]')
+    ((2, 2), 'same', 'relu')
+    """
+
+    def tup(v: Any) -> Any:
+        return tuple(tup(x) for x in v) if isinstance(v, list) else v
+
+    return tuple(tup(v) for v in json.loads(text))
+
+
+def shipped_tables() -> list[str]:
+    """Names of the recorded profiles shipped with the package.
+
+    >>> shipped_tables()
+    ['h200']
+    """
+    folder = resources.files("tensor_eqsat.cost").joinpath("tables")
+    return sorted(p.name[: -len(".json")] for p in folder.iterdir() if p.name.endswith(".json"))
+
+
+def _is_path(name: str) -> bool:
+    return name.endswith((".json", *SQLITE_SUFFIXES)) or "/" in name or os.sep in name
+
+
+@functools.lru_cache(maxsize=8)
+def _load_cached(name_or_path: str, device: str | None) -> TimingTable:
+    if not _is_path(name_or_path):
+        if name_or_path not in shipped_tables():
+            known = ", ".join(shipped_tables())
+            raise CostModelError(
+                f"recorded: unknown profile {name_or_path!r} (shipped: {known}; or a timing file "
+                f"ending in {', '.join((*SQLITE_SUFFIXES, '.json'))})"
+            )
+        text = resources.files("tensor_eqsat.cost").joinpath("tables", f"{name_or_path}.json").read_text()
+        return _from_json(text, f"tables/{name_or_path}.json", name_or_path)
+    path = Path(name_or_path)
+    if not path.is_file():
+        raise CostModelError(f"recorded: {path}: no such timing file")
+    if path.suffix == ".json":
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CostModelError(f"recorded: {path}: cannot read timing table ({exc})") from None
+        return _from_json(text, str(path), path.stem)
+    return _from_sqlite(path, device)
+
+
+def load_table(name_or_path: str, *, device: str | None = None) -> TimingTable:
+    """A shipped profile by name (``"h200"``) or a timing file (SQLite timing cache or JSON export).
+
+    device: for a SQLite file holding several devices, the one to use (its device key, or a
+        part of it such as ``"H200"``). Default None: the file must hold exactly one.
+
+    Raises CostModelError naming the file (missing, unreadable, not a timing table, empty,
+    several devices) or the unknown profile name.
+
+    >>> t = load_table("h200")
+    >>> t.device, len(t)
+    ('cuda:NVIDIA H200', 932)
+    """
+    return _load_cached(str(name_or_path), device)
+
+
+def _from_json(text: str, source: str, stem: str) -> TimingTable:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CostModelError(f"recorded: {source}: line {exc.lineno}: invalid JSON ({exc.msg})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
+        raise CostModelError(f"recorded: {source}: not a timing table export (no 'rows' list)")
+    entries: dict[TableKey, float] = {}
+    for i, row in enumerate(data["rows"]):
+        ok = isinstance(row, list) and len(row) >= 4 and all(isinstance(v, str) for v in row[:3])
+        if not ok or isinstance(row[3], bool) or not isinstance(row[3], int | float) or not row[3] > 0:
+            raise CostModelError(
+                f"recorded: {source}: row {i} must be [op, attrs, shapes, ms > 0, ...], got {row!r}"
+            )
+        entries[(row[0], row[1], row[2])] = float(row[3])
+    if not entries:
+        raise CostModelError(f"recorded: {source}: the timing table is empty")
+    eager = None
+    if "eager" in data:
+        try:
+            eager = EagerLaunch.from_dict(data["eager"], source)
+        except ValueError as exc:
+            raise CostModelError(f"recorded: {exc}") from None
+    return TimingTable(
+        name=str(data.get("name") or stem),
+        device=str(data.get("device", "unknown")),
+        library=str(data.get("library", "unknown")),
+        source=str(data.get("source", source)),
+        entries=entries,
+        eager=eager,
+        description=str(data.get("description", "")),
+    )
+
+
+def _from_sqlite(path: Path, device: str | None) -> TimingTable:
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise CostModelError(f"recorded: {path}: cannot open timing database ({exc})") from None
+    try:
+        groups = conn.execute(
+            "SELECT device, library, COUNT(*) FROM op_timings GROUP BY device, library ORDER BY 3 DESC"
+        ).fetchall()
+        if device is not None:
+            groups = [g for g in groups if device == g[0] or device in g[0]]
+        if not groups:
+            what = f" for device {device!r}" if device is not None else ""
+            raise CostModelError(f"recorded: {path}: the timing table has no entries{what}")
+        if len(groups) > 1:
+            listed = "; ".join(f"{d} / {lib} ({n} entries)" for d, lib, n in groups)
+            raise CostModelError(
+                f"recorded: {path}: holds several devices or library versions ({listed}); "
+                f"name one with device=..."
+            )
+        dev, lib, _ = groups[0]
+        rows = conn.execute(
+            "SELECT op, attrs, shapes, ms FROM op_timings WHERE device = ? AND library = ?", (dev, lib)
+        ).fetchall()
+    except sqlite3.DatabaseError as exc:
+        raise CostModelError(f"recorded: {path}: not a timing-cache database ({exc})") from None
+    finally:
+        conn.close()
+    entries = {(op, a, s): float(ms) for op, a, s, ms in rows}
+    return TimingTable(path.stem, dev, lib, str(path), entries)
+
+
+def export_table(table: TimingTable, path: str | os.PathLike[str], **meta: Any) -> Path:
+    """Write ``table`` as a JSON export (the shipped form); ``meta`` adds top-level fields
+    (``description``, ``source``, ``eager`` as a dict ...). Rows are sorted, so the file is
+    the same for the same table."""
+    data: dict[str, Any] = {
+        "name": table.name,
+        "description": table.description,
+        "device": table.device,
+        "library": table.library,
+        "source": table.source,
+        **({"eager": table.eager.to_dict()} if table.eager is not None else {}),
+        **meta,
+        "columns": ["op", "attrs", "shapes", "ms"],
+        "rows": [[op, a, s, ms] for (op, a, s), ms in sorted(table.entries.items())],
+    }
+    out = Path(path)
+    body = ",\n".join(json.dumps(r, separators=(",", ":")) for r in data.pop("rows"))
+    head = json.dumps(data, indent=1)[:-2]
+    out.write_text(f'{head},\n "rows": [\n{body}\n ]\n}}\n', encoding="utf-8")
+    return out
+
+
+class RecordedCostModel(KernelCostModel):
+    """Prices ops from a recorded timing table; the fitted roofline covers what it lacks.
+
+    table: a :class:`TimingTable`, a shipped profile name (``"h200"``) or a timing file path.
+    mode: ``"eager"`` (the price of a PyTorch eager forward pass, see
+        :mod:`tensor_eqsat.cost.execution`) or ``"isolated"`` (the recorded times as they are).
+        Default None: eager for a GPU table, isolated for a CPU one (``cpu:...`` device key:
+        CPU ops run synchronously, so their times add up as recorded).
+    eager: the composition for eager mode. Default: the table's own, else
+        :data:`~tensor_eqsat.cost.execution.DEFAULT_EAGER` (the H200 fit).
+    device: for a SQLite file with several devices, which one (see :func:`load_table`).
+    weight_ops, taso_compat: see :class:`~tensor_eqsat.cost.model.KernelCostModel`.
+
+    ``hits`` and ``misses`` count the configurations priced from the table and by the fit.
+
+    >>> m = RecordedCostModel("h200", mode="isolated")
+    >>> round(m.op_cost("conv2d", ((1, 1), "same", "relu"), ((1, 128, 56, 56), (128, 8, 3, 3)), False), 4)
+    0.1328
+    >>> m.hits, m.misses
+    (1, 0)
+    """
+
+    def __init__(
+        self,
+        table: TimingTable | str = "h200",
+        *,
+        mode: ExecutionMode | str | None = None,
+        eager: EagerLaunch | None = None,
+        device: str | None = None,
+        weight_ops: WeightOps | str = WeightOps.FOLD,
+        taso_compat: bool = False,
+    ) -> None:
+        super().__init__(weight_ops=weight_ops, taso_compat=taso_compat)
+        self.table = table if isinstance(table, TimingTable) else load_table(table, device=device)
+        if mode is None:
+            mode = ExecutionMode.ISOLATED if self.table.device.startswith("cpu") else ExecutionMode.EAGER
+        try:
+            self.mode = ExecutionMode(mode)
+        except ValueError:
+            choices = ", ".join(m.value for m in ExecutionMode)
+            raise CostModelError(f"recorded: mode must be one of {choices}, got {mode!r}") from None
+        if self.mode is ExecutionMode.EAGER:
+            self.execution = eager or self.table.eager or DEFAULT_EAGER
+        self.spec = f"recorded:{self.table.name}"
+        self.hits = 0
+        self.misses = 0
+
+    def recorded_ms(self, spec: OpSpec, attrs: Attrs, in_shapes: tuple[Shape, ...]) -> float | None:
+        """The table's isolated time of one configuration, or None when it lacks it."""
+        return self.table.entries.get((spec.name, encode_attrs(attrs), shapes_key(in_shapes)))
+
+    def kernel_ms(self, spec: OpSpec, attrs: Attrs, in_shapes: tuple[Shape, ...]) -> float:
+        ms = self.recorded_ms(spec, attrs, in_shapes)
+        if ms is not None:
+            self.hits += 1
+            return ms
+        self.misses += 1
+        return self.table.fit.price_spec(spec, attrs, in_shapes)
+
+    def __repr__(self) -> str:
+        return (
+            f"RecordedCostModel(spec={self.spec!r}, mode={self.mode.value!r}, entries={len(self.table)}, "
+            f"weight_ops={self.weight_ops.value!r})"
+        )
