@@ -517,7 +517,7 @@ def _target_line(target: Target, measured: bool) -> str:
     if measured:
         return target.name
     if target.predicts_for:
-        return f"{target.name} (predicted for {target.predicts_for}, not measured here)"
+        return f"{target.name} (predicted for {target.predicts_for}; not measured here)"
     return f"{target.name} (not measured here)"
 
 

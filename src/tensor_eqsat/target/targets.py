@@ -106,7 +106,7 @@ TARGETS: dict[str, Target] = {
             None,
             None,
             "recorded NVIDIA H200 profile (PyTorch eager, measured op times)",
-            "an NVIDIA H200 (PyTorch eager)",
+            "an NVIDIA H200, PyTorch eager",
         ),
         Target(
             "a100",
@@ -114,7 +114,7 @@ TARGETS: dict[str, Target] = {
             None,
             None,
             "analytic NVIDIA A100 roofline (the paper's device)",
-            "the paper's A100 roofline (2019-era relative costs, not a current GPU)",
+            "the paper's A100 roofline, 2019-era relative costs",
         ),
         Target(
             "p100", "roofline:p100", None, None, "analytic NVIDIA P100 roofline", "an NVIDIA P100 roofline"
