@@ -274,6 +274,10 @@ def optimize(
     search_s = time.perf_counter() - ts
     _emit(progress, t0, "extract", step=len(report.steps), enodes=egraph.num_enodes)
     optimized, extracted, final_s = _extract(egraph, cm, cfg, run_deadline.at)
+    if extracted.stats.get("solver_status") == "userinterrupt":
+        # SCIP caught the user's Ctrl-C and returned its incumbent: the run was interrupted, and
+        # says so the same way in every phase (deliver() hands back the original).
+        raise KeyboardInterrupt
     final = _extraction_stats(cfg, extracted)
     alternatives = _extract_alternatives(egraph, cm, cfg)
     tc = time.perf_counter()
