@@ -32,6 +32,7 @@ from __future__ import annotations
 import copy
 import importlib.util
 import logging
+import math
 import time
 from collections import Counter
 from dataclasses import dataclass, replace
@@ -63,6 +64,13 @@ MEASURE_BLOCKS = 5
 """``measure`` times the two models in this many alternating blocks."""
 WRITE_RESERVE_S = 1.0
 """Seconds kept for the write after the guard."""
+CHECK_MARGIN = 1.5
+"""The check of a result is predicted to take this many times what preparing and running the
+original took."""
+PREPARE_BYTES_PER_S = 100e6
+"""Weight bytes a check prepares per second (made, exported, loaded; about 12 s per GB measured
+on a loaded 2-core CPU): a model whose check alone cannot fit the time budget is handed back at
+once."""
 
 
 @dataclass(frozen=True)
@@ -164,6 +172,9 @@ class Delivery:
 
     def to_dict(self) -> dict[str, Any]:
         """The CLI's ``--json`` output, key for key."""
+        if self.result is None and self.stop is StopReason.TIME_LIMIT:
+            return {"nothing_to_optimize": False, "kept_original": True, "message": self.message,
+                    "speedup_pct": 0.0, "stop_reason": self.stop.value}  # fmt: skip
         if self.result is None:
             return {"nothing_to_optimize": True, "message": self.message, "speedup_pct": 0.0}
         data = self.result.to_dict()
@@ -269,15 +280,24 @@ def deliver(
     if dcfg.check:
         from tensor_eqsat.io.equivalence import Reference
 
+        # Too large to check within the budget at all: say so at once, before spending it.
+        predicted = 2 * _weight_bytes(src.graph) / PREPARE_BYTES_PER_S
+        if deadline.left() is not None and predicted > deadline.left():  # type: ignore[operator]
+            return _no_time(src, target, cfg, out, deadline, predicted)
         t0 = time.perf_counter()
         reference = Reference(src.reference(), seed=cfg.seed, backend=check_backend, device=check_device)
         prepare_s = time.perf_counter() - t0
         # Preparing the original and one trial of it now (kept for the check) say what the check
-        # will cost: the original's other trials, then the result prepared and run every trial.
+        # will cost: the original's other trials, then the result prepared and run every trial,
+        # with a margin (a rewritten graph may fold more weights, and the machine may be busier).
         trial_s = reference.warm(1)
-        after_search = prepare_s + trial_s * (2 * reference.trials - 1)
+        rest = trial_s * (reference.trials - 1)
+        after_search = rest + CHECK_MARGIN * (prepare_s + trial_s * reference.trials)
     log.info("%.1f s: the check is predicted to take %.1f s", deadline.elapsed(), after_search)
     after_search += _guard_estimate(guard_runtime, src, dcfg, cfg.seed) if guard_runtime else 0.0
+    left = deadline.left()
+    if left is not None and after_search >= left:
+        return _no_time(src, target, cfg, out, deadline, deadline.elapsed() + after_search)
     stop: StopReason | None = None
     try:
         result = optimize(
@@ -330,6 +350,27 @@ def deliver(
         measured = _measure(src, chosen, dcfg, cfg.seed)
     return Delivery(src, target, cfg, result, chosen, kept, verdict, guard_report, measured, written, None,
                     tuple(notes), stop or result.stop_reason, deadline.elapsed())  # fmt: skip
+
+
+def _weight_bytes(graph: Graph) -> int:
+    """Bytes of the graph's float32 weights."""
+    return sum(4 * math.prod(n.shapes[0]) for n in graph.weights())
+
+
+def _no_time(
+    src: Source, target: Target, cfg: OptimizeConfig, out: Path | None, deadline: Deadline, needed: float
+) -> Delivery:
+    """The original, handed back because the time budget cannot hold a checked search."""
+    budget = deadline.budget or 0.0
+    why = (
+        f"time budget too small: checking a result of {src.name} needs about {needed:.0f} s here, and the "
+        f"budget is {budget:g} s; the original is kept unsearched (give a time budget of at least "
+        f"{2 * needed:.0f} s, or skip the check)"
+    )
+    log.warning(why)
+    written = _write_original(src, out, cfg.seed) if out is not None else None
+    return Delivery(src, target, cfg, None, src.graph, True, output=written, message=why,
+                    stop=StopReason.TIME_LIMIT, wall_s=deadline.elapsed())  # fmt: skip
 
 
 def _check_output(output: str | Path | None) -> Path | None:

@@ -273,3 +273,16 @@ def test_the_stop_reason_carries_the_limit_it_reached():
     assert d.result.stop_reason is StopReason.NODE_LIMIT
     assert str(d.stop_detail) == "node limit (300)"
     assert d.to_dict()["delivery"]["stop"] == {"reason": "node limit", "value": 300}
+
+
+def test_a_budget_too_small_to_check_a_result_keeps_the_original_at_once(tmp_path):
+    from tensor_eqsat import zoo
+
+    out = tmp_path / "vgg.json"
+    t0 = time.perf_counter()
+    d = deliver(zoo.get("vgg"), search="auto", time_budget=1.0, output=out)
+    assert time.perf_counter() - t0 < 30  # not the minutes of preparing VGG-19's check
+    assert d.result is None and d.kept_original and d.stop is StopReason.TIME_LIMIT and d.exit_code == 0
+    assert "time budget too small" in d.message and d.output == out
+    data = d.to_dict()
+    assert data["nothing_to_optimize"] is False and data["stop_reason"] == "time limit"
