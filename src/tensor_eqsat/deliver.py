@@ -296,7 +296,7 @@ def deliver(
     log.info("%.1f s: the check is predicted to take %.1f s", deadline.elapsed(), after_search)
     after_search += _guard_estimate(guard_runtime, src, dcfg, cfg.seed) if guard_runtime else 0.0
     left = deadline.left()
-    if left is not None and after_search >= left:
+    if left is not None and after_search > 0 and after_search >= left:
         return _no_time(src, target, cfg, out, deadline, deadline.elapsed() + after_search)
     stop: StopReason | None = None
     try:
@@ -363,9 +363,9 @@ def _no_time(
     """The original, handed back because the time budget cannot hold a checked search."""
     budget = deadline.budget or 0.0
     why = (
-        f"time budget too small: checking a result of {src.name} needs about {needed:.0f} s here, and the "
+        f"time budget too small: checking a result of {src.name} needs about {needed:.1f} s here, and the "
         f"budget is {budget:g} s; the original is kept unsearched (give a time budget of at least "
-        f"{2 * needed:.0f} s, or skip the check)"
+        f"{2 * needed:.1f} s, or skip the check)"
     )
     log.warning(why)
     written = _write_original(src, out, cfg.seed) if out is not None else None
