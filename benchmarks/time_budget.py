@@ -36,11 +36,11 @@ def run(source: str, budget: float, out: Path) -> dict[str, object]:
     if proc.returncode == 0:
         data = json.loads(proc.stdout)
         row.update(
-            search_s=data.get("wall_s"),
+            search_s=data.get("wall_s") or 0.0,
             reported_s=data.get("delivery", {}).get("wall_s"),
-            speedup_pct=data.get("speedup_pct"),
-            kept=data.get("kept_original"),
-            stop=(data.get("portfolio") or {}).get("stop"),
+            speedup_pct=data.get("speedup_pct") or 0.0,
+            kept=data.get("kept_original", data.get("nothing_to_optimize")),
+            stop=(data.get("portfolio") or {}).get("stop") or data.get("stop_reason"),
         )
     else:
         row["error"] = proc.stderr.strip().splitlines()[-1:] or ["?"]
