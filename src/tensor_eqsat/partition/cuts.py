@@ -8,9 +8,10 @@ so a transformer's layers, a CNN's stages and an RNN's steps come one after anot
 that order is a candidate cut; it is scored by
 
 * ``width``: the activation tensors made before the gap and read after it (graph outputs alone
-  do not count: they connect nothing). A width-1 gap is a single-tensor cut, an articulation
-  point of the dataflow: every path from the inputs to the outputs passes through that tensor
-  (the residual stream between two transformer blocks, a CNN's stage boundary);
+  do not count: they connect nothing; a graph input counts from its first reader on). A
+  width-1 gap is a single-tensor cut, an articulation point of the dataflow: every path from
+  the inputs to the outputs passes through that tensor (the residual stream between two
+  transformer blocks, a CNN's stage boundary);
 * ``split``: crossing tensors read on both sides of the gap. A rewrite that needs two readers of
   one tensor (a multi-pattern merge of the projections of one input) is lost there, so clean
   cuts (split 0) are preferred.
@@ -31,6 +32,7 @@ blocks would not be recognised).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -129,13 +131,15 @@ def gaps(graph: Graph, order: Sequence[int]) -> list[Gap]:
     readers: dict[TensorRef, list[int]] = {}
     for nid in order:
         for ref in graph.nodes[nid].inputs:
-            if ref[0] in pos:
+            if ref[0] in pos or graph.nodes[ref[0]].op == "input":
                 readers.setdefault(ref, []).append(pos[nid])
     n = len(order)
     width = [0] * (n + 1)
     split = [0] * (n + 1)
     for ref, at in readers.items():
-        p, first, last = pos[ref[0]], min(at), max(at)
+        first, last = min(at), max(at)
+        # a graph input is made where it is first read (and is then read on both sides)
+        p = pos.get(ref[0], first)
         # crosses the gaps p+1 .. last; read on both sides at the gaps first+1 .. last
         width[p + 1] += 1
         width[last + 1] -= 1
@@ -183,7 +187,7 @@ def segments(sizes: Sequence[int], cuts: Sequence[Gap], target: int) -> list[Spa
             continue
         best = min(g.score for g in inside)
         points = [a, *(g.position for g in inside if g.score == best), b]
-        todo.extend(reversed(list(zip(points, points[1:], strict=False))))
+        todo.extend(reversed(list(itertools.pairwise(points))))
     out.sort()
     return out
 
@@ -227,4 +231,3 @@ def piece_sizes(graph: Graph, order: Sequence[int], weight_only: set[int]) -> li
     """Each ordered node's share of a region's initial e-nodes: itself plus the weight-only
     nodes it reads directly (each counted by every reader: regions recompute them)."""
     return [1 + sum(src in weight_only for src, _ in graph.nodes[nid].inputs) for nid in order]
-

@@ -101,7 +101,7 @@ def build_region(
         got = local.get(ref)
         if got is not None:
             return got
-        nid, idx = ref
+        nid = ref[0]
         node = graph.nodes[nid]
         if nid in weight_only:
             if node.op == "weight":

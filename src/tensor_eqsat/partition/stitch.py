@@ -131,10 +131,12 @@ def _bind_leaf(opt: Graph, nid: int, region: Region, original: Any, b: _Builder)
     """The stitched tensor a leaf of an optimized region graph stands for."""
     name = opt.name_of(nid)
     op = opt.nodes[nid].op
-    prefix, count = (INPUT_PREFIX, len(region.inputs)) if op == "input" else (WEIGHT_PREFIX, len(region.weights))
+    prefix, count = (
+        (INPUT_PREFIX, len(region.inputs)) if op == "input" else (WEIGHT_PREFIX, len(region.weights))
+    )
     index = name[len(prefix) :]
     if not name.startswith(prefix) or not index.isdigit() or int(index) >= count:
         raise GraphError(f"region {region.index}: optimized graph has {op} {name!r}, not one of the region's")
     if op == "input":
-        return original(region.inputs[int(index)])  # type: ignore[no-any-return]
+        return original(region.inputs[int(index)])
     return b.leaf_ref(region.weights[int(index)])
