@@ -305,7 +305,7 @@ def optimize_partitioned(
     ...                          search="saturate", node_limit=600, time_limit=20,
     ...                          partition=PartitionConfig(target_enodes=60))
     >>> r.partition.regions, r.partition.distinct, r.speedup_pct > 0
-    (3, 3, True)
+    (4, 3, True)
     """
     t0 = time.perf_counter()
     cfg = (config or OptimizeConfig()).with_overrides(**overrides)
