@@ -3,15 +3,19 @@
     PYTHONPATH=src python benchmarks/scale.py                       # every case, 60 s each
     PYTHONPATH=src python benchmarks/scale.py vit-base:12 vit-base:96 --budget 20
     PYTHONPATH=src python benchmarks/scale.py bert:24 --whole        # also the unpartitioned run
+    PYTHONPATH=src python benchmarks/scale.py nasneta tt vit-huge   # zoo models partitioned by default
     PYTHONPATH=src python benchmarks/scale.py --spans vit-base bert  # rule matches lost at cuts
 
-Cases: ``vit-base:L`` and ``bert:L`` are the zoo models at L layers (defaults: ViT-Base at 12,
+Cases: a zoo model's name is the model at its default size; ``vit-base:L`` and ``bert:L`` are
+the zoo models at L layers (defaults: ViT-Base at 12,
 48 and 96, BERT at 8, 24 and 48); ``hf-gpt2`` and ``hf-vit`` are HuggingFace GPT-2 small
 (sequence 128) and ViT-B/16 (224x224), random init, exported with ``torch.onnx.export`` (dynamo)
 and imported as ``benchmarks/transformers.py`` does (needs the ``hf`` extra). Each case runs
 :func:`~tensor_eqsat.partition.optimize_partitioned` with the default settings (``auto``, the
 default cost model: the A100 roofline, ILP final) and ``--budget`` seconds (default 60), in this
-process, one at a time, and prints the speedup, the wall time, the regions and the distinct
+process, one at a time (a graph that :func:`~tensor_eqsat.partition.should_partition` says fits
+the node limit, such as the zoo depths, is optimized whole, as the pipeline does; ``--force``
+partitions it anyway), and prints the speedup, the wall time, the regions and the distinct
 regions, and each distinct region's copies, gain and seconds; ``--whole`` also runs today's
 ``optimize()`` on the whole graph with the same budget. The numeric check (the reference
 interpreter against the original) runs with ``--check``; it is slow on deep models.
@@ -47,7 +51,7 @@ if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
 from tensor_eqsat.config import OptimizeConfig
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.optimize import optimize
-from tensor_eqsat.partition import PartitionConfig, optimize_partitioned, partition_graph
+from tensor_eqsat.partition import PartitionConfig, optimize_partitioned, partition_graph, should_partition
 
 CASES = ("vit-base:12", "vit-base:48", "vit-base:96", "bert:8", "bert:24", "bert:48", "hf-gpt2", "hf-vit")
 ZOO_DEPTH = {"vit-base": 12, "bert": 8}
@@ -81,10 +85,14 @@ def build(case: str, where: Path) -> tuple[Graph, str | None]:
     if case in HF:
         return hf_graph(HF[case], where), None
     name, _, layers = case.partition(":")
-    from tensor_eqsat.zoo.registry import get
+    from tensor_eqsat.zoo.registry import get, names
 
-    if not layers.isdigit():
-        raise SystemExit(f"{case}: expected MODEL:LAYERS (e.g. vit-base:48) or one of {', '.join(HF)}")
+    if name in names() and not layers:
+        return get(name), name
+    if name not in names() or not layers.isdigit():
+        raise SystemExit(
+            f"{case}: expected a zoo MODEL, MODEL:LAYERS (e.g. vit-base:48) or one of {', '.join(HF)}"
+        )
     return get(name, layers=int(layers)), name
 
 
@@ -94,10 +102,15 @@ def run(case: str, args: argparse.Namespace, where: Path) -> dict[str, Any]:
     pcfg = PartitionConfig(target_enodes=args.target)
     row: dict[str, Any] = {"case": case, "budget_s": args.budget, "nodes": len(graph), "load": load()}
     t = time.perf_counter()
-    res = optimize_partitioned(graph, cfg, partition=pcfg, deadline=t + args.budget)
+    # the pipeline's choice: partition when the graph would not fit the node limit with room
+    partitioned = args.force or should_partition(graph, cfg, pcfg)
+    if partitioned:
+        res = optimize_partitioned(graph, cfg, partition=pcfg, deadline=t + args.budget)
+    else:
+        res = optimize(graph, cfg)
     row["wall_s"] = time.perf_counter() - t
     row["speedup_pct"] = res.speedup_pct
-    part = res.partition
+    part = res.partition if partitioned else None
     row["regions"] = part.regions if part else 1
     row["distinct"] = part.distinct if part else 1
     row["partition"] = part.to_dict() if part else None
@@ -144,6 +157,7 @@ def main() -> None:
         "--target", type=int, default=None, help="region target size in e-nodes (default: the config's)"
     )
     ap.add_argument("--whole", action="store_true", help="also run optimize() on the whole graph")
+    ap.add_argument("--force", action="store_true", help="partition even where should_partition() says no")
     ap.add_argument("--check", action="store_true", help="check the result in the reference interpreter")
     ap.add_argument("--spans", action="store_true", help="count rule matches spanning cuts for zoo MODELs")
     ap.add_argument("--export-dir", metavar="DIR", help="keep the HuggingFace exports here and reuse them")

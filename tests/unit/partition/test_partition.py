@@ -230,6 +230,18 @@ def test_repeated_blocks_are_searched_once(monkeypatch):
     assert verify(g, r.graph).ok
 
 
+def test_a_short_deadline_is_respected():
+    g = chain(6)
+    t = time.perf_counter()
+    r = optimize_partitioned(
+        g, search="auto", deadline=t + 2.0, partition=PartitionConfig(target_enodes=5, min_region_seconds=0.5)
+    )
+    assert r.partition is not None
+    assert time.perf_counter() - t < 2.0 + 1.5
+    assert verify(g, r.graph).ok
+
+
+@pytest.mark.slow
 def test_the_deadline_is_respected():
     g = get("vit-base", layers=6, **SMALL_VIT)
     t = time.perf_counter()
