@@ -66,9 +66,12 @@ class PartitionConfig:
     target_enodes: a region's initial e-nodes should not exceed this (a region with no narrow cut
         inside may). Default None: ``node_limit // region_room``.
     region_room: how many times its initial size a region's e-graph may grow within the node
-        limit (sets the default target). Default 16: 125 e-nodes at the paper's 2,000, about
-        three ViT-Base layers or six BERT layers, small enough for saturation and MCTS to
-        explore each one well.
+        limit (sets the default target). Default 32: 62 e-nodes at the paper's 2,000, one
+        ViT-Base layer or three BERT layers. Measured with ``auto`` at 60 s
+        (``benchmarks/scale.py --target``): BERT at 24 layers gains 59.81 % at 62 (three layers
+        a region), 59.00 % at 125 (six) and 58.51 % at 35 (one: the layer cuts then hide
+        ``matmul(matmul(x, W), Wq)``); ViT-Base at 96 layers in 20 s gains 19.43 % at 62 and
+        18.65 % at 125.
     room: a graph is partitioned when its initial e-graph exceeds ``node_limit / room`` e-nodes
         (:func:`should_partition`). Default 5: 400 e-nodes at 2,000.
     min_region_seconds: the least time a distinct region's search gets. Default 1.0.
@@ -79,11 +82,11 @@ class PartitionConfig:
         1.0.
 
     >>> PartitionConfig().target(2000), PartitionConfig(target_enodes=300).target(2000)
-    (125, 300)
+    (62, 300)
     """
 
     target_enodes: int | None = None
-    region_room: int = 16
+    region_room: int = 32
     room: float = 5.0
     min_region_seconds: float = 1.0
     overrun_margin: float = 0.15
