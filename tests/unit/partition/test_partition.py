@@ -222,11 +222,34 @@ def test_repeated_blocks_are_searched_once(monkeypatch):
     monkeypatch.setattr(driver, "optimize", counting)
     g = chain(8)
     r = optimize_partitioned(g, search="saturate", node_limit=200, time_limit=10,
-                             partition=PartitionConfig(target_enodes=5))  # fmt: skip
+                             partition=PartitionConfig(target_enodes=5, whole_pass=False))  # fmt: skip
     assert r.partition is not None
     assert (r.partition.regions, r.partition.distinct) == (8, 1)
     assert len(calls) == 1
     assert r.partition.searched[0].copies == 8
+    assert r.partition.whole_pct is None
+    assert verify(g, r.graph).ok
+
+
+def test_time_left_over_searches_the_whole_graph_too(monkeypatch):
+    calls = []
+    real = driver.optimize
+
+    def counting(graph, config=None, **kw):
+        calls.append(len(graph))
+        return real(graph, config, **kw)
+
+    monkeypatch.setattr(driver, "optimize", counting)
+    g = Graph()
+    x = g.input((4, 8), name="x")
+    y = g.matmul(x, g.weight((8, 8), name="a"))  # the cut between the two matmuls hides x·(A·B)
+    g.output(g.matmul(y, g.weight((8, 8), name="b")))
+    cfg = PartitionConfig(target_enodes=1, whole_min_seconds=0.5)
+    r = optimize_partitioned(g, search="saturate", node_limit=200, time_limit=10, partition=cfg)
+    assert r.partition is not None and r.partition.regions == 2
+    assert calls == [3, 5]  # the two matmuls are one block, then the whole graph
+    assert r.partition.whole_won and r.partition.whole_pct == pytest.approx(50.0)
+    assert r.speedup_pct == pytest.approx(50.0) and r.partition.stitched_ms == r.original_cost_ms
     assert verify(g, r.graph).ok
 
 
