@@ -33,6 +33,7 @@ blocks would not be recognised).
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -199,11 +200,16 @@ def coalesce(
 
     A region grows while the next piece fits; when it does not, the region ends at the last
     point where the following piece had the same key as the region's first piece, if there is
-    one, so that a run of repeated pieces (``keys`` equal) packs into identical regions.
+    one, so that a run of repeated pieces (``keys`` equal) packs into identical regions. A
+    piece whose key repeats and one whose key does not never share a region: a model's stem
+    and head are regions of their own, so its first and last layers are copies of the others.
 
     >>> coalesce([(0, 1), (1, 2), (2, 3), (3, 4), (4, 5)], [2, 1, 2, 1, 2], "ABABA", 4)
     [[0, 1], [2, 3], [4]]
+    >>> coalesce([(0, 1), (1, 2), (2, 3), (3, 4), (4, 5)], [1, 1, 2, 2, 1], "STAAH", 9)
+    [[0, 1], [2, 3], [4]]
     """
+    count = Counter(keys)
     groups: list[list[int]] = []
     i = 0
     n = len(pieces)
@@ -212,15 +218,17 @@ def coalesce(
         total = sizes[i]
         snap = None
         j = i + 1
-        while j < n and total + sizes[j] <= target:
+        repeated = count[keys[i]] > 1
+        while j < n and total + sizes[j] <= target and (count[keys[j]] > 1) == repeated:
             if keys[j] == keys[i]:
                 snap = j
             total += sizes[j]
             group.append(j)
             j += 1
-        if j < n and keys[j] == keys[i]:
+        full = j < n and total + sizes[j] > target
+        if full and keys[j] == keys[i]:
             snap = j
-        if j < n and snap is not None and snap > i:
+        if full and snap is not None and snap > i:
             group = list(range(i, snap))
         groups.append(group)
         i = group[-1] + 1

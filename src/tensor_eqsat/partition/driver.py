@@ -181,7 +181,7 @@ def partition_graph(graph: Graph, target: int) -> Partition:
     >>> from tensor_eqsat.zoo.registry import get
     >>> part = partition_graph(get("vit-base", layers=8), target=125)
     >>> len(part.regions), len(part.distinct()), [c.width for c in part.cuts]
-    (4, 3, [1, 1, 1])
+    (6, 3, [1, 1, 1, 1, 1])
     """
     fixed = weight_only_nodes(graph)
     order = activation_order(graph, fixed)
@@ -350,7 +350,7 @@ def optimize_partitioned(
     ...                          search="saturate", node_limit=600, time_limit=20,
     ...                          partition=PartitionConfig(target_enodes=60))
     >>> r.partition.regions, r.partition.distinct, r.speedup_pct > 0
-    (4, 3, True)
+    (6, 3, True)
     """
     t0 = time.perf_counter()
     cfg = (config or OptimizeConfig()).with_overrides(**overrides)
