@@ -25,7 +25,7 @@ from typing import Any
 from tensor_eqsat.egraph.egraph import EGraph
 from tensor_eqsat.egraph.enode import ENode
 from tensor_eqsat.ir.opspec import PROJECTION
-from tensor_eqsat.partition.driver import Partition
+from tensor_eqsat.partition.plan import Partition
 from tensor_eqsat.rewrite.multi import MultiRewrite
 from tensor_eqsat.rewrite.pattern import PNode
 from tensor_eqsat.rewrite.rewrite import Rewrite
@@ -65,7 +65,7 @@ def spanning_matches(part: Partition, actions: Actions, *, pair_cap: int = 200_0
     pair_cap: at most this many pairs are enumerated per multi-pattern rule. Default 200,000.
 
     >>> from tensor_eqsat.ir.graph import Graph
-    >>> from tensor_eqsat.partition.driver import partition_graph
+    >>> from tensor_eqsat.partition.plan import partition_graph
     >>> from tensor_eqsat.rules.sets import load_rule_set
     >>> g = Graph()
     >>> x = g.input((8, 8), name="x")

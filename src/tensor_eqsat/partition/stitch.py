@@ -86,7 +86,7 @@ def stitch(source: Graph, regions: Sequence[Region], optimized: Mapping[str, Gra
     >>> g = Graph()
     >>> x = g.input((2, 4), name="x")
     >>> g.output(g.relu(g.relu(x)))
-    >>> from tensor_eqsat.partition.driver import partition_graph
+    >>> from tensor_eqsat.partition.plan import partition_graph
     >>> part = partition_graph(g, target=1)
     >>> len(part.regions), len(part.distinct())
     (2, 1)

@@ -14,12 +14,8 @@ from tensor_eqsat.io.equivalence import verify
 from tensor_eqsat.ir.graph import Graph, Tensor
 from tensor_eqsat.partition import driver
 from tensor_eqsat.partition.cuts import Gap, activation_order, coalesce, gaps, segments, weight_only_nodes
-from tensor_eqsat.partition.driver import (
-    PartitionConfig,
-    optimize_partitioned,
-    partition_graph,
-    should_partition,
-)
+from tensor_eqsat.partition.driver import optimize_partitioned
+from tensor_eqsat.partition.plan import PartitionConfig, partition_graph, should_partition
 from tensor_eqsat.partition.regions import structural_key
 from tensor_eqsat.partition.span import spanning_matches
 from tensor_eqsat.partition.stitch import stitch
