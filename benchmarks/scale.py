@@ -201,6 +201,9 @@ def main() -> None:
                     f"{s['winner'] or s['stop_reason']}",
                     flush=True,
                 )
+            if part and part["whole_pct"] is not None:
+                won = "returned" if part["whole_won"] else "not returned"
+                print(f"    whole graph with the time left: {part['whole_pct']:.2f} % ({won})", flush=True)
             if "check_ok" in row:
                 print(
                     f"    check: {'ok' if row['check_ok'] else 'FAILED'} ({row['check_s']:.1f} s)", flush=True
