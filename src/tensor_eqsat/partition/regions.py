@@ -17,14 +17,19 @@ Rewrites never look at weight values, so an optimization of one copy is valid fo
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from tensor_eqsat.ir.graph import Graph, TensorRef
+from tensor_eqsat.ir.ops import get_op
+from tensor_eqsat.ir.opspec import Attrs
 
 INPUT_PREFIX = "in"
 WEIGHT_PREFIX = "w"
+OPAQUE = "opaque"
 
 
 @dataclass(frozen=True)
@@ -173,7 +178,9 @@ def _copy_constant(
 def structural_key(graph: Graph) -> str:
     """A hash of a canonical region graph: its nodes (op, attributes, inputs) in order and its
     outputs. Leaf names are positional symbols in a canonical graph, so the key is the same for
-    blocks that differ only in their weights' values and names.
+    blocks that differ only in their weights' values and names; an ``opaque`` node counts by
+    its payload without the ONNX node's name and metadata (an export names every layer's node
+    apart).
 
     >>> a, b = Graph(), Graph()
     >>> for g in (a, b):
@@ -181,5 +188,37 @@ def structural_key(graph: Graph) -> str:
     >>> structural_key(a) == structural_key(b)
     True
     """
-    text = repr([(n.op, n.attrs, n.inputs) for n in graph.nodes]) + repr(graph.outputs)
+    text = repr([(n.op, _canonical_attrs(n.op, n.attrs), n.inputs) for n in graph.nodes]) + repr(
+        graph.outputs
+    )
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def opaque_attrs(graph: Graph) -> list[Attrs]:
+    """The attributes of ``graph``'s ``opaque`` nodes, in order: rewrites never change them, so
+    the k-th of one copy's region graph stands for the k-th of another's."""
+    return [n.attrs for n in graph.nodes if n.op == OPAQUE]
+
+
+def _canonical_attrs(op: str, attrs: Attrs) -> Any:
+    if op != OPAQUE:
+        return attrs
+    at = get_op(OPAQUE).attr_names.index("payload")
+    return (*attrs[:at], _payload_digest(attrs[at]), *attrs[at + 1 :])
+
+
+@functools.lru_cache(maxsize=4096)
+def _payload_digest(payload: str) -> str:
+    """A hash of an opaque payload with its node's name, doc string and metadata (an exporter's
+    source location) cleared."""
+    try:
+        from tensor_eqsat.io.opaque import decode_payload
+
+        model = decode_payload(payload)
+    except Exception:  # no onnx, or not a model: the payload as it is
+        return hashlib.sha256(payload.encode()).hexdigest()
+    for node in model.graph.node:
+        node.name = ""
+        node.doc_string = ""
+        node.ClearField("metadata_props")
+    return hashlib.sha256(model.SerializeToString(deterministic=True)).hexdigest()

@@ -7,6 +7,10 @@ sub-expressions the optimizer made (a concatenation of Q, K and V weights) are r
 each copy's weights. Graph inputs keep their names and order, weights their names and data, so
 the result runs on the original's inputs and weights and is priced like any graph.
 
+The optimized graph of a block is its first copy's: ``opaque`` nodes (operators kept from an
+ONNX import, which rewrites never change) take each copy's own attributes back, the k-th opaque
+node of the first copy's region standing for the k-th of the copy's.
+
 Nodes are hash-consed as they are added: two identical nodes on the same inputs become one (a
 weight-only expression two regions both recompute, as when an RNN's steps share weights).
 """
@@ -18,7 +22,7 @@ from typing import Any
 
 from tensor_eqsat.errors import GraphError
 from tensor_eqsat.ir.graph import Graph, TensorRef
-from tensor_eqsat.partition.regions import INPUT_PREFIX, WEIGHT_PREFIX, Region
+from tensor_eqsat.partition.regions import INPUT_PREFIX, OPAQUE, WEIGHT_PREFIX, Region, opaque_attrs
 
 
 class _Builder:
@@ -77,8 +81,8 @@ class _Builder:
 def stitch(source: Graph, regions: Sequence[Region], optimized: Mapping[str, Graph]) -> Graph:
     """The graph made of ``optimized[region.key]`` for every region of ``source``, in order.
 
-    optimized: region key -> an optimized canonical graph of that region (the same outputs in the
-        same order; it may read fewer inputs and weights).
+    optimized: region key -> an optimized canonical graph of the first region with that key (the
+        same outputs in the same order; it may read fewer inputs and weights).
 
     Raises GraphError when an optimized graph has a leaf that is not one of its region's
     symbols, or an output count that differs from its region's.
@@ -90,12 +94,15 @@ def stitch(source: Graph, regions: Sequence[Region], optimized: Mapping[str, Gra
     >>> part = partition_graph(g, target=1)
     >>> len(part.regions), len(part.distinct())
     (2, 1)
-    >>> out = stitch(g, part.regions, {r.key: r.graph for r in part.regions})
+    >>> out = stitch(g, part.regions, {k: rs[0].graph for k, rs in part.distinct().items()})
     >>> out.op_counts()
     {'relu': 2}
     """
     b = _Builder(source)
     value: dict[TensorRef, TensorRef] = {}
+    first: dict[str, Region] = {}
+    for region in regions:
+        first.setdefault(region.key, region)
 
     def original(ref: TensorRef) -> TensorRef:
         got = value.get(ref)
@@ -113,11 +120,14 @@ def stitch(source: Graph, regions: Sequence[Region], optimized: Mapping[str, Gra
                 f"the region {len(region.outputs)}"
             )
         env: dict[TensorRef, TensorRef] = {}
+        # the optimized graph is the first copy's: its opaque nodes get this copy's attributes back
+        own = dict(zip(opaque_attrs(first[region.key].graph), opaque_attrs(region.graph), strict=True))
         for node in opt.nodes:
             if node.spec.is_leaf:
                 env[(node.id, 0)] = _bind_leaf(opt, node.id, region, original, b)
                 continue
-            outs = b.add(node.op, node.attrs, [env[r] for r in node.inputs])
+            attrs = own.get(node.attrs, node.attrs) if node.op == OPAQUE else node.attrs
+            outs = b.add(node.op, attrs, [env[r] for r in node.inputs])
             for k, ref in enumerate(outs):
                 env[(node.id, k)] = ref
         for ref, got in zip(region.outputs, opt.outputs, strict=True):

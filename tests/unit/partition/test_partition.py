@@ -75,7 +75,10 @@ def test_a_diamond_has_no_single_tensor_cut_inside_it():
     # between two readers of x
     part = partition_graph(g, target=2)
     assert len(part.regions) > 1
-    assert stitch(g, part.regions, {r.key: r.graph for r in part.regions}).op_counts() == g.op_counts()
+    assert (
+        stitch(g, part.regions, {k: rs[0].graph for k, rs in part.distinct().items()}).op_counts()
+        == g.op_counts()
+    )
 
 
 def test_multiple_outputs_are_region_outputs_and_come_back_in_order():
@@ -87,7 +90,7 @@ def test_multiple_outputs_are_region_outputs_and_come_back_in_order():
     g.output(z, early, x)
     part = partition_graph(g, target=6)
     assert len(part.regions) >= 2
-    out = stitch(g, part.regions, {r.key: r.graph for r in part.regions})
+    out = stitch(g, part.regions, {k: rs[0].graph for k, rs in part.distinct().items()})
     assert [out.shape_of(r) for r in out.outputs] == [g.shape_of(r) for r in g.outputs]
     assert verify(g, out).ok
 
@@ -167,7 +170,7 @@ def test_stitching_the_unoptimized_regions_gives_the_original_back(model, params
     g = get(model, **params)
     part = partition_graph(g, target=30)
     assert len(part.regions) > 1
-    out = stitch(g, part.regions, {r.key: r.graph for r in part.regions})
+    out = stitch(g, part.regions, {k: rs[0].graph for k, rs in part.distinct().items()})
     assert out.op_counts() == g.op_counts()
     assert [n.attrs for n in out.inputs()] == [n.attrs for n in g.inputs()]
     assert verify(g, out).ok
@@ -309,3 +312,32 @@ def test_spanning_matches_count_the_rules_a_cut_hides():
     # cut inside a block, between the two readers of x, the merge of its projections is lost
     inner = spanning_matches(partition_graph(g, target=2), actions)
     assert inner.total == report.total and inner.lost > 0
+
+
+def test_opaque_nodes_named_per_layer_are_one_block_and_keep_their_own_payload():
+    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
+    from tensor_eqsat.io.opaque import TensorSlot, build_opaque
+
+    def exp_attrs(layer: int) -> dict:
+        node = onnx.helper.make_node("Exp", ["a"], ["b"], name=f"/h.{layer}/Exp")
+        float32 = onnx.TensorProto.FLOAT
+        return build_opaque(node, [TensorSlot(float32, (4, 8))], [(float32, (4, 8))],
+                            [onnx.helper.make_opsetid("", 18)])  # fmt: skip
+
+    g = Graph()
+    x = g.input((4, 8), name="x")
+    payloads = []
+    for i in range(3):
+        attrs = exp_attrs(i)
+        payloads.append(attrs["payload"])
+        y = g.add("opaque", [g.sdiv(x, 8.0)], **attrs)[0]
+        x = g.ewadd(x, g.matmul(y, g.weight((8, 8), name=f"b{i}.w")))
+    g.output(x)
+    assert len(set(payloads)) == 3  # the node names differ
+    part = partition_graph(g, target=6)
+    assert len(part.regions) == 3 and len(part.distinct()) == 1
+    out = stitch(g, part.regions, {k: rs[0].graph for k, rs in part.distinct().items()})
+    kept = [n.attr_dict()["payload"] for n in out.nodes if n.op == "opaque"]
+    assert kept == payloads  # each copy keeps its own node
+    assert verify(g, out).ok
