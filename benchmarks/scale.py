@@ -25,8 +25,8 @@ speedup of their zoo depth (ViT-Base 12, BERT 8) under the same cost model; with
 ViT-Base at 96 layers reaches >= 95 % of what ViT-Base at 12 reaches in 60 s. The script prints
 each deep case's fraction of its zoo depth's speedup when both ran.
 
-``--spans MODEL ...`` counts instead, per zoo model at its default size, the rule matches of the
-original graph that span a cut of the default partition
+``--spans CASE ...`` counts instead, per case, the rule matches of the original graph that span
+a cut of the default partition
 (:func:`~tensor_eqsat.partition.span.spanning_matches`), by rule.
 """
 
@@ -128,18 +128,20 @@ def run(case: str, args: argparse.Namespace, where: Path) -> dict[str, Any]:
     return row
 
 
-def spans(models: list[str]) -> None:
+def spans(cases: list[str], where: Path) -> None:
     from tensor_eqsat.partition.span import spanning_matches
     from tensor_eqsat.rules.sets import load_rule_set
     from tensor_eqsat.search.actions import Actions
-    from tensor_eqsat.zoo.registry import get, info
+    from tensor_eqsat.zoo.registry import info
 
     target = PartitionConfig().target(OptimizeConfig().node_limit)
-    head = f"{'model':12s} {'regions':>7s} {'distinct':>8s} {'matches':>8s} {'spanning':>8s}"
+    head = f"{'case':12s} {'regions':>7s} {'distinct':>8s} {'matches':>8s} {'spanning':>8s}"
     print(f"{head}  spanning by rule id (spanning/matches)")
-    for name in models:
-        part = partition_graph(get(name), target)
-        report = spanning_matches(part, Actions.from_rules(load_rule_set(info(name).rule_set)))
+    for name in cases:
+        graph, model = build(name, where)
+        part = partition_graph(graph, target)
+        rules = load_rule_set(info(model).rule_set if model else "taso")
+        report = spanning_matches(part, Actions.from_rules(rules))
         by_rule = ", ".join(f"{r}: {k}/{report.matches[r]}" for r, k in sorted(report.spanning.items()))
         trunc = f" (pairs capped: rules {list(report.truncated)})" if report.truncated else ""
         print(
@@ -159,21 +161,20 @@ def main() -> None:
     ap.add_argument("--whole", action="store_true", help="also run optimize() on the whole graph")
     ap.add_argument("--force", action="store_true", help="partition even where should_partition() says no")
     ap.add_argument("--check", action="store_true", help="check the result in the reference interpreter")
-    ap.add_argument("--spans", action="store_true", help="count rule matches spanning cuts for zoo MODELs")
+    ap.add_argument("--spans", action="store_true", help="count rule matches spanning the cuts of each case")
     ap.add_argument("--export-dir", metavar="DIR", help="keep the HuggingFace exports here and reuse them")
     ap.add_argument("--json", metavar="OUT")
     args = ap.parse_args()
-    if args.spans:
-        spans(
-            args.cases if args.cases != list(CASES) else ["vit-base", "bert", "tt", "vit-large", "vit-huge"]
-        )
-        return
     rows: dict[str, dict[str, Any]] = {}
-    print(f"{'case':12s} {'nodes':>5s} {'budget':>6s} {'speedup %':>9s} {'wall s':>6s} {'regions':>7s} "
-          f"{'distinct':>8s} {'of zoo depth':>12s} {'whole %':>7s} {'whole s':>7s}", flush=True)  # fmt: skip
     with tempfile.TemporaryDirectory() as d, contextlib.ExitStack():
         where = Path(args.export_dir) if args.export_dir else Path(d)
         where.mkdir(parents=True, exist_ok=True)
+        if args.spans:
+            default = ["vit-base", "bert", "bert:24", "tt", "vit-large", "vit-huge"]
+            spans(args.cases if args.cases != list(CASES) else default, where)
+            return
+        head = f"{'case':12s} {'nodes':>5s} {'budget':>6s} {'speedup %':>9s} {'wall s':>6s} {'regions':>7s}"
+        print(f"{head} {'distinct':>8s} {'of zoo depth':>12s} {'whole %':>7s} {'whole s':>7s}", flush=True)
         for case in args.cases:
             row = run(case, args, where)
             rows[case] = row
