@@ -98,7 +98,7 @@ def build(case: str, where: Path) -> tuple[Graph, str | None]:
 
 def run(case: str, args: argparse.Namespace, where: Path) -> dict[str, Any]:
     graph, model = build(case, where)
-    cfg = OptimizeConfig(search="auto", time_budget=args.budget, model=model)
+    cfg = OptimizeConfig(search="auto", time_budget=args.budget, model=model, rules=args.rules)
     pcfg = PartitionConfig(target_enodes=args.target)
     row: dict[str, Any] = {"case": case, "budget_s": args.budget, "nodes": len(graph), "load": load()}
     t = time.perf_counter()
@@ -163,6 +163,7 @@ def main() -> None:
     ap.add_argument("--check", action="store_true", help="check the result in the reference interpreter")
     ap.add_argument("--spans", action="store_true", help="count rule matches spanning the cuts of each case")
     ap.add_argument("--export-dir", metavar="DIR", help="keep the HuggingFace exports here and reuse them")
+    ap.add_argument("--rules", default="default", help="rule set (default: the model's; taso for imports)")
     ap.add_argument("--json", metavar="OUT")
     args = ap.parse_args()
     rows: dict[str, dict[str, Any]] = {}
