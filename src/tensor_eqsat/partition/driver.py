@@ -36,7 +36,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from dataclasses import replace
+from dataclasses import fields, replace
 from typing import Any
 
 from tensor_eqsat.config import OptimizeConfig, Search
@@ -208,12 +208,16 @@ def _left(deadline: float | None, reserve: float) -> float | None:
 
 def _region_config(cfg: OptimizeConfig, seconds: float | None) -> OptimizeConfig:
     """``cfg`` for one region's search of ``seconds`` (None: the config's own limits); no
-    alternatives (they would be extractions of one region, not of the stitched graph)."""
+    alternatives (they would be extractions of one region, not of the stitched graph), and no
+    partitioning of the region itself, should the config have a ``partition`` switch."""
+    off: dict[str, Any] = {"alternatives": ()}
+    if "partition" in {f.name for f in fields(cfg)}:
+        off["partition"] = False
     if seconds is None:
-        return replace(cfg, alternatives=())
+        return replace(cfg, **off)
     seconds = max(seconds, 1e-3)
     limit = None if cfg.time_limit is None else min(cfg.time_limit, seconds)
-    return replace(cfg, time_budget=seconds, time_limit=limit, alternatives=())
+    return replace(cfg, time_budget=seconds, time_limit=limit, **off)
 
 
 def _region_progress(progress: ProgressFn | None, t0: float, n: int, total: int) -> ProgressFn | None:
