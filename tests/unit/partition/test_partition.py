@@ -341,3 +341,14 @@ def test_opaque_nodes_named_per_layer_are_one_block_and_keep_their_own_payload()
     kept = [n.attr_dict()["payload"] for n in out.nodes if n.op == "opaque"]
     assert kept == payloads  # each copy keeps its own node
     assert verify(g, out).ok
+
+
+def test_progress_names_the_region_and_counts_from_the_start():
+    events = []
+    g = chain(4)
+    optimize_partitioned(
+        g, search="saturate", node_limit=200, time_limit=10, progress=events.append,
+        partition=PartitionConfig(target_enodes=5, whole_pass=False),
+    )  # fmt: skip
+    assert events and all(e.rule is not None and e.rule.startswith("region 1/1") for e in events)
+    assert [e.elapsed for e in events] == sorted(e.elapsed for e in events)
