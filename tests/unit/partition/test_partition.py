@@ -270,8 +270,8 @@ def test_the_deadline_is_respected():
     r = optimize_partitioned(g, search="auto", deadline=t + 6.0, partition=PartitionConfig(target_enodes=60))
     elapsed = time.perf_counter() - t
     assert r.partition is not None and r.partition.distinct >= 2
-    # each region's budget is its share of what was left, within the deadline
-    assert sum(s.budget_s or 0 for s in r.partition.searched) <= 6.0
+    # each region's budget is its share of what was left (at least min_region_seconds)
+    assert all(0 < (s.budget_s or 0) <= 6.0 for s in r.partition.searched)
     assert elapsed < 6.0 + 3.0  # an ILP may finish a little past its share
     assert verify(g, r.graph).ok
 
