@@ -171,7 +171,7 @@ def optimize_partitioned(
     fell_back = stitched_cost > original_cost
     final, final_cost = (source, original_cost) if fell_back else (stitched, stitched_cost)
     stitch_s = time.perf_counter() - tst
-    whole_pct = None
+    whole_pct, whole_won = None, False
     left = _left(deadline, pcfg.reserve_seconds)
     # Time the regions left: the whole graph too, where its e-graph can still grow, as the
     # rewrites that span cuts are found only there (TT: 17.35 % partitioned in 30 s of 60,
@@ -185,12 +185,12 @@ def optimize_partitioned(
         whole = optimize(source, _region_config(cfg, left * (1 - pcfg.overrun_margin)))
         whole_pct = whole.speedup_pct
         if whole.optimized_cost_ms < final_cost:
-            final, final_cost = whole.graph, whole.optimized_cost_ms
+            final, final_cost, whole_won = whole.graph, whole.optimized_cost_ms, True
     index_of = {k: i for i, k in enumerate(todo)}
     report = PartitionReport(
         len(part.regions), len(keys), part.target, tuple(c.width for c in part.cuts), tuple(reports),
         tuple(index_of[r.key] for r in part.regions), stitched_cost, fell_back, partition_s, stitch_s,
-        whole_pct, final is not stitched and not fell_back,
+        whole_pct, whole_won,
     )  # fmt: skip
     return _combine(source, final, original_cost, final_cost, t0, results, groups, todo, report, cfg)
 
