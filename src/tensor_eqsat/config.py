@@ -167,6 +167,10 @@ class OptimizeConfig:
         Default None.
     memory_limit: bytes the e-graph may use: every node limit is capped at ``memory_limit /``
         :data:`BYTES_PER_ENODE` e-nodes (:meth:`node_cap`). Default None: no cap.
+    partition: in :func:`~tensor_eqsat.deliver.deliver`, cut a graph whose e-graph would not fit
+        the node limit with room to grow into regions and optimize each distinct region once
+        (:mod:`tensor_eqsat.partition`); :func:`~tensor_eqsat.optimize.optimize` searches the
+        graph it is given whole. Default True; the paper's experiments turn it off.
     portfolio: the ``auto`` search's settings. Default ``PortfolioConfig()``; its first rung and
         MCTS use ``node_limit``.
 
@@ -202,6 +206,7 @@ class OptimizeConfig:
     reward_time_limit: float | None = None
     reward_node_limit: int | None = REWARD_NODE_LIMIT
     reward_stall_limit: int | None = None
+    partition: bool = True
 
     def __post_init__(self) -> None:
         if isinstance(self.target, str):

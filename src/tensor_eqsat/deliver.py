@@ -300,9 +300,7 @@ def deliver(
         return _no_time(src, target, cfg, out, deadline, deadline.elapsed() + after_search)
     stop: StopReason | None = None
     try:
-        result = optimize(
-            src.graph, cfg, deadline=search_deadline(deadline, after_search), egraph=egraph, progress=progress
-        )
+        result = _search(src, cfg, search_deadline(deadline, after_search), egraph, progress)
     except KeyboardInterrupt:
         log.warning("interrupted during the search: the original is handed back")
         written = _write_original(src, out, cfg.seed) if out is not None else None
@@ -350,6 +348,20 @@ def deliver(
         measured = _measure(src, chosen, dcfg, cfg.seed)
     return Delivery(src, target, cfg, result, chosen, kept, verdict, guard_report, measured, written, None,
                     tuple(notes), stop or result.stop_reason, deadline.elapsed())  # fmt: skip
+
+
+def _search(
+    src: Source, cfg: OptimizeConfig, deadline: Deadline, egraph: Any, progress: ProgressFn | None
+) -> OptimizeResult:
+    """The search: region by region for a graph too large to search well whole (the
+    ``partition`` setting, :mod:`tensor_eqsat.partition`), else :func:`optimize` on the e-graph
+    built already."""
+    if cfg.partition:
+        from tensor_eqsat.partition import optimize_partitioned, should_partition
+
+        if should_partition(src.graph, cfg):
+            return optimize_partitioned(src.graph, cfg, deadline=deadline.at, progress=progress)
+    return optimize(src.graph, cfg, deadline=deadline, egraph=egraph, progress=progress)
 
 
 def _weight_bytes(graph: Graph) -> int:

@@ -13,7 +13,7 @@ from tensor_eqsat.config import BYTES_PER_ENODE
 from tensor_eqsat.io.equivalence import verify
 from tensor_eqsat.ir.serialize import load, save
 
-QUICK = ["--time-budget", "4", "--node-limit", "150"]
+QUICK = ["--time-budget", "4", "--node-limit", "150", "--no-partition"]
 
 
 @pytest.fixture

@@ -46,7 +46,8 @@ def test_gpu_script_pieces():
     assert "Slower beyond the noise in eager mode: 1 of 2 (s)" in text
     assert "Faster by at least 5 % in eager mode: 1 of 2" in text
     assert "Predicted within 5 points of the measured eager gain: 1 of 2" in text
-    assert gpu.TARGET == "cuda" and gpu.OPTIMIZE["cost_model"] == "measured:cuda"
+    # the configuration under test is the library's default (no target or cost model pinned)
+    assert "target" not in gpu.OPTIMIZE and "cost_model" not in gpu.OPTIMIZE
 
 
 def test_gpu_script_without_a_gpu_says_so(tmp_path, capsys):

@@ -80,6 +80,7 @@ def experiment_config(experiment: Experiment) -> OptimizeConfig:
         time_limit=s.time_limit,
         model=experiment.model,
         mcts=MctsConfig(budget=s.budget, max_rollout_depth=s.max_rollout_depth),
+        partition=False,  # the paper's experiments search each graph whole
     )
     if cfg.main_extractor is not None:
         config = replace(config, main_extractor=cfg.main_extractor)

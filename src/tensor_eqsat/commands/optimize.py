@@ -203,6 +203,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "profile), or unit (default: the target's)",
     )
     p.add_argument(
+        "--no-partition",
+        action="store_true",
+        help="optimize the graph whole even when its e-graph would not fit the node limit (by default "
+        "such a graph is cut into regions and each distinct region is optimized once)",
+    )
+    p.add_argument(
         "--no-guard",
         action="store_true",
         help="hand back the optimized model even if it is not measurably faster on the target",
@@ -460,6 +466,7 @@ def _config(args: argparse.Namespace) -> OptimizeConfig:
         portfolio=portfolio,
         reward_node_limit=args.reward_node_limit or None,
         reward_stall_limit=args.reward_stall_limit or None,
+        partition=not args.no_partition,
     )
 
 

@@ -216,8 +216,9 @@ def _region_config(cfg: OptimizeConfig, seconds: float | None) -> OptimizeConfig
     if seconds is None:
         return replace(cfg, **off)
     seconds = max(seconds, 1e-3)
-    limit = None if cfg.time_limit is None else min(cfg.time_limit, seconds)
-    return replace(cfg, time_budget=seconds, time_limit=limit, **off)
+    if cfg.time_limit is not None:  # (a config has a time limit or a time budget, not both)
+        return replace(cfg, time_limit=min(cfg.time_limit, seconds), **off)
+    return replace(cfg, time_budget=seconds, **off)
 
 
 def _region_progress(progress: ProgressFn | None, t0: float, n: int, total: int) -> ProgressFn | None:
