@@ -11,7 +11,8 @@ Needs the ``torch`` extra. Importing this package registers the Dynamo backend `
 See docs/torch.md.
 """
 
-from tensor_eqsat.torch.backend import (
+from tensor_eqsat.torch.config import TorchConfig
+from tensor_eqsat.torch.dynamo_backend import (
     BACKEND_NAME,
     Compiled,
     FallbackWarning,
@@ -19,7 +20,6 @@ from tensor_eqsat.torch.backend import (
     optimize_module,
     register,
 )
-from tensor_eqsat.torch.config import TorchConfig
 from tensor_eqsat.torch.fx_import import Unsupported, translate
 from tensor_eqsat.torch.report import BackendReport
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import statistics
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -209,6 +210,8 @@ def deliver_fx(
         compiled = compile_with(cfg.then, original, args)
         reason = f"the rewritten graph failed the check ({what}): original kept"
         log.warning("tensor_eqsat: %s", reason)
+        # A rewrite that changes the result is a bug in a rule or a translation: say so loudly.
+        warnings.warn(f"tensor_eqsat: {reason}", RuntimeWarning, stacklevel=3)
         return Delivery(compiled, True, reason, diff, None, time.perf_counter() - tc, 0.0)
     fast = compile_with(cfg.then, optimized, args)
     compile_s = time.perf_counter() - tc

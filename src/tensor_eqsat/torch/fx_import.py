@@ -209,6 +209,9 @@ class _Translator:
 
     # -- the walk ----------------------------------------------------------------------------
     def run(self) -> Translation:
+        for node in self.gm.graph.nodes:
+            # First, so a training graph is reported as such, not by its first buffer update.
+            self.fx_ops.check_sound(node, self)
         inputs = iter(self.example_inputs)
         out_node = None
         for node in self.gm.graph.nodes:
@@ -278,7 +281,6 @@ class _Translator:
 
     def call(self, node: Any) -> None:
         fx_ops = self.fx_ops
-        fx_ops.check_sound(node, self)
         node_args, node_kwargs, mutated = fx_ops.functional_form(node, self)
         values = list(self.values_in((node_args, node_kwargs)))
         name = op_name(node)
@@ -299,7 +301,8 @@ class _Translator:
         result = None
         try:
             result = fx_ops.translate(node, node_args, node_kwargs, self)
-        except fx_ops.NotMapped as exc:
+        except (fx_ops.NotMapped, TensorEqsatError) as exc:
+            # TensorEqsatError: the IR refuses this instance (a shape rule, an empty weight).
             log.debug("%s (%s) stays opaque: %s", node.name, name, exc)
         if result is not None and _matches(result, ev):
             self.env[node] = result

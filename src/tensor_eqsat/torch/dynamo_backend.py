@@ -281,8 +281,11 @@ def register() -> None:
     """Register :func:`backend` as ``tensor_eqsat`` with Dynamo, unless an installed package
     already declares it under the ``torch_dynamo_backends`` entry point (Dynamo loads it from
     there, and registering it twice would fail)."""
+    import importlib.util
     from importlib.metadata import entry_points
 
+    if importlib.util.find_spec("torch") is None:
+        return  # without the torch extra there is nothing to register with
     from torch._dynamo.backends import registry
 
     if BACKEND_NAME in registry._COMPILER_FNS:
@@ -355,7 +358,7 @@ def optimize_module(model: Any, example_inputs: Any, config: TorchConfig | None 
     try:
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)
-            gm, _ = torch._dynamo.export(model)(*args, **kwargs)
+            gm, _ = torch._dynamo.export(model, assume_static_by_default=True)(*args, **kwargs)
     except Exception as exc:
         raise TensorEqsatError(f"cannot capture the model as one graph: {type(exc).__name__}: {exc}") from exc
     info = gm.graph._codegen.pytree_info  # type: ignore[attr-defined]
