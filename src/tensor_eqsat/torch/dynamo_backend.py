@@ -213,8 +213,11 @@ def compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> C
             "predicted_gain_pct": result.speedup_pct,
             "cache": "miss" if cache is not None else "off",
         }
-        if graph_fingerprint(optimized) == graph_fingerprint(tr.graph):
-            report = BackendReport(**base, reason="no rewrite found: original kept")
+        same = graph_fingerprint(optimized) == graph_fingerprint(tr.graph)
+        if same or result.speedup_pct <= 0:
+            # Nothing predicted faster: timing an equal-cost variant would only spend compile time.
+            why = "no rewrite found" if same else f"no predicted gain ({result.speedup_pct:+.1f} %)"
+            report = BackendReport(**base, reason=f"{why}: original kept")
             if cache is not None:
                 cache.put(key, CacheEntry(None, True, report.to_dict()))
             log.info(report.message)
