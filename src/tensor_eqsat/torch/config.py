@@ -84,7 +84,15 @@ class TorchConfig:
     @classmethod
     def from_options(cls, options: Mapping[str, Any] | None = None, **more: Any) -> TorchConfig:
         """A config from ``torch.compile(..., options={...})`` and keyword options; ConfigError
-        naming an unknown option."""
+        naming an unknown option.
+
+        >>> TorchConfig.from_options({"target": "cuda", "time_budget": 10}, then="eager").then
+        'eager'
+        >>> TorchConfig.from_options({"budget": 3})  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        tensor_eqsat.errors.ConfigError: unknown tensor_eqsat option 'budget' (known: atol, cache, ...)
+        """
         merged = {**(options or {}), **more}
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(merged) - known)

@@ -35,6 +35,9 @@ from tensor_eqsat.torch.config import TorchConfig
 
 log = logging.getLogger(__name__)
 
+__doctest_requires__ = ("torch",)
+"""The doctests below run PyTorch; without the torch extra they are skipped (see conftest.py)."""
+
 
 @dataclass(frozen=True)
 class Delivery:
@@ -77,7 +80,14 @@ def _flat(out: Any) -> list[Any]:
 
 def compare_outputs(expected: Any, got: Any, rtol: float, atol: float) -> tuple[bool, float, str]:
     """Whether two results agree (same structure, tensors within tolerance, other leaves equal):
-    (ok, the largest absolute difference, what differs)."""
+    (ok, the largest absolute difference, what differs).
+
+    >>> import torch
+    >>> compare_outputs((torch.ones(2),), (torch.ones(2) + 1e-7,), rtol=1e-4, atol=0.0)[0]
+    True
+    >>> compare_outputs([torch.zeros(2)], [torch.ones(2)], rtol=1e-4, atol=1e-5)[2]
+    'output 0: max |diff| 1 > 1e-05 + 0.0001 * 0'
+    """
     import torch
 
     a, b = _flat(expected), _flat(got)
