@@ -64,7 +64,9 @@ class Bottleneck(nn.Module):
         self.relu = nn.ReLU(inplace=True)
         self.down = None
         if stride != 1 or cin != cout:
-            self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride=stride, bias=False), nn.BatchNorm2d(cout))
+            self.down = nn.Sequential(
+                nn.Conv2d(cin, cout, 1, stride=stride, bias=False), nn.BatchNorm2d(cout)
+            )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = self.relu(self.bn1(self.conv1(x)))
@@ -161,7 +163,10 @@ def run_model(name: str, args: argparse.Namespace) -> dict[str, Any]:
     outs: dict[str, torch.Tensor] = {}
     with torch.no_grad():
         outs["eager"] = _tensor_out(model(*inputs))
-        for label, backend, opts in (("inductor", "inductor", None), ("tensor_eqsat", "tensor_eqsat", options)):
+        for label, backend, opts in (
+            ("inductor", "inductor", None),
+            ("tensor_eqsat", "tensor_eqsat", options),
+        ):
             fn = torch.compile(model, backend=backend, dynamic=False, options=opts)
             t0 = time.perf_counter()
             outs[label] = _tensor_out(fn(*inputs))
@@ -214,7 +219,9 @@ def run_model(name: str, args: argparse.Namespace) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("models", nargs="*", default=list(MODELS), help=f"models (default: all of {', '.join(MODELS)})")
+    p.add_argument(
+        "models", nargs="*", default=list(MODELS), help=f"models (default: all of {', '.join(MODELS)})"
+    )
     p.add_argument("--quick", action="store_true", help="tiny models and budgets (a smoke run)")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--time-budget", type=float, default=None, help="search seconds (default 30; --quick 5)")

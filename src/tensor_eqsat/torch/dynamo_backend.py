@@ -21,6 +21,7 @@ graph (and warns once).
 
 from __future__ import annotations
 
+import copy
 import logging
 import time
 import warnings
@@ -150,16 +151,43 @@ def _optimize(tr: Translation, target: Any, cfg: TorchConfig) -> Any:
 
 
 def _with_weights(graph: Any, source: Any) -> Any:
-    """A cached graph's structure with the weights of the graph just translated."""
-    missing = [n for n in (graph.name_of(w.id) for w in graph.weights()) if n not in source.weight_data]
+    """A copy of a cached graph's structure with the weights of the graph just translated."""
+    names = [graph.name_of(w.id) for w in graph.weights()]
+    missing = [n for n in names if n not in source.weight_data]
     if missing:
         raise GraphError(f"cached graph reads weights {missing[:3]} the translated graph lacks")
-    graph.weight_data = {n: source.weight_data[n] for n in (graph.name_of(w.id) for w in graph.weights())}
-    return graph
+    out = copy.copy(graph)
+    out.weight_data = {n: source.weight_data[n] for n in names}
+    return out
+
+
+def _structure(graph: Any) -> Any:
+    """A copy of ``graph`` without weight values (what the cache keeps)."""
+    out = copy.copy(graph)
+    out.weight_data = {}
+    return out
 
 
 def compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> Compiled:
-    """Optimize one FX graph and deliver it (the backend's body; see the module docstring)."""
+    """Optimize one FX graph and deliver it (the backend's body; see the module docstring).
+
+    Never fails because of the optimizer: an unexpected error keeps the original graph, with a
+    warning carrying the error (a bug to report).
+    """
+    try:
+        return _compile_graph(gm, example_inputs, cfg)
+    except Exception as exc:
+        log.exception("tensor_eqsat: internal error; original graph used")
+        why = f"internal error: {type(exc).__name__}: {exc}"
+        warnings.warn(
+            f"tensor_eqsat: not optimized ({why}); original graph used", FallbackWarning, stacklevel=2
+        )
+        target = cfg.target or "torch-cpu"
+        report = BackendReport("", target, fallback=why, reason=why, cache="off")
+        return Compiled(compile_with(cfg.then, gm, list(example_inputs)), report)
+
+
+def _compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> Compiled:
     t0 = time.perf_counter()
     inputs = list(example_inputs)
     device = _device(inputs)
@@ -247,7 +275,9 @@ def compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> C
         cache.put(
             key,
             CacheEntry(
-                None if delivery.kept_original else optimized, delivery.kept_original, report.to_dict()
+                None if delivery.kept_original else _structure(optimized),
+                delivery.kept_original,
+                report.to_dict(),
             ),
         )
     log.info(report.message)

@@ -5,7 +5,8 @@
 per constant, where every weight-only subgraph (a concatenation of projection weights, a merged
 grouped-conv kernel, a transposed linear weight) has been computed **once** here, on the
 weights' device, with the IR's PyTorch semantics (:data:`tensor_eqsat.ir.torch_ops.TORCH_OPS`),
-and registered as a buffer; the torch calls of each mapped op; and for each opaque op a copy of
+and registered as a buffer (a weight that is a parameter as it is, or its transpose, is read
+from the parameter's placeholder instead: no copy); the torch calls of each mapped op; and for each opaque op a copy of
 the original FX node, its arguments wired to the rebuilt tensors. Parameters read by opaque
 nodes stay the placeholders they were (live values, as in the original).
 """
@@ -84,6 +85,10 @@ class _Builder:
                 continue
             if n.id in const:
                 if n.id in readers:
+                    origin = self.tr.weight_origin.get(self.graph.name_of(n.id)) if n.op == "weight" else None
+                    if origin is not None:
+                        self.env[(n.id, 0)] = self._live_weight(*origin)
+                        continue
                     for i in range(len(n.shapes)):
                         self.env[(n.id, i)] = self.const(values[(n.id, i)])
                 continue
@@ -120,6 +125,15 @@ class _Builder:
                 for i, v in enumerate(step([values[r] for r in n.inputs])):
                     values[(n.id, i)] = v.contiguous()
         return values
+
+    def _live_weight(self, placeholder: str, tag: str) -> Any:
+        """A weight read from its parameter's placeholder (or a view of it): no copy is held."""
+        node = self.by_name[placeholder]
+        if tag == "T":
+            return self.call(self.torch.t, node)
+        if tag == "C11":
+            return self.call(self.torch.reshape, node, (-1, 1, 1))
+        return node
 
     # -- opaque nodes --------------------------------------------------------------------------
     def _opaque(self, n: Node) -> Any:

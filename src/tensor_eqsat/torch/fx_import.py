@@ -52,6 +52,11 @@ FX_DOMAIN = "tensor_eqsat.fx"
 """The ONNX domain of the one-node payload of an opaque op standing for an FX node."""
 
 
+VIEW_TAGS = {"": None, "T": "t", "C11": "channel bias"}
+"""Weight tags (see ``_Translator.weight``) whose weight is a view of a parameter: as it is, its
+transpose (a linear's weight), or a conv bias viewed as (C, 1, 1)."""
+
+
 class Unsupported(TensorEqsatError):
     """The FX graph cannot be optimized soundly (training mode, an in-place op on an input, a
     random op); the backend keeps the original graph and warns once with this message."""
@@ -115,6 +120,10 @@ class Translation:
     outputs: the FX output node's argument with each IR-valued node replaced by the index of an
         IR output (see :func:`tensor_eqsat.torch.fx_export.rebuild`).
     mapped / unmapped: FX op name -> count, for the report.
+    weight_sources: IR weight name -> the tensor it was made from. weight_origin: IR weight name
+        -> (placeholder, tag) for a weight that is a parameter or buffer as it is (tag ``""``)
+        or a view of one (:data:`VIEW_TAGS`): the rebuilt graph reads it from the placeholder
+        instead of holding a copy.
     """
 
     graph: Graph
@@ -127,6 +136,7 @@ class Translation:
     mapped: Counter[str] = field(default_factory=Counter)
     unmapped: Counter[str] = field(default_factory=Counter)
     weight_sources: dict[str, Any] = field(default_factory=dict)
+    weight_origin: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     @property
     def ops_mapped(self) -> int:
@@ -191,6 +201,7 @@ class _Translator:
         self.unmapped: Counter[str] = Counter()
         self._weights: dict[tuple[int, str], Tensor] = {}
         self.weight_sources: dict[str, Any] = {}
+        self.weight_origin: dict[str, tuple[str, str]] = {}
         self._last_opaque: Any = None
         self.retarget: dict[str, Any] = {}
         self._aliases = _alias_bases(gm)
@@ -205,7 +216,13 @@ class _Translator:
             name = f"w{len(self._weights)}"
             self._weights[key] = self.graph.weight(tuple(arr.shape), name=name, data=np.array(arr))
             self.weight_sources[name] = value
+            placeholder = self._frozen_ids().get(id(value))
+            if placeholder is not None and tag in VIEW_TAGS:
+                self.weight_origin[name] = (placeholder, tag)
         return self._weights[key]
+
+    def _frozen_ids(self) -> dict[int, str]:
+        return {id(t): name for name, t in self.frozen.items()}
 
     # -- the walk ----------------------------------------------------------------------------
     def run(self) -> Translation:
@@ -237,6 +254,7 @@ class _Translator:
         return Translation(
             self.graph, self.gm, self.placeholders, self.frozen, self.opaque, self.consts,
             {n.name: v for n, v in self.env.items()}, self.mapped, self.unmapped, self.weight_sources,
+            self.weight_origin,
         )  # fmt: skip
 
     def placeholder(self, node: Any, example: Any) -> None:
@@ -301,8 +319,9 @@ class _Translator:
         result = None
         try:
             result = fx_ops.translate(node, node_args, node_kwargs, self)
-        except (fx_ops.NotMapped, TensorEqsatError) as exc:
-            # TensorEqsatError: the IR refuses this instance (a shape rule, an empty weight).
+        except (fx_ops.NotMapped, TensorEqsatError, TypeError, ValueError, IndexError, KeyError) as exc:
+            # TensorEqsatError: the IR refuses this instance (a shape rule, an empty weight); the
+            # others: arguments of a form no translator expects. Opaque is always right.
             log.debug("%s (%s) stays opaque: %s", node.name, name, exc)
         if result is not None and _matches(result, ev):
             self.env[node] = result

@@ -105,6 +105,10 @@ def test_attention_projections_are_merged_and_folded_once():
     assert any(t.dim() == 2 and t.shape[1] > 32 for t in consts.values())
     # ... so the graph concatenates nothing at run time.
     assert not [n for n in gm.graph.nodes if n.target is torch.cat]
+    # A weight used as it was (the output projection's, transposed) is read from its parameter,
+    # not copied.
+    placeholders = {n for n in gm.graph.nodes if n.op == "placeholder"}
+    assert any(n.target is torch.t and n.args[0] in placeholders for n in gm.graph.nodes)
 
 
 _LAST: list = []
@@ -319,3 +323,13 @@ def test_the_package_imports_without_torch():
     code = "import sys; sys.modules['torch'] = None; import tensor_eqsat.torch as t; print(t.BACKEND_NAME)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and proc.stdout.strip() == "tensor_eqsat", proc.stderr
+
+
+def test_an_internal_error_keeps_the_original_graph(monkeypatch):
+    def boom(*args, **kwargs):
+        raise RuntimeError("search exploded")
+
+    monkeypatch.setattr(backend_module, "_optimize", boom)
+    with pytest.warns(te_torch.FallbackWarning, match="internal error: RuntimeError: search exploded"):
+        got, expected, (report,) = run(Attention(), torch.randn(1, 6, 32))
+    assert close(got, expected) and report.kept_original
