@@ -251,7 +251,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(f"  predicted {r['predicted_gain_pct']}; verdict {r['verdicts']}", flush=True)
         print(
-            f"  latency ms (median of {r['runs']}): eager {r['eager_ms']:.3f}, inductor {r['inductor_ms']:.3f}, "
+            f"  latency ms (median of {r['runs']}): eager {r['eager_ms']:.3f}, "
+            f"inductor {r['inductor_ms']:.3f}, "
             f"tensor_eqsat+inductor {r['tensor_eqsat_ms']:.3f}: {r['gain_over_inductor_pct']:+.1f} % over "
             f"inductor (noise ±{r['noise_pct']:.1f} %); max |diff| vs eager {r['max_abs_diff_vs_eager']:.2e}",
             flush=True,

@@ -6,8 +6,8 @@ per constant, where every weight-only subgraph (a concatenation of projection we
 grouped-conv kernel, a transposed linear weight) has been computed **once** here, on the
 weights' device, with the IR's PyTorch semantics (:data:`tensor_eqsat.ir.torch_ops.TORCH_OPS`),
 and registered as a buffer (a weight that is a parameter as it is, or its transpose, is read
-from the parameter's placeholder instead: no copy); the torch calls of each mapped op; and for each opaque op a copy of
-the original FX node, its arguments wired to the rebuilt tensors. Parameters read by opaque
+from the parameter's placeholder instead: no copy); the torch calls of each mapped op; and for
+each opaque op a copy of the original FX node, its arguments wired to the rebuilt tensors. Parameters read by opaque
 nodes stay the placeholders they were (live values, as in the original).
 """
 
