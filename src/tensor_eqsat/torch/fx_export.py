@@ -7,8 +7,9 @@ grouped-conv kernel, a transposed linear weight) has been computed **once** here
 weights' device, with the IR's PyTorch semantics (:data:`tensor_eqsat.ir.torch_ops.TORCH_OPS`),
 and registered as a buffer (a weight that is a parameter as it is, or its transpose, is read
 from the parameter's placeholder instead: no copy); the torch calls of each mapped op; and for
-each opaque op a copy of the original FX node, its arguments wired to the rebuilt tensors. Parameters read by opaque
-nodes stay the placeholders they were (live values, as in the original).
+each opaque op a copy of the original FX node, its arguments wired to the rebuilt tensors.
+Parameters read by opaque nodes stay the placeholders they were (live values, as in the
+original).
 """
 
 from __future__ import annotations
