@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import operator
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -33,7 +34,7 @@ from tensor_eqsat.target.guard import graph_fingerprint
 from tensor_eqsat.torch.cache import CacheEntry, GraphCache, graph_key
 from tensor_eqsat.torch.config import TorchConfig
 from tensor_eqsat.torch.delivery import Delivery, compile_with, deliver_fx
-from tensor_eqsat.torch.fx_export import rebuild
+from tensor_eqsat.torch.fx_export import FROZEN_META, rebuild
 from tensor_eqsat.torch.fx_import import Translation, Unsupported, translate
 from tensor_eqsat.torch.report import BackendReport
 
@@ -61,7 +62,7 @@ class Compiled:
     """What the backend returns: the delivered callable, its report, and the weight check.
 
     frozen: (argument index, tensor, version) of every parameter or buffer whose value was
-    frozen into the rewritten graph; a call whose argument is another tensor, or the same
+    frozen into a constant of the rewritten graph (weights it reads as they are are not); a call whose argument is another tensor, or the same
     tensor updated in place, runs ``original`` instead (the frozen values would be stale).
     """
 
@@ -76,12 +77,19 @@ class Compiled:
         self.report = report
         self._original = original
         self._frozen = tuple(frozen)
+        self._index = [i for i, _, _ in self._frozen]
+        self._tensors = [t for _, t, _ in self._frozen]
+        self._versions = [v for _, _, v in self._frozen]
         self._warned = False
 
     def __call__(self, *args: Any) -> Any:
-        for i, t, version in self._frozen:
-            a = args[i]
-            if a is not t or a._version != version:
+        if self._frozen:
+            current = [args[i] for i in self._index]
+            # C-level loops: the check costs microseconds even for hundreds of tensors.
+            if (
+                not all(map(operator.is_, current, self._tensors))
+                or [t._version for t in current] != self._versions
+            ):
                 return self._stale(args)
         return self.fn(*args)
 
@@ -284,7 +292,7 @@ def _compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> 
     if delivery.kept_original:
         return Compiled(delivery.compiled, report)
     index = {p.name: i for i, p in enumerate(tr.placeholders)}
-    frozen = [(index[name], t, t._version) for name, t in tr.frozen.items()]
+    frozen = [(index[name], tr.frozen[name], tr.frozen[name]._version) for name in new_gm.meta[FROZEN_META]]
     return Compiled(delivery.compiled, report, original=gm, frozen=frozen)
 
 

@@ -27,6 +27,10 @@ from tensor_eqsat.torch.fx_import import Const, Ir, Seq, Translation, opaque_key
 CONST_PREFIX = "_tensor_eqsat_const"
 """Attribute names of the constants (folded weights) of a rebuilt GraphModule."""
 
+FROZEN_META = "tensor_eqsat_frozen"
+"""``gm.meta`` key of a rebuilt GraphModule: the placeholders (parameters, buffers) whose values
+its constants were computed from; the module is stale once one of them changes."""
+
 
 def _const_nodes(graph: Graph) -> set[int]:
     """Weight-only nodes (weights and what depends on weights alone); never an opaque op."""
@@ -58,6 +62,7 @@ class _Builder:
         self.env: dict[TensorRef, Any] = {}
         self.by_name: dict[str, Any] = {}
         self.folded = 0
+        self.frozen_used: set[str] = set()
 
     def const(self, value: Any) -> Any:
         """A get_attr node for a tensor constant."""
@@ -90,6 +95,7 @@ class _Builder:
                     if origin is not None:
                         self.env[(n.id, 0)] = self._live_weight(*origin)
                         continue
+                    self.frozen_used |= self._weight_deps(n.id)
                     for i in range(len(n.shapes)):
                         self.env[(n.id, i)] = self.const(values[(n.id, i)])
                 continue
@@ -104,7 +110,23 @@ class _Builder:
         self._output(outputs)
         self.fx.lint()
         gm = torch.fx.GraphModule(self.root, self.fx, class_name="TensorEqsatModule")
+        gm.meta[FROZEN_META] = sorted(self.frozen_used)
         return gm
+
+    def _weight_deps(self, node_id: int) -> set[str]:
+        """The frozen placeholders a weight-only node's value comes from."""
+        out: set[str] = set()
+        stack, seen = [node_id], set()
+        while stack:
+            nid = stack.pop()
+            if nid in seen:
+                continue
+            seen.add(nid)
+            n = self.graph.nodes[nid]
+            if n.op == "weight":
+                out |= self.tr.weight_deps.get(self.graph.name_of(nid), frozenset())
+            stack.extend(src for src, _ in n.inputs)
+        return out
 
     # -- constants -----------------------------------------------------------------------------
     def _fold(self, const: set[int]) -> dict[TensorRef, Any]:
@@ -174,6 +196,7 @@ class _Builder:
         if c is None:
             raise GraphError(f"FX node {a.name} is read by an opaque node but has no rebuilt value")
         if isinstance(c.value, torch.Tensor):
+            self.frozen_used |= c.deps
             return self.const(c.value)
         return c.value
 
@@ -291,4 +314,4 @@ def rebuild(tr: Translation, graph: Graph, device: Any = "cpu") -> Any:
     return _Builder(tr, graph, device).build()
 
 
-__all__ = ["CONST_PREFIX", "rebuild"]
+__all__ = ["CONST_PREFIX", "FROZEN_META", "rebuild"]

@@ -67,10 +67,12 @@ class Const:
     """A value known now: a frozen parameter or buffer, a literal, or a folded node's result.
 
     source: the placeholder or get_attr node it is read from (None for a computed value).
+    deps: the frozen placeholders a computed value was computed from.
     """
 
     value: Any
     source: Any = None
+    deps: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -123,7 +125,8 @@ class Translation:
     weight_sources: IR weight name -> the tensor it was made from. weight_origin: IR weight name
         -> (placeholder, tag) for a weight that is a parameter or buffer as it is (tag ``""``)
         or a view of one (:data:`VIEW_TAGS`): the rebuilt graph reads it from the placeholder
-        instead of holding a copy.
+        instead of holding a copy. weight_deps: IR weight name -> the frozen placeholders its
+        value was computed from.
     """
 
     graph: Graph
@@ -137,6 +140,7 @@ class Translation:
     unmapped: Counter[str] = field(default_factory=Counter)
     weight_sources: dict[str, Any] = field(default_factory=dict)
     weight_origin: dict[str, tuple[str, str]] = field(default_factory=dict)
+    weight_deps: dict[str, frozenset[str]] = field(default_factory=dict)
 
     @property
     def ops_mapped(self) -> int:
@@ -202,6 +206,8 @@ class _Translator:
         self._weights: dict[tuple[int, str], Tensor] = {}
         self.weight_sources: dict[str, Any] = {}
         self.weight_origin: dict[str, tuple[str, str]] = {}
+        self.weight_deps: dict[str, frozenset[str]] = {}
+        self._value_deps: dict[int, frozenset[str]] = {}
         self._last_opaque: Any = None
         self.retarget: dict[str, Any] = {}
         self._aliases = _alias_bases(gm)
@@ -216,6 +222,7 @@ class _Translator:
             name = f"w{len(self._weights)}"
             self._weights[key] = self.graph.weight(tuple(arr.shape), name=name, data=np.array(arr))
             self.weight_sources[name] = value
+            self.weight_deps[name] = self._value_deps.get(id(value), frozenset())
             placeholder = self._frozen_ids().get(id(value))
             if placeholder is not None and tag in VIEW_TAGS:
                 self.weight_origin[name] = (placeholder, tag)
@@ -254,7 +261,7 @@ class _Translator:
         return Translation(
             self.graph, self.gm, self.placeholders, self.frozen, self.opaque, self.consts,
             {n.name: v for n, v in self.env.items()}, self.mapped, self.unmapped, self.weight_sources,
-            self.weight_origin,
+            self.weight_origin, self.weight_deps,
         )  # fmt: skip
 
     def placeholder(self, node: Any, example: Any) -> None:
@@ -266,6 +273,7 @@ class _Translator:
         if isinstance(example, torch.Tensor) and is_frozen_source(node, example):
             self.frozen[node.name] = example
             self.env[node] = Const(example, node)
+            self._value_deps[id(example)] = frozenset([node.name])
             return
         if isinstance(example, torch.Tensor):
             t = self.graph.input(tuple(example.shape), name=node.name)
@@ -353,7 +361,15 @@ class _Translator:
                 value = getattr(a[0], node.target)(*a[1:], **k)
             else:
                 value = _get_attr(self.gm, node.target)(*a, **k)
-        return Const(value)
+        deps: set[str] = set()
+        for v in self.values_in((args, kwargs)):
+            if isinstance(v, Const):
+                deps |= v.deps
+                if v.source is not None and v.source.name in self.frozen:
+                    deps.add(v.source.name)
+        const = Const(value, None, frozenset(deps))
+        self._value_deps[id(value)] = const.deps
+        return const
 
     def make_opaque(self, node: Any, args: tuple[Any, ...], kwargs: dict[str, Any], ev: Any) -> Ir:
         torch = self.torch

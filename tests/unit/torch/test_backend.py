@@ -7,6 +7,8 @@ guard and Inductor are exercised separately.
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -252,7 +254,14 @@ def test_weights_changed_after_compiling_run_the_original_graph():
     compiled = torch.compile(model, backend="tensor_eqsat", dynamic=False, options=FAST)
     with torch.no_grad():
         compiled(x)
-        model.q.weight.add_(0.5)
+        frozen = [t for _, t, _ in _LAST[-1]._frozen]
+        assert frozen  # the merged projection weights were folded into a constant
+        live = [p for p in model.parameters() if not any(p is t for t in frozen)]
+        live[0].add_(0.5)  # read from its placeholder: the rewritten graph sees the change
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", te_torch.FallbackWarning)
+            assert close(compiled(x), model(x))
+        frozen[0].add_(0.5)  # folded into a constant: the call runs the original graph
         with pytest.warns(te_torch.FallbackWarning, match="changed since"):
             got = compiled(x)
         assert close(got, model(x))
