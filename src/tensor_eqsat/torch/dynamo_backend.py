@@ -62,8 +62,9 @@ class Compiled:
     """What the backend returns: the delivered callable, its report, and the weight check.
 
     frozen: (argument index, tensor, version) of every parameter or buffer whose value was
-    frozen into a constant of the rewritten graph (weights it reads as they are are not); a call whose argument is another tensor, or the same
-    tensor updated in place, runs ``original`` instead (the frozen values would be stale).
+    frozen into a constant of the rewritten graph (weights it reads as they are are not); a
+    call whose argument is another tensor, or the same tensor updated in place, runs
+    ``original`` instead (the frozen values would be stale).
     """
 
     def __init__(
