@@ -17,7 +17,8 @@ Per model, three ways to run it:
   the guard (which times Inductor(original) against Inductor(rewritten) and keeps the original
   unless the rewritten one is faster beyond the noise), then Inductor.
 
-Reported: compile time of the first call (Dynamo, the search, the guard and Inductor included),
+Reported: compile time of the first call (Dynamo, the search, the guard and Inductor included;
+Inductor's caches are off unless ``--warm-caches``, so no compile is served from another's),
 ops mapped / opaque, rules applied, predicted gain and the guard's verdict; then latency of the
 three, timed in alternating blocks whose order rotates (``inductor`` as two arms, whose
 difference is the self-vs-self noise), medians, and the gain of ``tensor_eqsat`` over Inductor
@@ -230,7 +231,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", type=int, default=None, help="timed runs per arm (default 40; --quick 12)")
     p.add_argument("--blocks", type=int, default=None, help="alternating blocks (default 8; --quick 4)")
     p.add_argument("--json", type=Path, default=None, help="write the results here")
+    p.add_argument(
+        "--warm-caches",
+        action="store_true",
+        help="keep Inductor's FX graph and AOTAutograd caches on (by default they are off, so the "
+        "second compile of a graph is not served from the first one's cache and compile times compare)",
+    )
     args = p.parse_args(argv)
+    if not args.warm_caches:
+        import torch._functorch.config as functorch_config
+        import torch._inductor.config as inductor_config
+
+        inductor_config.fx_graph_cache = False
+        functorch_config.enable_autograd_cache = False
     args.time_budget = args.time_budget or (5.0 if args.quick else 30.0)
     args.runs = args.runs or (12 if args.quick else 40)
     args.blocks = args.blocks or (4 if args.quick else 8)
@@ -244,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
         r = run_model(name, args)
         results.append(r)
         print(
-            f"{name}: compile s eager-/inductor {r['compile_s']['inductor']:.1f} / tensor_eqsat "
+            f"{name}: compile s: inductor {r['compile_s']['inductor']:.1f} / tensor_eqsat "
             f"{r['compile_s']['tensor_eqsat']:.1f}; ops mapped {r['ops_mapped']}, opaque {r['ops_opaque']} "
             f"({r['graphs']} graph(s)); rules {sum(r['rules_applied'].values())} {r['rules_applied']}",
             flush=True,

@@ -236,7 +236,10 @@ def _compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> 
             "cache": where,
         }
         if entry.kept_original or entry.graph is None:
-            report = BackendReport(**base, measured=old.measured, reason=f"{old.reason} [cached]")
+            seconds = {"translate": t_translate, "total": time.perf_counter() - t0}
+            report = BackendReport(
+                **base, measured=old.measured, reason=f"{old.reason} [cached]", seconds=seconds
+            )
             log.info(report.message)
             return handed_on(report)
         optimized, t_opt = _with_weights(entry.graph, tr.graph), 0.0
@@ -254,7 +257,8 @@ def _compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> 
         if same or result.speedup_pct <= 0:
             # Nothing predicted faster: timing an equal-cost variant would only spend compile time.
             why = "no rewrite found" if same else f"no predicted gain ({result.speedup_pct:+.1f} %)"
-            report = BackendReport(**base, reason=f"{why}: original kept")
+            seconds = {"translate": t_translate, "optimize": t_opt, "total": time.perf_counter() - t0}
+            report = BackendReport(**base, reason=f"{why}: original kept", seconds=seconds)
             if cache is not None:
                 cache.put(key, CacheEntry(None, True, report.to_dict()))
             log.info(report.message)

@@ -208,6 +208,7 @@ class _Translator:
         self.weight_origin: dict[str, tuple[str, str]] = {}
         self.weight_deps: dict[str, frozenset[str]] = {}
         self._value_deps: dict[int, frozenset[str]] = {}
+        self._scalars: dict[float, Any] = {}
         self._last_opaque: Any = None
         self.retarget: dict[str, Any] = {}
         self._aliases = _alias_bases(gm)
@@ -227,6 +228,13 @@ class _Translator:
             if placeholder is not None and tag in VIEW_TAGS:
                 self.weight_origin[name] = (placeholder, tag)
         return self._weights[key]
+
+    def scalar_weight(self, c: float) -> Tensor:
+        """A (1,)-shaped weight holding ``c`` (adds of a Python number broadcast it)."""
+        key = float(c)
+        if key not in self._scalars:
+            self._scalars[key] = self.torch.tensor([key], dtype=self.torch.float32)
+        return self.weight(self._scalars[key], "scalar")
 
     def _frozen_ids(self) -> dict[int, str]:
         return {id(t): name for name, t in self.frozen.items()}

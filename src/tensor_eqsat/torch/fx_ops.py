@@ -373,17 +373,29 @@ def _build_table() -> None:
 
     @_register(operator.add, torch.add, "method:add")
     def _add(tr: _Translator, node: Any, args: Sequence[Any], kw: dict[str, Any]) -> Value:
-        other = _arg(args, kw, 1, "other")
-        if kw.get("alpha", 1) != 1 or not (_is_tensor_arg(tr, args[0]) and _is_tensor_arg(tr, other)):
-            raise NotMapped("add of a scalar, or scaled")
-        return _ir(g(tr).ewadd(_tensor(tr, args[0]), _tensor(tr, other)))
+        a, b = args[0], _arg(args, kw, 1, "other")
+        if kw.get("alpha", 1) != 1:
+            raise NotMapped("scaled add")
+        ta, tb = _is_tensor_arg(tr, a), _is_tensor_arg(tr, b)
+        if ta and tb:
+            return _ir(g(tr).ewadd(_tensor(tr, a), _tensor(tr, b)))
+        # A Python number: PyTorch adds it in float32, as the IR adds a float32 weight.
+        if ta:
+            return _ir(g(tr).ewadd(_tensor(tr, a), tr.scalar_weight(_number(tr, b))))
+        return _ir(g(tr).ewadd(_tensor(tr, b), tr.scalar_weight(_number(tr, a))))
 
     @_register(operator.sub, torch.sub, "method:sub")
     def _sub(tr: _Translator, node: Any, args: Sequence[Any], kw: dict[str, Any]) -> Value:
-        other = _arg(args, kw, 1, "other")
-        if kw.get("alpha", 1) != 1 or not (_is_tensor_arg(tr, args[0]) and _is_tensor_arg(tr, other)):
-            raise NotMapped("sub of a scalar, or scaled")
-        return _ir(g(tr).ewadd(_tensor(tr, args[0]), g(tr).smul(_tensor(tr, other), -1.0)))
+        a, b = args[0], _arg(args, kw, 1, "other")
+        if kw.get("alpha", 1) != 1:
+            raise NotMapped("scaled sub")
+        ta, tb = _is_tensor_arg(tr, a), _is_tensor_arg(tr, b)
+        # a - b is a + (-1)·b exactly in IEEE arithmetic (negation is exact).
+        if ta and tb:
+            return _ir(g(tr).ewadd(_tensor(tr, a), g(tr).smul(_tensor(tr, b), -1.0)))
+        if ta:
+            return _ir(g(tr).ewadd(_tensor(tr, a), tr.scalar_weight(-_number(tr, b))))
+        return _ir(g(tr).ewadd(g(tr).smul(_tensor(tr, b), -1.0), tr.scalar_weight(_number(tr, a))))
 
     @_register(operator.mul, torch.mul, "method:mul")
     def _mul(tr: _Translator, node: Any, args: Sequence[Any], kw: dict[str, Any]) -> Value:

@@ -20,6 +20,7 @@ from torch_models import (  # noqa: E402
     InvertedResidual,
     Noisy,
     ResNeXtBlock,
+    ScalarArithmetic,
     WithUnmodelledOp,
 )
 
@@ -158,6 +159,12 @@ def test_an_op_the_ir_lacks_runs_as_an_opaque_region():
     assert close(got, expected)
     assert report.opaque_ops == {"cumsum": 1}
     assert report.ops_mapped == 3  # linear, relu, linear
+
+
+def test_scalar_arithmetic_is_mapped():
+    got, expected, (report,) = run(ScalarArithmetic(), torch.randn(2, 16))
+    assert close(got, expected)
+    assert (report.ops_mapped, report.ops_opaque) == (8, 0)  # 2 mul, tanh, 3 add, 2 sub
 
 
 @pytest.mark.parametrize(

@@ -138,3 +138,10 @@ def hf_models():
         "gpt2": (gpt2.eval(), (ids,)),
         "vit": (vit.eval(), (torch.randn(1, 3, 32, 32),)),
     }
+
+
+class ScalarArithmetic(nn.Module):
+    """Additions and subtractions of Python numbers on both sides, as GPT-2's GELU writes them."""
+
+    def forward(self, x):
+        return 0.5 * x * (1.0 + torch.tanh(x + 0.044715)) - 3 + (2.0 - x)
