@@ -242,6 +242,12 @@ def test_same_graph_is_served_from_memory_then_disk():
     got, expected, (third,) = run(model, x)
     assert third.cache == "disk" and close(got, expected)
     assert third.graph_key == second.graph_key
+    # One file per graph hash, in the folder $TENSOR_EQSAT_CACHE_DIR names.
+    import os
+    from pathlib import Path
+
+    folder = Path(os.environ["TENSOR_EQSAT_CACHE_DIR"]) / "torch-backend"
+    assert (folder / f"{third.graph_key}.json").is_file()
     assert third.rules_applied == second.rules_applied
 
 
