@@ -209,7 +209,7 @@ class _Translator:
         self.weight_deps: dict[str, frozenset[str]] = {}
         self._value_deps: dict[int, frozenset[str]] = {}
         self._scalars: dict[float, Any] = {}
-        self._last_opaque: Any = None
+        self._last_opaque: Tensor | None = None
         self.retarget: dict[str, Any] = {}
         self._aliases = _alias_bases(gm)
 
@@ -392,8 +392,8 @@ class _Translator:
                 ins.extend(item.tensor for item in v.items)
                 srcs.append((arg, len(v.items)))
         chained = self._last_opaque is not None
-        if chained:
-            ins.append(self.env[self._last_opaque].tensor)  # type: ignore[union-attr]
+        if self._last_opaque is not None:
+            ins.append(self._last_opaque)
         if isinstance(ev, torch.Tensor):
             out_shape: Shape = tuple(int(d) for d in ev.shape)
             dtype = ev.dtype
@@ -403,7 +403,7 @@ class _Translator:
         (out,) = self.graph.add("opaque", ins, **attrs)
         target = self.retarget.get(node.name, node.target)
         self.opaque[node.name] = OpaqueInfo(node, target, args, kwargs, srcs, chained)
-        self._last_opaque = node
+        self._last_opaque = out
         return Ir(out, dtype)
 
 
