@@ -1,0 +1,118 @@
+"""``TorchConfig``: every setting of the PyTorch backend, in one frozen, validated record."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tensor_eqsat.errors import ConfigError
+from tensor_eqsat.target.targets import Target, get_target
+
+TORCH_TARGETS = ("torch-cpu", "cuda", "a100", "p100", "h100", "cpu-roofline")
+"""Targets a PyTorch graph can be optimized for (``ort-cpu`` runs ONNX, not PyTorch)."""
+
+
+@dataclass(frozen=True)
+class TorchConfig:
+    """Settings of :func:`tensor_eqsat.torch.backend` and :func:`tensor_eqsat.torch.optimize_module`.
+
+    target: where the model runs, which picks the cost model and where the guard measures:
+        ``torch-cpu`` or ``cuda`` (measured here), or an analytic profile (``a100``, ``h100``,
+        ``p100``, ``cpu-roofline``: priced, not measured). Default None: ``cuda`` when the
+        example inputs are on a CUDA device, else ``torch-cpu``.
+    time_budget: seconds for the search (``optimize(search="auto")``). Default 30.
+    then: the backend the rewritten graph is handed to: ``"inductor"``, ``"eager"``, any
+        registered backend name, or a backend callable. Default "inductor".
+    cost_model: a cost-model spec replacing the target's (``roofline:cpu`` prices without
+        timing kernels). Default None: the target's.
+    search: extra :func:`~tensor_eqsat.optimize.optimize` settings (``{"search": "saturate",
+        "node_limit": 500}``). Default none.
+    guard: on a measurable target, time the original and the optimized graph (both through
+        ``then``) and keep the original unless the optimized one is faster beyond the noise.
+        Default True.
+    guard_runs / guard_blocks: timed runs per arm, in alternating blocks. Default 40 / 8.
+    min_gain_pct: the smallest measured gain the guard accepts. Default 1.0.
+    rtol / atol: the check of the optimized graph against the original on the example inputs:
+        every output within ``atol + rtol * max|original|``. Default 1e-4 / 1e-5.
+    cache: serve a graph already optimized (same structure, shapes, target and settings) from
+        memory or from the disk cache. Default True.
+    cache_dir: the disk cache's folder. Default None: ``torch-backend`` in the project's cache
+        folder (``$TENSOR_EQSAT_CACHE_DIR``, else the platform's).
+    seed: seeds the search. Default 0.
+    """
+
+    target: str | None = None
+    time_budget: float = 30.0
+    then: str | Callable[..., Any] = "inductor"
+    cost_model: str | None = None
+    search: Mapping[str, Any] = field(default_factory=dict)
+    guard: bool = True
+    guard_runs: int = 40
+    guard_blocks: int = 8
+    min_gain_pct: float = 1.0
+    rtol: float = 1e-4
+    atol: float = 1e-5
+    cache: bool = True
+    cache_dir: str | None = None
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.target is not None and self.target not in TORCH_TARGETS:
+            get_target(self.target)  # an unknown name: TargetError listing the known ones
+            raise ConfigError(
+                f"target {self.target!r} does not run PyTorch graphs (use one of {', '.join(TORCH_TARGETS)})"
+            )
+        if not (
+            isinstance(self.time_budget, int | float)
+            and math.isfinite(self.time_budget)
+            and self.time_budget > 0
+        ):
+            raise ConfigError(f"time_budget must be a positive number of seconds, got {self.time_budget!r}")
+        if not (isinstance(self.then, str) or callable(self.then)):
+            raise ConfigError(f"then must be a backend name or callable, got {self.then!r}")
+        if self.guard_blocks < 2 or self.guard_runs < self.guard_blocks:
+            raise ConfigError(
+                f"need guard_runs >= guard_blocks >= 2, got {self.guard_runs} and {self.guard_blocks}"
+            )
+        for name in ("rtol", "atol", "min_gain_pct"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)!r}")
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any] | None = None, **more: Any) -> TorchConfig:
+        """A config from ``torch.compile(..., options={...})`` and keyword options; ConfigError
+        naming an unknown option.
+
+        >>> TorchConfig.from_options({"target": "cuda", "time_budget": 10}, then="eager").then
+        'eager'
+        >>> TorchConfig.from_options({"budget": 3})  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        tensor_eqsat.errors.ConfigError: unknown tensor_eqsat option 'budget' (known: atol, cache, ...)
+        """
+        merged = {**(options or {}), **more}
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(merged) - known)
+        if unknown:
+            raise ConfigError(
+                f"unknown tensor_eqsat option {unknown[0]!r} (known: {', '.join(sorted(known))})"
+            )
+        return cls(**merged)
+
+    def resolve_target(self, device: str) -> Target:
+        """The target: the configured one, else by the inputs' device."""
+        return get_target(self.target or ("cuda" if device.startswith("cuda") else "torch-cpu"))
+
+    def fingerprint(self) -> str:
+        """What of the settings changes the optimized graph (the cache key's part)."""
+        then = self.then if isinstance(self.then, str) else getattr(self.then, "__name__", repr(self.then))
+        search = sorted((k, repr(v)) for k, v in self.search.items())
+        return repr(
+            (self.time_budget, then, self.cost_model, search, self.seed, self.guard, self.min_gain_pct)
+        )
+
+
+__all__ = ["TORCH_TARGETS", "TorchConfig"]

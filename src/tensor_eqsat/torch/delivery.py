@@ -1,0 +1,256 @@
+"""Check and guard, in one place: is the rewritten graph right, and is it faster where it runs?
+
+:func:`deliver_fx` is the PyTorch backend's whole delivery step, so that it can move to the
+library's ``deliver`` / ``Runtime`` in one place:
+
+1. **check**: the original and the rewritten GraphModule run eagerly on the example inputs (the
+   real weights are in both); every output must agree within ``atol + rtol * max|original|``.
+   A failure keeps the original.
+2. both are handed to ``then`` (Inductor by default);
+3. **guard** (a measurable target, ``torch-cpu`` or ``cuda``): the two compiled callables are
+   timed on the device in alternating blocks, the original as two arms whose difference is the
+   self-vs-self noise, the method of :mod:`tensor_eqsat.target.guard`
+   (:func:`time_callables`); the rewritten one is kept only when its median beats the original's
+   by more than the noise (the larger of the self-vs-self difference, the half interquartile
+   range of the per-block ratios, and ``min_gain_pct``). On an analytic target nothing is
+   timed and the report says so.
+
+The guard compares the original *compiled by the same next backend*: the promise is "never
+slower than ``then`` alone", not than eager PyTorch.
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tensor_eqsat.target.guard import Measured, run_clock
+from tensor_eqsat.target.targets import Target
+from tensor_eqsat.torch.config import TorchConfig
+
+log = logging.getLogger(__name__)
+
+__doctest_requires__ = ("torch",)
+"""The doctests below run PyTorch; without the torch extra they are skipped (see conftest.py)."""
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """What the delivery step decided.
+
+    compiled: the callable to hand back (``then`` applied to the chosen graph).
+    kept_original: True when the original graph is handed back; reason says why (or what won).
+    max_diff: the check's largest absolute output difference (None when not run).
+    measured: the guard's figures (None when nothing was timed).
+    compile_s: seconds spent in ``then``; guard_s: seconds timing.
+    """
+
+    compiled: Callable[..., Any]
+    kept_original: bool
+    reason: str
+    max_diff: float | None
+    measured: Measured | None
+    compile_s: float
+    guard_s: float
+
+
+def compile_with(then: Any, gm: Any, example_inputs: Sequence[Any]) -> Callable[..., Any]:
+    """``gm`` handed to the next backend (``"eager"``: the module itself)."""
+    if then == "eager":
+        return gm
+    if isinstance(then, str):
+        from torch._dynamo.backends.registry import lookup_backend
+
+        fn = lookup_backend(then)
+    else:
+        fn = then
+    return fn(gm, list(example_inputs))
+
+
+def _flat(out: Any) -> list[Any]:
+    import torch.utils._pytree as pytree
+
+    return list(pytree.tree_leaves(out))
+
+
+def compare_outputs(expected: Any, got: Any, rtol: float, atol: float) -> tuple[bool, float, str]:
+    """Whether two results agree (same structure, tensors within tolerance, other leaves equal):
+    (ok, the largest absolute difference, what differs).
+
+    >>> import torch
+    >>> compare_outputs((torch.ones(2),), (torch.ones(2) + 1e-7,), rtol=1e-4, atol=0.0)[0]
+    True
+    >>> compare_outputs([torch.zeros(2)], [torch.ones(2)], rtol=1e-4, atol=1e-5)[2]
+    'output 0: max |diff| 1 > 1e-05 + 0.0001 * 0'
+    """
+    import torch
+
+    a, b = _flat(expected), _flat(got)
+    if len(a) != len(b):
+        return False, float("inf"), f"{len(b)} outputs instead of {len(a)}"
+    worst = 0.0
+    for i, (x, y) in enumerate(zip(a, b, strict=True)):
+        if isinstance(x, torch.Tensor):
+            if not isinstance(y, torch.Tensor) or x.shape != y.shape or x.dtype != y.dtype:
+                return False, float("inf"), f"output {i}: shape or dtype differs"
+            if x.numel() == 0:
+                continue
+            if x.is_floating_point():
+                diff = (x.double() - y.double()).abs().max().item()
+                scale = x.double().abs().max().item()
+                worst = max(worst, diff)
+                if not diff <= atol + rtol * scale:
+                    return (
+                        False,
+                        diff,
+                        f"output {i}: max |diff| {diff:.3g} > {atol:g} + {rtol:g} * {scale:.3g}",
+                    )
+            elif not torch.equal(x, y):
+                return False, float("inf"), f"output {i}: values differ"
+        elif x != y:
+            return False, float("inf"), f"output {i}: {y!r} != {x!r}"
+    return True, worst, ""
+
+
+def _synchronizer(device: str) -> Callable[[], None]:
+    import torch
+
+    if device.startswith("cuda"):
+        return lambda: torch.cuda.synchronize()
+    return lambda: None
+
+
+def time_callables(
+    fns: Sequence[Callable[..., Any]],
+    inputs: Sequence[Any],
+    device: str,
+    *,
+    runs: int = 40,
+    blocks: int = 8,
+    warmup: int = 5,
+) -> tuple[list[list[float]], list[list[float]]]:
+    """Milliseconds of each timed call of each callable on ``inputs``, and the median of each
+    block: ``blocks`` alternating blocks, the order rotating from block to block
+    (:func:`tensor_eqsat.target.guard.time_alternating`'s method, for callables)."""
+    import torch
+
+    sync = _synchronizer(device)
+    clock = run_clock(device, torch.get_num_threads())
+    args = list(inputs)
+    with torch.no_grad():
+        for fn in fns:
+            for _ in range(warmup):
+                fn(*args)
+            sync()
+        times: list[list[float]] = [[] for _ in fns]
+        medians: list[list[float]] = [[] for _ in fns]
+        per = [runs // blocks + (1 if k < runs % blocks else 0) for k in range(blocks)]
+        for k, n in enumerate(per):
+            order = list(range(len(fns)))
+            order = order[k % len(fns) :] + order[: k % len(fns)]
+            for i in order:
+                block = []
+                for _ in range(n):
+                    t0 = clock()
+                    fns[i](*args)
+                    sync()
+                    block.append((clock() - t0) / 1e6)
+                times[i].extend(block)
+                medians[i].append(statistics.median(block))
+    return times, medians
+
+
+def _half_iqr_pct(ratios: Sequence[float]) -> float:
+    if len(ratios) < 4:
+        return 0.0
+    q = statistics.quantiles(ratios, n=4)
+    return (q[2] - q[0]) / 2 / statistics.median(ratios) * 100.0
+
+
+def measure(
+    original: Callable[..., Any],
+    optimized: Callable[..., Any],
+    inputs: Sequence[Any],
+    device: str,
+    cfg: TorchConfig,
+) -> Measured:
+    """The guard's timing of two callables (the original as two arms)."""
+    times, medians = time_callables(
+        [original, original, optimized], inputs, device, runs=cfg.guard_runs, blocks=cfg.guard_blocks
+    )
+    orig_ms = statistics.median(times[0] + times[1])
+    self_noise = abs(statistics.median(times[0]) - statistics.median(times[1])) / orig_ms * 100.0
+    orig_blocks = [(a + b) / 2 for a, b in zip(medians[0], medians[1], strict=True)]
+    ratios = [c / o for o, c in zip(orig_blocks, medians[2], strict=True)]
+    noise = max(self_noise, _half_iqr_pct(ratios), cfg.min_gain_pct)
+    ms = statistics.median(times[2])
+    return Measured(orig_ms, ms, (orig_ms - ms) / orig_ms * 100.0, noise, cfg.guard_runs)
+
+
+def deliver_fx(
+    original: Any,
+    optimized: Any,
+    example_inputs: Sequence[Any],
+    target: Target,
+    device: str,
+    cfg: TorchConfig,
+    *,
+    trusted: bool = False,
+) -> Delivery:
+    """Check ``optimized`` against ``original`` (GraphModules with the same signature), hand the
+    one to keep to ``cfg.then``, and on a measurable target keep the optimized one only when it
+    is measured faster (see the module docstring).
+
+    trusted: skip the guard's timing (a decision served from the cache); the check still runs.
+    """
+    import torch
+
+    args = list(example_inputs)
+    with torch.no_grad():
+        expected = original(*args)
+        got = optimized(*args)
+    ok, diff, what = compare_outputs(expected, got, cfg.rtol, cfg.atol)
+    tc = time.perf_counter()
+    if not ok:
+        compiled = compile_with(cfg.then, original, args)
+        reason = f"the rewritten graph failed the check ({what}): original kept"
+        log.warning("tensor_eqsat: %s", reason)
+        # A rewrite that changes the result is a bug in a rule or a translation: say so loudly.
+        warnings.warn(f"tensor_eqsat: {reason}", RuntimeWarning, stacklevel=3)
+        return Delivery(compiled, True, reason, diff, None, time.perf_counter() - tc, 0.0)
+    fast = compile_with(cfg.then, optimized, args)
+    compile_s = time.perf_counter() - tc
+    why = target.unavailable()
+    if not cfg.guard or trusted or why is not None:
+        if trusted:
+            reason = "served from the cache (measured faster when first optimized)"
+        elif why is not None:
+            reason = f"not measured ({why})"
+        else:
+            reason = "not measured (guard off)"
+        return Delivery(fast, False, reason, diff, None, compile_s, 0.0)
+    tc = time.perf_counter()
+    base = compile_with(cfg.then, original, args)
+    compile_s += time.perf_counter() - tc
+    tg = time.perf_counter()
+    m = measure(base, fast, args, device, cfg)
+    guard_s = time.perf_counter() - tg
+    if m.speedup_pct > m.noise_pct:
+        reason = (
+            f"measured on {target.name}: {m.original_ms:.3f} -> {m.optimized_ms:.3f} ms, "
+            f"{m.speedup_pct:+.1f} % (noise ±{m.noise_pct:.1f} %)"
+        )
+        return Delivery(fast, False, reason, diff, m, compile_s, guard_s)
+    reason = (
+        f"no measured gain: original kept ({m.speedup_pct:+.1f} %, noise ±{m.noise_pct:.1f} %; "
+        f"{m.original_ms:.3f} ms on {target.name})"
+    )
+    return Delivery(base, True, reason, diff, m, compile_s, guard_s)
+
+
+__all__ = ["Delivery", "compare_outputs", "compile_with", "deliver_fx", "measure", "time_callables"]

@@ -1,0 +1,430 @@
+"""The ``tensor_eqsat`` Dynamo backend and :func:`optimize_module`.
+
+``backend(gm, example_inputs, **options)`` is a ``torch.compile`` backend: it translates the FX
+graph Dynamo hands it (:mod:`tensor_eqsat.torch.fx_import`; the model's parameters and buffers
+frozen into IR weights with their real values), optimizes the Graph
+(:func:`tensor_eqsat.optimize.optimize`, ``search="auto"`` within ``time_budget`` seconds,
+priced by the target's cost model), rebuilds an FX GraphModule with the weight-only subgraphs
+folded once (:mod:`tensor_eqsat.torch.fx_export`), and delivers it through
+:func:`tensor_eqsat.torch.delivery.deliver_fx` (check, ``then``, never-slower guard). The callable
+it returns carries a :class:`~tensor_eqsat.torch.report.BackendReport` (``.report``); the last
+one is also ``backend.report``.
+
+Soundness: inference only. A graph that records gradients, runs in training mode, has a random
+op or an in-place update of an input, parameter or view, or has dynamic (symbolic) shapes is
+handed on unchanged, with one warning. Shapes are specialised: Dynamo recompiles for new shapes
+(compile with ``dynamic=False`` so that it does not switch to symbolic shapes), and each shape
+is optimized once, then served from the cache. Frozen weights are checked at each call: when a
+parameter tensor is replaced or updated in place after compiling, the call runs the original
+graph (and warns once).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import operator
+import time
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from tensor_eqsat.errors import GraphError, TensorEqsatError
+from tensor_eqsat.target.guard import graph_fingerprint
+from tensor_eqsat.torch.cache import CacheEntry, GraphCache, graph_key
+from tensor_eqsat.torch.config import TorchConfig
+from tensor_eqsat.torch.delivery import Delivery, compile_with, deliver_fx
+from tensor_eqsat.torch.fx_export import FROZEN_META, rebuild
+from tensor_eqsat.torch.fx_import import Translation, Unsupported, translate
+from tensor_eqsat.torch.report import BackendReport
+
+log = logging.getLogger(__name__)
+
+BACKEND_NAME = "tensor_eqsat"
+"""The name ``torch.compile(backend=...)`` knows this backend by."""
+
+
+class FallbackWarning(UserWarning):
+    """A graph was handed on unoptimized (training mode, a random op, ...)."""
+
+
+_CACHE: dict[str | None, GraphCache] = {}
+
+
+def graph_cache(directory: str | None = None) -> GraphCache:
+    """The process-wide cache for a disk folder (None: the default folder)."""
+    if directory not in _CACHE:
+        _CACHE[directory] = GraphCache(directory)
+    return _CACHE[directory]
+
+
+class Compiled:
+    """What the backend returns: the delivered callable, its report, and the weight check.
+
+    frozen: (argument index, tensor, version) of every parameter or buffer whose value was
+    frozen into a constant of the rewritten graph (weights it reads as they are are not); a
+    call whose argument is another tensor, or the same tensor updated in place, runs
+    ``original`` instead (the frozen values would be stale).
+    """
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        report: BackendReport,
+        original: Callable[..., Any] | None = None,
+        frozen: Sequence[tuple[int, Any, int]] = (),
+    ) -> None:
+        self.fn = fn
+        self.report = report
+        self._original = original
+        self._frozen = tuple(frozen)
+        self._index = [i for i, _, _ in self._frozen]
+        self._tensors = [t for _, t, _ in self._frozen]
+        self._versions = [v for _, _, v in self._frozen]
+        self._warned = False
+
+    def __call__(self, *args: Any) -> Any:
+        if self._frozen:
+            current = [args[i] for i in self._index]
+            # C-level loops: the check costs microseconds even for hundreds of tensors.
+            if (
+                not all(map(operator.is_, current, self._tensors))
+                or [t._version for t in current] != self._versions
+            ):
+                return self._stale(args)
+        return self.fn(*args)
+
+    def _stale(self, args: Sequence[Any]) -> Any:
+        if not self._warned:
+            self._warned = True
+            warnings.warn(
+                "tensor_eqsat: a parameter or buffer changed since the graph was optimized; running "
+                "the original graph (recompile to optimize with the new weights)",
+                FallbackWarning,
+                stacklevel=3,
+            )
+        assert self._original is not None
+        return self._original(*args)
+
+
+def _device(example_inputs: Sequence[Any]) -> str:
+    import torch
+
+    for x in example_inputs:
+        if isinstance(x, torch.Tensor):
+            return str(x.device)
+    return "cpu"
+
+
+def _check_inference(gm: Any, example_inputs: Sequence[Any]) -> None:
+    """Raise Unsupported unless the graph is an inference graph with static shapes."""
+    import torch
+
+    if torch.is_grad_enabled() and any(
+        isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs
+    ):
+        raise Unsupported(
+            "gradients are recorded (an input or parameter requires grad): inference only; "
+            "call the model under torch.no_grad() or torch.inference_mode()"
+        )
+    for node in gm.graph.nodes:
+        if node.op != "placeholder":
+            continue
+        ev = node.meta.get("example_value", node.meta.get("val"))
+        dims = tuple(ev.shape) if isinstance(ev, torch.Tensor) else (ev,)
+        if any(isinstance(d, torch.SymInt) for d in dims):
+            raise Unsupported(f"dynamic shapes ({node.name}): compile with dynamic=False to specialise")
+
+
+def _rule_names(result: Any) -> dict[str, int]:
+    from tensor_eqsat.rules.sets import load_rule_set
+
+    try:
+        rules = load_rule_set(result.settings.rules)
+        return {rules.by_id(i).name: n for i, n in sorted(result.rule_counts.items())}
+    except Exception:  # a custom rule set: ids are all there is
+        return {str(i): n for i, n in sorted(result.rule_counts.items())}
+
+
+def _optimize(tr: Translation, target: Any, cfg: TorchConfig) -> Any:
+    from tensor_eqsat.optimize import optimize
+
+    settings: dict[str, Any] = {
+        "search": "auto",
+        "time_budget": cfg.time_budget,
+        "cost_model": cfg.cost_model or target.cost_model,
+        "seed": cfg.seed,
+    }
+    settings.update(cfg.search)
+    return optimize(tr.graph, **settings)
+
+
+def _with_weights(graph: Any, source: Any) -> Any:
+    """A copy of a cached graph's structure with the weights of the graph just translated."""
+    names = [graph.name_of(w.id) for w in graph.weights()]
+    missing = [n for n in names if n not in source.weight_data]
+    if missing:
+        raise GraphError(f"cached graph reads weights {missing[:3]} the translated graph lacks")
+    out = copy.copy(graph)
+    out.weight_data = {n: source.weight_data[n] for n in names}
+    return out
+
+
+def _structure(graph: Any) -> Any:
+    """A copy of ``graph`` without weight values (what the cache keeps)."""
+    out = copy.copy(graph)
+    out.weight_data = {}
+    return out
+
+
+def compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> Compiled:
+    """Optimize one FX graph and deliver it (the backend's body; see the module docstring).
+
+    Never fails because of the optimizer: an unexpected error keeps the original graph, with a
+    warning carrying the error (a bug to report).
+    """
+    try:
+        return _compile_graph(gm, example_inputs, cfg)
+    except Exception as exc:
+        log.exception("tensor_eqsat: internal error; original graph used")
+        why = f"internal error: {type(exc).__name__}: {exc}"
+        warnings.warn(
+            f"tensor_eqsat: not optimized ({why}); original graph used", FallbackWarning, stacklevel=2
+        )
+        target = cfg.target or "torch-cpu"
+        report = BackendReport("", target, fallback=why, reason=why, cache="off")
+        return Compiled(compile_with(cfg.then, gm, list(example_inputs)), report)
+
+
+def _compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> Compiled:
+    t0 = time.perf_counter()
+    inputs = list(example_inputs)
+    device = _device(inputs)
+    target = cfg.resolve_target(device)
+
+    def handed_on(report: BackendReport) -> Compiled:
+        fn = compile_with(cfg.then, gm, inputs)
+        return Compiled(fn, report)
+
+    try:
+        _check_inference(gm, inputs)
+        tr = translate(gm, inputs)
+    except Unsupported as exc:
+        report = BackendReport("", target.name, fallback=str(exc), reason=str(exc), cache="off")
+        warnings.warn(
+            f"tensor_eqsat: not optimized ({exc}); original graph used", FallbackWarning, stacklevel=2
+        )
+        log.warning(report.message)
+        return handed_on(report)
+    t_translate = time.perf_counter() - t0
+    key = graph_key(gm, inputs, tr.graph, target.name, cfg.fingerprint())
+    cache = graph_cache(cfg.cache_dir) if cfg.cache else None
+    hit = cache.get(key) if cache is not None else None
+    base: dict[str, Any] = {
+        "graph_key": key,
+        "target": target.name,
+        "ops_mapped": tr.ops_mapped,
+        "ops_opaque": tr.ops_opaque,
+        "opaque_ops": dict(tr.unmapped.most_common()),
+    }
+    if hit is not None:
+        entry, where = hit
+        old = BackendReport.from_dict(entry.report)
+        base |= {
+            "rules_applied": old.rules_applied,
+            "predicted_gain_pct": old.predicted_gain_pct,
+            "cache": where,
+        }
+        if entry.kept_original or entry.graph is None:
+            seconds = {"translate": t_translate, "total": time.perf_counter() - t0}
+            report = BackendReport(
+                **base, measured=old.measured, reason=f"{old.reason} [cached]", seconds=seconds
+            )
+            log.info(report.message)
+            return handed_on(report)
+        optimized, t_opt = _with_weights(entry.graph, tr.graph), 0.0
+    else:
+        to = time.perf_counter()
+        result = _optimize(tr, target, cfg)
+        t_opt = time.perf_counter() - to
+        optimized = result.graph
+        base |= {
+            "rules_applied": _rule_names(result),
+            "predicted_gain_pct": result.speedup_pct,
+            "cache": "miss" if cache is not None else "off",
+        }
+        same = graph_fingerprint(optimized) == graph_fingerprint(tr.graph)
+        if same or result.speedup_pct <= 0:
+            # Nothing predicted faster: timing an equal-cost variant would only spend compile time.
+            why = "no rewrite found" if same else f"no predicted gain ({result.speedup_pct:+.1f} %)"
+            seconds = {"translate": t_translate, "optimize": t_opt, "total": time.perf_counter() - t0}
+            report = BackendReport(**base, reason=f"{why}: original kept", seconds=seconds)
+            if cache is not None:
+                cache.put(key, CacheEntry(None, True, report.to_dict()))
+            log.info(report.message)
+            return handed_on(report)
+    try:
+        new_gm = rebuild(tr, optimized, device)
+        delivery = deliver_fx(gm, new_gm, inputs, target, device, cfg, trusted=hit is not None)
+    except (GraphError, TensorEqsatError) as exc:
+        reason = f"the rewritten graph could not be rebuilt ({exc}): original kept"
+        delivery = Delivery(compile_with(cfg.then, gm, inputs), True, reason, None, None, 0.0, 0.0)
+    seconds = {
+        "translate": t_translate,
+        "optimize": t_opt,
+        "compile": delivery.compile_s,
+        "guard": delivery.guard_s,
+        "total": time.perf_counter() - t0,
+    }
+    report = BackendReport(
+        **base,
+        measured=None if delivery.measured is None else delivery.measured.to_dict(),
+        kept_original=delivery.kept_original,
+        reason=delivery.reason,
+        max_diff=delivery.max_diff,
+        seconds=seconds,
+    )
+    if cache is not None and hit is None:
+        cache.put(
+            key,
+            CacheEntry(
+                None if delivery.kept_original else _structure(optimized),
+                delivery.kept_original,
+                report.to_dict(),
+            ),
+        )
+    log.info(report.message)
+    if delivery.kept_original:
+        return Compiled(delivery.compiled, report)
+    index = {p.name: i for i, p in enumerate(tr.placeholders)}
+    frozen = [(index[name], tr.frozen[name], tr.frozen[name]._version) for name in new_gm.meta[FROZEN_META]]
+    return Compiled(delivery.compiled, report, original=gm, frozen=frozen)
+
+
+def backend(
+    gm: Any, example_inputs: Sequence[Any], options: Mapping[str, Any] | None = None, **kw: Any
+) -> Compiled:
+    """The ``tensor_eqsat`` backend of ``torch.compile`` (see the module docstring).
+
+    options / keyword options: the fields of :class:`~tensor_eqsat.torch.config.TorchConfig`
+    (``target``, ``time_budget``, ``then``, ...); ConfigError names an unknown one.
+
+    Returns a callable with the graph's signature; its ``.report`` (and ``backend.report``) is
+    the :class:`~tensor_eqsat.torch.report.BackendReport`.
+    """
+    cfg = TorchConfig.from_options(options, **kw)
+    compiled = compile_graph(gm, example_inputs, cfg)
+    backend.report = compiled.report  # type: ignore[attr-defined]
+    backend.reports.append(compiled.report)  # type: ignore[attr-defined]
+    return compiled
+
+
+backend.report = None  # type: ignore[attr-defined]
+backend.reports = []  # type: ignore[attr-defined]
+
+
+def register() -> None:
+    """Register :func:`backend` as ``tensor_eqsat`` with Dynamo, unless an installed package
+    already declares it under the ``torch_dynamo_backends`` entry point (Dynamo loads it from
+    there, and registering it twice would fail)."""
+    import importlib.util
+    from importlib.metadata import entry_points
+
+    if importlib.util.find_spec("torch") is None:
+        return  # without the torch extra there is nothing to register with
+    from torch._dynamo.backends import registry
+
+    if BACKEND_NAME in registry._COMPILER_FNS:
+        return
+    if BACKEND_NAME in entry_points(group="torch_dynamo_backends").names:
+        return
+    registry.register_backend(compiler_fn=backend, name=BACKEND_NAME)
+
+
+def _module_class() -> Any:
+    import torch
+
+    class TensorEqsatModule(torch.nn.Module):
+        """A module running an optimized graph: the original's calling convention (positional
+        and keyword tensors), the weights frozen as they were at optimization; ``report`` says
+        what was done."""
+
+        def __init__(self, fn: Any, in_spec: Any, out_spec: Any, report: BackendReport) -> None:
+            super().__init__()
+            self.fn = fn
+            self._in_spec = in_spec
+            self._out_spec = out_spec
+            self.report = report
+
+        def forward(self, *args: Any, **kwargs: Any) -> Any:
+            import torch.utils._pytree as pytree
+
+            flat, spec = pytree.tree_flatten((args, kwargs))
+            if spec != self._in_spec:
+                raise TensorEqsatError(
+                    f"inputs are structured as {spec}, the module was optimized for {self._in_spec}"
+                )
+            with torch.no_grad():
+                out = self.fn(*flat)
+            return pytree.tree_unflatten(list(out), self._out_spec)
+
+    return TensorEqsatModule
+
+
+def optimize_module(model: Any, example_inputs: Any, config: TorchConfig | None = None) -> Any:
+    """An ``nn.Module`` computing what ``model`` computes, optimized for inputs like
+    ``example_inputs`` (a tensor, a tuple of positional arguments, or ``(args, kwargs)``), for
+    users who do not call ``torch.compile``.
+
+    config: default ``TorchConfig(then="eager")`` (the module runs in eager PyTorch; compile it
+    afterwards if you like; with another ``then`` the guard compares both compiled with it).
+
+    The model is captured whole by Dynamo (``torch._dynamo.export``: no graph breaks), with
+    its weights frozen. A model in training mode is returned as it is, with one warning.
+    Raises TensorEqsatError when the model cannot be captured as one graph.
+    """
+    import torch
+    import torch.fx
+    import torch.utils._pytree as pytree
+
+    cfg = config if config is not None else TorchConfig(then="eager")
+    if isinstance(example_inputs, tuple) and len(example_inputs) == 2 and isinstance(example_inputs[1], dict):
+        args, kwargs = tuple(example_inputs[0]), dict(example_inputs[1])
+    elif isinstance(example_inputs, tuple | list):
+        args, kwargs = tuple(example_inputs), {}
+    else:
+        args, kwargs = (example_inputs,), {}
+    if getattr(model, "training", False):
+        warnings.warn(
+            "tensor_eqsat: the model is in training mode (call model.eval()); returned unoptimized",
+            FallbackWarning,
+            stacklevel=2,
+        )
+        return model
+    try:
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            gm, _ = torch._dynamo.export(model, assume_static_by_default=True)(*args, **kwargs)
+    except Exception as exc:
+        raise TensorEqsatError(f"cannot capture the model as one graph: {type(exc).__name__}: {exc}") from exc
+    info = gm.graph._codegen.pytree_info  # type: ignore[attr-defined]
+    gm.graph._codegen = torch.fx.graph.CodeGen()
+    gm.recompile()
+    flat, in_spec = pytree.tree_flatten((args, kwargs))
+    with torch.no_grad():
+        compiled = compile_graph(gm, flat, cfg)
+    out_spec = info.out_spec
+    return _module_class()(
+        compiled, in_spec if info.in_spec is None else info.in_spec, out_spec, compiled.report
+    )
+
+
+__all__ = [
+    "BACKEND_NAME",
+    "Compiled",
+    "FallbackWarning",
+    "backend",
+    "compile_graph",
+    "optimize_module",
+    "register",
+]

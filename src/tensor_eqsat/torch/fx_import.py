@@ -1,0 +1,530 @@
+"""The Dynamo FX graph as a Graph: mapped ops become IR ops, everything else opaque FX regions.
+
+:func:`translate` walks the FX graph Dynamo hands a backend, in order. Each node becomes one of:
+
+* a **constant**: a parameter or buffer (frozen: its real value, read once, as Inductor's
+  freezing does), a literal, or a node whose inputs are all constants and that is deterministic,
+  evaluated once here (``weight.t()``, ``torch.arange(n)``, a shape). A float32 constant read by
+  a mapped op becomes an IR ``weight`` carrying its data.
+* one or a few **IR ops** (:mod:`tensor_eqsat.torch.fx_ops`): convolutions, linear / matmul /
+  addmm / bmm, element-wise ops and activations, concat / split / views / permutes, softmax,
+  layer and batch norm (eval), pooling; each result's shape is checked against the shape Dynamo
+  recorded, and a node that does not translate exactly stays opaque.
+* an **opaque** IR op standing for the original FX node, which the rebuilt graph runs as it was
+  (:mod:`tensor_eqsat.torch.fx_export`). Its IR inputs are the IR tensors among its arguments, so
+  the e-graph orders it correctly; it also reads the previous opaque op, so opaque nodes keep
+  their original relative order (global-state calls such as ``_set_grad_enabled`` stay put). The
+  IR's ``opaque`` op carries a one-node ONNX model; here that node is in the private domain
+  :data:`FX_DOMAIN` and names the FX node, so no rule rewrites it and it is never run by
+  onnxruntime (the graph is only optimized, then rebuilt as FX).
+
+In-place ops on fresh intermediates are taken functionally (``relu_(x)`` is ``relu(x)``, later
+readers of ``x`` read the result); an in-place op on a graph input, a parameter or a view, a
+random op, or a training-mode op raises :class:`Unsupported`, and the backend keeps the
+original graph. Only float32 tensors reach mapped ops; other dtypes flow between opaque nodes.
+
+Why the Dynamo graph and not the ATen graph of ``aot_autograd``: the result is handed to the next
+backend (Inductor by default), which expects the Dynamo-level graph and runs its own
+AOTAutograd, decompositions and freezing on it; translating ATen would trace the model twice and
+hand Inductor a graph it re-traces. Torch-level calls are also what the IR's ops are (a linear
+is one matmul, not a ``t``/``view``/``mm``/``view`` chain), and the original FX nodes an opaque
+region runs are the user's own calls. The price is more spellings to map (functions, methods,
+operators), listed in one table in :mod:`tensor_eqsat.torch.fx_ops`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tensor_eqsat.errors import TensorEqsatError
+from tensor_eqsat.ir.graph import Graph, Tensor
+from tensor_eqsat.ir.types import Shape
+
+log = logging.getLogger(__name__)
+
+FX_DOMAIN = "tensor_eqsat.fx"
+"""The ONNX domain of the one-node payload of an opaque op standing for an FX node."""
+
+
+VIEW_TAGS = {"": None, "T": "t", "C11": "channel bias"}
+"""Weight tags (see ``_Translator.weight``) whose weight is a view of a parameter: as it is, its
+transpose (a linear's weight), or a conv bias viewed as (C, 1, 1)."""
+
+
+class Unsupported(TensorEqsatError):
+    """The FX graph cannot be optimized soundly (training mode, an in-place op on an input, a
+    random op); the backend keeps the original graph and warns once with this message."""
+
+
+@dataclass(frozen=True)
+class Const:
+    """A value known now: a frozen parameter or buffer, a literal, or a folded node's result.
+
+    source: the placeholder or get_attr node it is read from (None for a computed value).
+    deps: the frozen placeholders a computed value was computed from.
+    """
+
+    value: Any
+    source: Any = None
+    deps: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class Ir:
+    """A value computed at run time, as an IR tensor; ``dtype`` is the torch dtype of a tensor,
+    None for a non-tensor value (a tuple an opaque node returns, say)."""
+
+    tensor: Tensor
+    dtype: Any
+
+
+@dataclass(frozen=True)
+class Seq:
+    """The outputs of an IR op with several (split, chunk), read through ``getitem``."""
+
+    items: tuple[Ir, ...]
+
+
+Value = Const | Ir | Seq
+
+
+@dataclass
+class OpaqueInfo:
+    """An opaque op's FX node, the call it makes (``target``, ``args``, ``kwargs``: the node's
+    own, or the out-of-place form of an in-place op), and the FX nodes whose IR tensors are its
+    inputs with how many each gives (a split's outputs give several), in input order (then the
+    previous opaque op when ``chained``)."""
+
+    node: Any
+    target: Any
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    sources: list[tuple[Any, int]]
+    chained: bool
+
+
+@dataclass
+class Translation:
+    """The Graph of an FX graph and what rebuilding FX from an optimized version of it needs.
+
+    graph: the IR graph (inputs named after the FX placeholders, weights with data).
+    placeholders: the FX placeholder nodes, in order; frozen: placeholder name -> the tensor
+        frozen from it (parameters and buffers).
+    inputs: IR input name -> the FX node (a placeholder, or an opaque node's chained predecessor).
+    opaque: opaque op key (the FX node name) -> its OpaqueInfo.
+    consts: FX node name -> Const for every node folded here (opaque nodes may read them).
+    outputs: the FX output node's argument with each IR-valued node replaced by the index of an
+        IR output (see :func:`tensor_eqsat.torch.fx_export.rebuild`).
+    mapped / unmapped: FX op name -> count, for the report.
+    weight_sources: IR weight name -> the tensor it was made from. weight_origin: IR weight name
+        -> (placeholder, tag) for a weight that is a parameter or buffer as it is (tag ``""``)
+        or a view of one (:data:`VIEW_TAGS`): the rebuilt graph reads it from the placeholder
+        instead of holding a copy. weight_deps: IR weight name -> the frozen placeholders its
+        value was computed from.
+    """
+
+    graph: Graph
+    gm: Any
+    placeholders: list[Any]
+    frozen: dict[str, Any]
+    opaque: dict[str, OpaqueInfo]
+    consts: dict[str, Const]
+    env_final: dict[str, Value]
+    mapped: Counter[str] = field(default_factory=Counter)
+    unmapped: Counter[str] = field(default_factory=Counter)
+    weight_sources: dict[str, Any] = field(default_factory=dict)
+    weight_origin: dict[str, tuple[str, str]] = field(default_factory=dict)
+    weight_deps: dict[str, frozenset[str]] = field(default_factory=dict)
+
+    @property
+    def ops_mapped(self) -> int:
+        return sum(self.mapped.values())
+
+    @property
+    def ops_opaque(self) -> int:
+        return sum(self.unmapped.values())
+
+
+def op_name(node: Any) -> str:
+    """A short name for an FX node's operation (``conv2d``, ``method:view``, ``module:fc``)."""
+    if node.op == "call_method":
+        return f"method:{node.target}"
+    if node.op == "call_module":
+        return f"module:{node.target}"
+    target = node.target
+    name = getattr(target, "__name__", None) or str(target)
+    return str(name)
+
+
+def _example(node: Any) -> Any:
+    meta = node.meta
+    return meta.get("example_value", meta.get("val"))
+
+
+def is_frozen_source(node: Any, example: Any) -> bool:
+    """Whether a placeholder holds a parameter or buffer (frozen), not a user input."""
+    import torch
+
+    if isinstance(example, torch.nn.Parameter):
+        return True
+    arg = node.meta.get("grapharg")
+    source = getattr(arg, "source", None)
+    while source is not None:
+        kind = type(source).__name__
+        if "ParamBuffer" in kind or "NNModule" in kind:
+            return True
+        if getattr(source, "member", None) in ("_parameters", "_buffers"):
+            return True
+        source = getattr(source, "base", None)
+    return False
+
+
+class _Translator:
+    def __init__(self, gm: Any, example_inputs: list[Any]) -> None:
+        import torch
+
+        from tensor_eqsat.torch import fx_ops
+
+        self.torch = torch
+        self.fx_ops = fx_ops
+        self.gm = gm
+        self.graph = Graph()
+        self.env: dict[Any, Value] = {}
+        self.example_inputs = example_inputs
+        self.placeholders: list[Any] = []
+        self.frozen: dict[str, Any] = {}
+        self.opaque: dict[str, OpaqueInfo] = {}
+        self.consts: dict[str, Const] = {}
+        self.mapped: Counter[str] = Counter()
+        self.unmapped: Counter[str] = Counter()
+        self._weights: dict[tuple[int, str], Tensor] = {}
+        self.weight_sources: dict[str, Any] = {}
+        self.weight_origin: dict[str, tuple[str, str]] = {}
+        self.weight_deps: dict[str, frozenset[str]] = {}
+        self._value_deps: dict[int, frozenset[str]] = {}
+        self._scalars: dict[float, Any] = {}
+        self._last_opaque: Tensor | None = None
+        self.retarget: dict[str, Any] = {}
+        self._aliases = _alias_bases(gm)
+
+    # -- weights -----------------------------------------------------------------------------
+    def weight(self, value: Any, tag: str = "", transform: Callable[[Any], Any] | None = None) -> Tensor:
+        """The IR weight holding ``transform(value)`` (a float32 tensor), one per value and tag."""
+        key = (id(value), tag)
+        if key not in self._weights:
+            data = value if transform is None else transform(value)
+            arr = data.detach().to("cpu", self.torch.float32).contiguous().numpy()
+            name = f"w{len(self._weights)}"
+            self._weights[key] = self.graph.weight(tuple(arr.shape), name=name, data=np.array(arr))
+            self.weight_sources[name] = value
+            self.weight_deps[name] = self._value_deps.get(id(value), frozenset())
+            placeholder = self._frozen_ids().get(id(value))
+            if placeholder is not None and tag in VIEW_TAGS:
+                self.weight_origin[name] = (placeholder, tag)
+        return self._weights[key]
+
+    def scalar_weight(self, c: float) -> Tensor:
+        """A (1,)-shaped weight holding ``c`` (adds of a Python number broadcast it)."""
+        key = float(c)
+        if key not in self._scalars:
+            self._scalars[key] = self.torch.tensor([key], dtype=self.torch.float32)
+        return self.weight(self._scalars[key], "scalar")
+
+    def _frozen_ids(self) -> dict[int, str]:
+        return {id(t): name for name, t in self.frozen.items()}
+
+    # -- the walk ----------------------------------------------------------------------------
+    def run(self) -> Translation:
+        for node in self.gm.graph.nodes:
+            # First, so a training graph is reported as such, not by its first buffer update.
+            self.fx_ops.check_sound(node, self)
+        inputs = iter(self.example_inputs)
+        out_node = None
+        for node in self.gm.graph.nodes:
+            if node.op == "placeholder":
+                self.placeholder(node, next(inputs, None))
+            elif node.op == "get_attr":
+                self.env[node] = Const(_get_attr(self.gm, node.target), node)
+            elif node.op == "output":
+                out_node = node
+            else:
+                self.call(node)
+        if out_node is None:
+            raise TensorEqsatError("the FX graph has no output node")
+        outs: list[Tensor] = []
+        for v in self.values_in(out_node.args):
+            if isinstance(v, Ir):
+                outs.append(v.tensor)
+            elif isinstance(v, Seq):
+                outs.extend(item.tensor for item in v.items)
+        if not outs:
+            raise Unsupported("the graph computes nothing at run time (every output is a constant)")
+        self.graph.output(*outs)
+        return Translation(
+            self.graph, self.gm, self.placeholders, self.frozen, self.opaque, self.consts,
+            {n.name: v for n, v in self.env.items()}, self.mapped, self.unmapped, self.weight_sources,
+            self.weight_origin, self.weight_deps,
+        )  # fmt: skip
+
+    def placeholder(self, node: Any, example: Any) -> None:
+        torch = self.torch
+        self.placeholders.append(node)
+        ev = _example(node)
+        if example is None:
+            example = ev
+        if isinstance(example, torch.Tensor) and is_frozen_source(node, example):
+            self.frozen[node.name] = example
+            self.env[node] = Const(example, node)
+            self._value_deps[id(example)] = frozenset([node.name])
+            return
+        if isinstance(example, torch.Tensor):
+            t = self.graph.input(tuple(example.shape), name=node.name)
+            self.env[node] = Ir(t, example.dtype)
+        else:
+            # A Python scalar or SymInt argument: a run-time value of no tensor shape.
+            t = self.graph.input((), name=node.name)
+            self.env[node] = Ir(t, None)
+
+    def values_in(self, args: Any) -> Iterator[Value]:
+        """Every Value an argument structure refers to, in flatten order."""
+        from torch.fx.node import Node
+
+        found: list[Value] = []
+
+        def visit(a: Any) -> None:
+            if isinstance(a, Node):
+                found.append(self.env[a])
+            elif isinstance(a, list | tuple):
+                for x in a:
+                    visit(x)
+            elif isinstance(a, dict):
+                for x in a.values():
+                    visit(x)
+            elif isinstance(a, slice):
+                for x in (a.start, a.stop, a.step):
+                    visit(x)
+
+        visit(args)
+        return iter(found)
+
+    def call(self, node: Any) -> None:
+        fx_ops = self.fx_ops
+        node_args, node_kwargs, mutated = fx_ops.functional_form(node, self)
+        values = list(self.values_in((node_args, node_kwargs)))
+        name = op_name(node)
+        ev = _example(node)
+        if all(isinstance(v, Const) for v in values) and fx_ops.foldable(node):
+            value = self.fold(node, node_args, node_kwargs)
+        elif _is_static(ev):
+            # A shape, size or dtype of a run-time tensor: static, since shapes are specialised.
+            value = Const(ev)
+        else:
+            value = None
+        if value is not None:
+            self.env[node] = value
+            self.consts[node.name] = value
+            if mutated is not None:
+                self.env[mutated] = value
+            return
+        result = None
+        try:
+            result = fx_ops.translate(node, node_args, node_kwargs, self)
+        except (fx_ops.NotMapped, TensorEqsatError, TypeError, ValueError, IndexError, KeyError) as exc:
+            # TensorEqsatError: the IR refuses this instance (a shape rule, an empty weight); the
+            # others: arguments of a form no translator expects. Opaque is always right.
+            log.debug("%s (%s) stays opaque: %s", node.name, name, exc)
+        if result is not None and _matches(result, ev):
+            self.env[node] = result
+            self.mapped[name] += 1
+        else:
+            if result is not None:
+                log.debug("%s (%s): translation does not match the recorded shape; opaque", node.name, name)
+            self.env[node] = self.make_opaque(node, node_args, node_kwargs, ev)
+            self.unmapped[name] += 1
+        if mutated is not None:
+            # Later readers of the mutated tensor read the result (the op was taken functionally).
+            self.env[mutated] = self.env[node]
+
+    def fold(self, node: Any, args: Any, kwargs: Any) -> Const:
+        from torch.fx.node import map_arg
+
+        def value_of(n: Any) -> Any:
+            v = self.env[n]
+            if not isinstance(v, Const):  # pragma: no cover - foldable nodes read constants only
+                raise AssertionError(f"{n.name} is not a constant")
+            return v.value
+
+        a = map_arg(args, value_of)
+        k = map_arg(kwargs, value_of)
+        with self.torch.no_grad():
+            if node.op == "call_function":
+                value = node.target(*a, **k)
+            elif node.op == "call_method":
+                value = getattr(a[0], node.target)(*a[1:], **k)
+            else:
+                value = _get_attr(self.gm, node.target)(*a, **k)
+        deps: set[str] = set()
+        for v in self.values_in((args, kwargs)):
+            if isinstance(v, Const):
+                deps |= v.deps
+                if v.source is not None and v.source.name in self.frozen:
+                    deps.add(v.source.name)
+        const = Const(value, None, frozenset(deps))
+        self._value_deps[id(value)] = const.deps
+        return const
+
+    def make_opaque(self, node: Any, args: tuple[Any, ...], kwargs: dict[str, Any], ev: Any) -> Ir:
+        torch = self.torch
+        ins: list[Tensor] = []
+        srcs: list[Any] = []
+        for arg in _arg_nodes((args, kwargs)):
+            v = self.env[arg]
+            if isinstance(v, Ir):
+                ins.append(v.tensor)
+                srcs.append((arg, 1))
+            elif isinstance(v, Seq):
+                ins.extend(item.tensor for item in v.items)
+                srcs.append((arg, len(v.items)))
+        chained = self._last_opaque is not None
+        if self._last_opaque is not None:
+            ins.append(self._last_opaque)
+        if isinstance(ev, torch.Tensor):
+            out_shape: Shape = tuple(int(d) for d in ev.shape)
+            dtype = ev.dtype
+        else:
+            out_shape, dtype = (), None
+        attrs = _opaque_attrs(node, [t.shape for t in ins], out_shape)
+        (out,) = self.graph.add("opaque", ins, **attrs)
+        target = self.retarget.get(node.name, node.target)
+        self.opaque[node.name] = OpaqueInfo(node, target, args, kwargs, srcs, chained)
+        self._last_opaque = out
+        return Ir(out, dtype)
+
+
+def _arg_nodes(args: Any) -> list[Any]:
+    """The distinct FX nodes an argument structure refers to, in first-use order."""
+    from torch.fx.node import map_arg
+
+    seen: dict[Any, None] = {}
+    map_arg(args, lambda n: seen.setdefault(n, None))
+    return list(seen)
+
+
+def _get_attr(gm: Any, target: str) -> Any:
+    obj = gm
+    for part in target.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _alias_bases(gm: Any) -> set[str]:
+    """Names of nodes whose value another node's value is a view of (their in-place update
+    would change that view too)."""
+    import torch
+
+    bases: dict[int, str] = {}
+    out: set[str] = set()
+    for node in gm.graph.nodes:
+        ev = _example(node)
+        if isinstance(ev, torch.Tensor):
+            base = getattr(ev, "_base", None)
+            if base is not None and id(base) in bases:
+                out.add(bases[id(base)])
+            bases.setdefault(id(ev), node.name)
+    return out
+
+
+def _is_static(ev: Any) -> bool:
+    """Whether a recorded value is a plain Python constant (a shape, an int, a dtype)."""
+    import torch
+
+    if ev is None:
+        return False  # a call made for its effect (``_set_grad_enabled``): kept, never folded
+    if isinstance(ev, bool | int | float | str | torch.dtype | torch.device):
+        return not isinstance(ev, torch.SymInt | torch.SymFloat | torch.SymBool)
+    if isinstance(ev, torch.Size | tuple | list):
+        return all(_is_static(x) for x in ev)
+    return False
+
+
+def _matches(result: Value, ev: Any) -> bool:
+    """Whether a translation has the dtype and shape(s) Dynamo recorded for the node."""
+    import torch
+
+    if isinstance(result, Ir):
+        return (
+            isinstance(ev, torch.Tensor)
+            and ev.dtype == torch.float32
+            and tuple(ev.shape) == tuple(result.tensor.shape)
+        )
+    if isinstance(result, Seq):
+        return (
+            isinstance(ev, tuple | list)
+            and len(ev) == len(result.items)
+            and all(_matches(r, e) for r, e in zip(result.items, ev, strict=True))
+        )
+    return False
+
+
+def _opaque_attrs(node: Any, in_shapes: list[Shape], out_shape: Shape) -> dict[str, Any]:
+    """The ``opaque`` op's attributes for an FX node: a one-node ONNX model in :data:`FX_DOMAIN`
+    whose node names the FX node (so two opaque ops never hash-cons into one)."""
+    import base64
+
+    from tensor_eqsat.io.onnx_common import require_onnx
+    from tensor_eqsat.ir.ops import encode_shapes
+
+    onnx = require_onnx()
+    helper = onnx.helper
+    op_type = "".join(c if c.isalnum() else "_" for c in op_name(node)) or "fx"
+    ins = [f"in{i}" for i in range(len(in_shapes))]
+    proto = helper.make_node(op_type, ins, ["out0"], domain=FX_DOMAIN, fx_node=node.name)
+    graph = helper.make_graph(
+        [proto],
+        "opaque",
+        [
+            helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, list(s))
+            for n, s in zip(ins, in_shapes, strict=True)
+        ],
+        [helper.make_tensor_value_info("out0", onnx.TensorProto.FLOAT, list(out_shape))],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid(FX_DOMAIN, 1)])
+    return {
+        "op_type": op_type,
+        "domain": FX_DOMAIN,
+        "payload": base64.b64encode(model.SerializeToString()).decode("ascii"),
+        "input_shapes": encode_shapes(in_shapes),
+        "output_shapes": encode_shapes([out_shape]),
+    }
+
+
+def opaque_key(graph: Graph, node_id: int) -> str:
+    """The FX node name an opaque op of a translated graph stands for."""
+    from tensor_eqsat.io.opaque import decode_payload
+
+    payload = graph.nodes[node_id].attr_dict()["payload"]
+    proto = decode_payload(payload).graph.node[0]
+    for a in proto.attribute:
+        if a.name == "fx_node":
+            return a.s.decode()
+    raise TensorEqsatError(f"opaque node {node_id} does not name an FX node")
+
+
+def translate(gm: Any, example_inputs: list[Any]) -> Translation:
+    """The Graph of a Dynamo FX graph (see the module docstring).
+
+    example_inputs: one value per placeholder, as Dynamo passes them to a backend (real tensors:
+    parameters and buffers are frozen from them).
+
+    Raises :class:`Unsupported` when the graph cannot be optimized soundly.
+    """
+    return _Translator(gm, list(example_inputs)).run()
+
+
+__all__ = ["FX_DOMAIN", "Translation", "Unsupported", "op_name", "opaque_key", "translate"]

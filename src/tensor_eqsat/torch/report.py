@@ -1,0 +1,63 @@
+"""``BackendReport``: what the PyTorch backend did with one graph, as data."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class BackendReport:
+    """One graph through the backend.
+
+    graph_key: the cache key (a hash of the graph's structure, shapes, target and settings).
+    target: where it was optimized for. ops_mapped / ops_opaque: FX calls translated into IR ops
+    / kept as opaque regions; opaque_ops: the opaque ones by name.
+    rules_applied: rule name -> times applied by the search.
+    predicted_gain_pct: the cost model's gain (None when nothing was optimized).
+    measured: the guard's figures (``original_ms``, ``optimized_ms``, ``speedup_pct``,
+        ``noise_pct``, ``runs``), None when nothing was timed.
+    kept_original: True when the original graph was handed on; reason: why, or what won.
+    fallback: why the graph was not optimized at all (training mode, a random op, ...), or None.
+    cache: ``"miss"``, ``"memory"``, ``"disk"`` or ``"off"``.
+    max_diff: the check's largest absolute output difference.
+    seconds: time per phase (``translate``, ``optimize``, ``compile``, ``guard``, ``total``).
+    """
+
+    graph_key: str
+    target: str
+    ops_mapped: int = 0
+    ops_opaque: int = 0
+    opaque_ops: dict[str, int] = field(default_factory=dict)
+    rules_applied: dict[str, int] = field(default_factory=dict)
+    predicted_gain_pct: float | None = None
+    measured: dict[str, Any] | None = None
+    kept_original: bool = True
+    reason: str = ""
+    fallback: str | None = None
+    cache: str = "miss"
+    max_diff: float | None = None
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def message(self) -> str:
+        """One line for the log."""
+        if self.fallback is not None:
+            return f"tensor_eqsat: not optimized ({self.fallback}); original graph used"
+        rules = sum(self.rules_applied.values())
+        pred = "" if self.predicted_gain_pct is None else f", predicted {self.predicted_gain_pct:+.1f} %"
+        return (
+            f"tensor_eqsat [{self.target}, cache {self.cache}]: {self.ops_mapped} ops mapped, "
+            f"{self.ops_opaque} opaque, {rules} rule applications{pred}; {self.reason}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready data (the disk cache stores it)."""
+        return {**self.__dict__, "message": self.message}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> BackendReport:
+        return cls(**{k: v for k, v in data.items() if k != "message"})
+
+
+__all__ = ["BackendReport"]
