@@ -531,7 +531,7 @@ def report_ort(models: dict[str, tuple[Graph, Any]], out: Path, runs: int, threa
 
     from tensor_eqsat.cost.ort import OrtCostModel, weights_for
     from tensor_eqsat.target import get_target
-    from tensor_eqsat.target.guard import time_alternating
+    from tensor_eqsat.target.runtime import time_alternating
 
     rows: dict[str, Any] = {}
     lines = [
@@ -550,8 +550,7 @@ def report_ort(models: dict[str, tuple[Graph, Any]], out: Path, runs: int, threa
             price_s = time.perf_counter() - t0
             timed = time_alternating(
                 [runnable, runnable],
-                get_target("ort-cpu"),
-                threads=threads,
+                get_target("ort-cpu").runtime(threads),
                 runs=runs,
                 blocks=min(5, runs),
                 warmup=max(2, runs // 5),

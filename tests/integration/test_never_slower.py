@@ -22,7 +22,7 @@ pytest.importorskip("onnxruntime")
 from tensor_eqsat.cli import main
 from tensor_eqsat.io.equivalence import verify
 from tensor_eqsat.target import get_target
-from tensor_eqsat.target.guard import time_alternating
+from tensor_eqsat.target.runtime import time_alternating
 
 pytestmark = pytest.mark.slow  # torch.onnx export and onnxruntime pricing take tens of seconds
 
@@ -69,6 +69,6 @@ def test_the_model_handed_back_is_not_slower(blocks, name, cost_model, tmp_path,
         assert m["speedup_pct"] > m["noise_pct"]
         assert verify(str(src), str(out)).ok
     # an independent measurement of what was written
-    timed = time_alternating([str(src), str(out)], get_target("ort-cpu"), runs=40, blocks=8)
+    timed = time_alternating([str(src), str(out)], get_target("ort-cpu").runtime(), runs=40, blocks=8)
     original, written = timed.median(0), timed.median(1)
     assert written <= original * (1 + max(m["noise_pct"], 5.0) / 100)

@@ -9,8 +9,9 @@ kept unless the fastest candidate beats it by more than the measurement noise.
 Method (:func:`time_alternating`): every model is prepared once (session built, warm-up runs),
 then timed in ``blocks`` alternating blocks of ``runs / blocks`` runs, the order rotating from
 block to block so that load drift on a shared machine affects every model alike; with one CPU
-thread the clock is the calling thread's CPU time (:func:`run_clock`). The original is timed as
-two separate arms (two sessions of the same model); their difference is the self-vs-self noise. Speedups are
+thread the clock is the calling thread's CPU time
+(:func:`~tensor_eqsat.target.runtime.thread_clock`). The original is timed as two separate arms
+(two sessions of the same model); their difference is the self-vs-self noise. Speedups are
 ratios of medians. A candidate wins only when its speedup exceeds ``noise_pct`` (the larger of the
 self-vs-self difference, the relative half interquartile range of the candidate's per-block time
 ratios to the original, and ``min_gain_pct``). The best of several noisy candidates is biased

@@ -29,7 +29,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tensor_eqsat.target.guard import Measured, run_clock
+from tensor_eqsat.target.guard import Measured
+from tensor_eqsat.target.runtime import TorchRuntime, time_alternating
 from tensor_eqsat.target.targets import Target
 from tensor_eqsat.torch.config import TorchConfig
 
@@ -135,34 +136,25 @@ def time_callables(
     warmup: int = 5,
 ) -> tuple[list[list[float]], list[list[float]]]:
     """Milliseconds of each timed call of each callable on ``inputs``, and the median of each
-    block: ``blocks`` alternating blocks, the order rotating from block to block
-    (:func:`tensor_eqsat.target.guard.time_alternating`'s method, for callables)."""
+    block, by the project's one alternating timer
+    (:func:`tensor_eqsat.target.runtime.time_alternating`, in a
+    :class:`~tensor_eqsat.target.runtime.TorchRuntime` on ``device``)."""
     import torch
 
     sync = _synchronizer(device)
-    clock = run_clock(device, torch.get_num_threads())
     args = list(inputs)
-    with torch.no_grad():
-        for fn in fns:
-            for _ in range(warmup):
-                fn(*args)
+
+    def one_call(fn: Callable[..., Any]) -> Callable[[], None]:
+        def run() -> None:
+            fn(*args)
             sync()
-        times: list[list[float]] = [[] for _ in fns]
-        medians: list[list[float]] = [[] for _ in fns]
-        per = [runs // blocks + (1 if k < runs % blocks else 0) for k in range(blocks)]
-        for k, n in enumerate(per):
-            order = list(range(len(fns)))
-            order = order[k % len(fns) :] + order[: k % len(fns)]
-            for i in order:
-                block = []
-                for _ in range(n):
-                    t0 = clock()
-                    fns[i](*args)
-                    sync()
-                    block.append((clock() - t0) / 1e6)
-                times[i].extend(block)
-                medians[i].append(statistics.median(block))
-    return times, medians
+
+        return run
+
+    runtime = TorchRuntime(device="cpu" if device == "cpu" else "cuda", threads=torch.get_num_threads())
+    with torch.no_grad():
+        timed = time_alternating([one_call(f) for f in fns], runtime, runs=runs, blocks=blocks, warmup=warmup)
+    return timed.times, timed.block_medians
 
 
 def _half_iqr_pct(ratios: Sequence[float]) -> float:

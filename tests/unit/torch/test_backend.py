@@ -294,7 +294,7 @@ def test_guard_times_both_graphs_on_the_cpu():
 def test_an_analytic_target_is_priced_not_measured():
     _, _, (report,) = run(Attention(), torch.randn(1, 6, 32), guard=True, target="a100", cost_model=None)
     assert report.measured is None and report.target == "a100"
-    assert report.reason.startswith("not measured (a100 is an analytic profile")
+    assert report.reason.startswith("not measured (a100 is a profile of another device")
 
 
 def test_unknown_option_is_an_error_naming_it():
