@@ -197,15 +197,14 @@ def measure_model(
     torch = require_torch()
     t0 = time.perf_counter()
     d = deliver(name, **optimize_kw)
-    if d.result is None:
-        raise RuntimeError(f"{name}: {d.message}")
-    result = d.result
-    row = ModelRow(name, 0.0 if d.kept_original else result.speedup_pct, time.perf_counter() - t0)
+    predicted = 0.0 if d.kept_original or d.result is None else d.result.speedup_pct
+    row = ModelRow(name, predicted, time.perf_counter() - t0)
     if d.kept_original:
-        row.notes.append(f"original kept ({d.guard.message if d.guard else 'interrupted'})")
+        why = d.message or (d.guard.message if d.guard else "interrupted")
+        row.notes.append(f"original kept ({why})")
     # The noise figure times the original program in two places of each block: building a second
     # copy costs as much as the first (ViT-Huge: 20 s of random weights) and measures no more.
-    original = TorchProgram(result.original, device=device)
+    original = TorchProgram(d.source.graph, device=device)
     optimized = TorchProgram(d.graph, device=device)
     feed = original.random_inputs(0)
     with torch.inference_mode():
