@@ -179,7 +179,7 @@ def _confirm(
 
 def guard(
     original: Any,
-    candidates: Sequence[tuple[str, Graph]],
+    candidates: Sequence[tuple[str, Any]],
     runtime: Runtime,
     *,
     target: str | None = None,
@@ -195,8 +195,9 @@ def guard(
     """Time the original and the candidates in ``runtime``; pick the fastest beyond the noise.
 
     original: the model as the user brought it (a Graph, an ONNX path or ModelProto).
-    candidates: (label, graph) pairs, best-predicted first; duplicates (same structure as the
-        original or an earlier candidate) are not timed twice.
+    candidates: (label, graph) pairs, best-predicted first (a graph, or any model the runtime
+        prepares: a compiled callable); duplicate graphs (same structure as the original or an
+        earlier candidate) are not timed twice.
     runtime: where to time them (:class:`~tensor_eqsat.target.runtime.Runtime`; its threads are
         the intra-op threads). Tests pass a fake one.
     target: the target's name for the report. Default: the runtime's ``name:device``.
@@ -238,7 +239,8 @@ def guard(
     distinct: list[tuple[int, str]] = []
     duplicates: dict[int, str] = {}
     for i, (label, g) in enumerate(candidates):
-        fp = graph_fingerprint(g)
+        # A candidate that is not a Graph (a compiled callable) is its own identity.
+        fp = graph_fingerprint(g) if isinstance(g, Graph) else f"object {id(g)}"
         if fp in seen:
             duplicates[i] = seen[fp]
         else:

@@ -22,14 +22,13 @@ slower than ``then`` alone", not than eager PyTorch.
 from __future__ import annotations
 
 import logging
-import statistics
 import time
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tensor_eqsat.target.guard import Measured
+from tensor_eqsat.target.guard import Measured, guard
 from tensor_eqsat.target.runtime import TorchRuntime, time_alternating
 from tensor_eqsat.target.targets import Target
 from tensor_eqsat.torch.config import TorchConfig
@@ -141,47 +140,23 @@ def time_callables(
     :class:`~tensor_eqsat.target.runtime.TorchRuntime` on ``device``)."""
     import torch
 
-    sync = _synchronizer(device)
     args = list(inputs)
-
-    def one_call(fn: Callable[..., Any]) -> Callable[[], None]:
-        def run() -> None:
-            fn(*args)
-            sync()
-
-        return run
-
     runtime = TorchRuntime(device="cpu" if device == "cpu" else "cuda", threads=torch.get_num_threads())
     with torch.no_grad():
-        timed = time_alternating([one_call(f) for f in fns], runtime, runs=runs, blocks=blocks, warmup=warmup)
+        calls = [_one_call(f, args, device) for f in fns]
+        timed = time_alternating(calls, runtime, runs=runs, blocks=blocks, warmup=warmup)
     return timed.times, timed.block_medians
 
 
-def _half_iqr_pct(ratios: Sequence[float]) -> float:
-    if len(ratios) < 4:
-        return 0.0
-    q = statistics.quantiles(ratios, n=4)
-    return (q[2] - q[0]) / 2 / statistics.median(ratios) * 100.0
+def _one_call(fn: Callable[..., Any], args: list[Any], device: str) -> Callable[[], None]:
+    """``fn`` on ``args`` as one inference, waiting for the device."""
+    sync = _synchronizer(device)
 
+    def run() -> None:
+        fn(*args)
+        sync()
 
-def measure(
-    original: Callable[..., Any],
-    optimized: Callable[..., Any],
-    inputs: Sequence[Any],
-    device: str,
-    cfg: TorchConfig,
-) -> Measured:
-    """The guard's timing of two callables (the original as two arms)."""
-    times, medians = time_callables(
-        [original, original, optimized], inputs, device, runs=cfg.guard_runs, blocks=cfg.guard_blocks
-    )
-    orig_ms = statistics.median(times[0] + times[1])
-    self_noise = abs(statistics.median(times[0]) - statistics.median(times[1])) / orig_ms * 100.0
-    orig_blocks = [(a + b) / 2 for a, b in zip(medians[0], medians[1], strict=True)]
-    ratios = [c / o for o, c in zip(orig_blocks, medians[2], strict=True)]
-    noise = max(self_noise, _half_iqr_pct(ratios), cfg.min_gain_pct)
-    ms = statistics.median(times[2])
-    return Measured(orig_ms, ms, (orig_ms - ms) / orig_ms * 100.0, noise, cfg.guard_runs)
+    return run
 
 
 def deliver_fx(
@@ -230,9 +205,22 @@ def deliver_fx(
     base = compile_with(cfg.then, original, args)
     compile_s += time.perf_counter() - tc
     tg = time.perf_counter()
-    m = measure(base, fast, args, device, cfg)
+    # The library's never-slower guard (the original as two arms, the noise rule, a winner timed
+    # again), on the compiled callables, through the one alternating timer.
+    runtime = TorchRuntime(device="cpu" if device == "cpu" else "cuda", threads=torch.get_num_threads())
+    with torch.no_grad():
+        choice, report = guard(
+            _one_call(base, args, device),
+            [("rewritten graph", _one_call(fast, args, device))],
+            runtime,
+            target=target.name,
+            runs=cfg.guard_runs,
+            blocks=cfg.guard_blocks,
+            min_gain_pct=cfg.min_gain_pct,
+        )
+    m = report.measured
     guard_s = time.perf_counter() - tg
-    if m.speedup_pct > m.noise_pct:
+    if choice == 0:
         reason = (
             f"measured on {target.name}: {m.original_ms:.3f} -> {m.optimized_ms:.3f} ms, "
             f"{m.speedup_pct:+.1f} % (noise ±{m.noise_pct:.1f} %)"
@@ -245,4 +233,4 @@ def deliver_fx(
     return Delivery(base, True, reason, diff, m, compile_s, guard_s)
 
 
-__all__ = ["Delivery", "compare_outputs", "compile_with", "deliver_fx", "measure", "time_callables"]
+__all__ = ["Delivery", "compare_outputs", "compile_with", "deliver_fx", "time_callables"]
