@@ -18,6 +18,11 @@ def missing_packages(names: tuple[str, ...]) -> list[str]:
     return [n for n in names if importlib.util.find_spec(n) is None]
 
 
+# The PyTorch backend's modules import torch when imported, so their doctests cannot even be
+# collected without it: leave them out then (their tests skip with the reason).
+collect_ignore_glob = ["src/tensor_eqsat/torch/*.py"] if importlib.util.find_spec("torch") is None else []
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if not isinstance(item, pytest.DoctestItem) or item.dtest is None:
