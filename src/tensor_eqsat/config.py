@@ -239,12 +239,16 @@ class OptimizeConfig:
         if self.time_limit is not None and self.search is Search.AUTO:
             raise ConfigError(
                 "time_limit bounds one construction and does not apply to the auto search: "
-                "give time_budget (--time-budget), which bounds the whole run"
+                "give time_budget, which bounds the whole run",
+                cli="--time-limit bounds one construction and does not apply to --search auto: "
+                "give --time-budget, which bounds the whole command",
             )
         if self.time_limit is not None and budget is not None:
             raise ConfigError(
-                "give time_budget (--time-budget: the whole run, check and guard included) or "
-                "time_limit (--time-limit: the construction alone), not both"
+                "give time_budget (the whole run, check and guard included) or time_limit (the "
+                "construction alone), not both",
+                cli="give --time-budget (the whole command, check and guard included) or "
+                "--time-limit (the construction alone), not both",
             )
         if self.reward_time_limit is not None and not self.reward_time_limit > 0:
             raise ConfigError(f"reward_time_limit must be positive or None, got {self.reward_time_limit!r}")

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from tensor_eqsat.clock import Deadline, search_deadline
-from tensor_eqsat.config import OptimizeConfig, Search
+from tensor_eqsat.config import BYTES_PER_ENODE, OptimizeConfig, Search
 from tensor_eqsat.errors import ConfigError
 from tensor_eqsat.extract.registry import ExtractorKind
 from tensor_eqsat.ir.graph import Graph
@@ -270,10 +270,13 @@ def deliver(
                         wall_s=deadline.elapsed())  # fmt: skip
     cap = cfg.node_cap()
     if cap is not None and egraph.num_enodes >= cap:
+        tail = (
+            f" allows {cap:,} e-nodes, but {src.name}'s own e-graph has {egraph.num_enodes:,}: nothing "
+            f"could be added (give at least {egraph.num_enodes * 2 * BYTES_PER_ENODE / 1e6:,.0f} MB)"
+        )
         raise ConfigError(
-            f"memory_limit {cfg.memory_limit:,} bytes allows {cap:,} e-nodes, but {src.name}'s own e-graph "
-            f"has {egraph.num_enodes:,}: nothing could be added (give at least "
-            f"{egraph.num_enodes * 2} e-nodes' worth)"
+            f"memory_limit of {cfg.memory_limit:,} bytes" + tail,
+            cli=f"--memory-limit {cfg.memory_limit:,} bytes" + tail,
         )
     check_backend, check_device = _check_runtime(target, guard_runtime)
     reference, after_search = None, 0.0

@@ -286,3 +286,49 @@ def test_a_budget_too_small_to_check_a_result_keeps_the_original_at_once(tmp_pat
     assert "time budget too small" in d.message and d.output == out
     data = d.to_dict()
     assert data["nothing_to_optimize"] is False and data["stop_reason"] == "time limit"
+
+
+def test_cli_messages_name_the_flags(capsys):
+    """Issue 28, defect 5: --time-limit with auto, or beside --time-budget, is refused by name."""
+    from tensor_eqsat.cli import main
+
+    assert main(["optimize", "nasrnn", "--time-limit", "2"]) == 2
+    assert (
+        "--time-limit bounds one construction and does not apply to --search auto" in capsys.readouterr().err
+    )
+    assert main(["optimize", "nasrnn", "--search", "mcts", "--time-limit", "2", "--time-budget", "3"]) == 2
+    assert "give --time-budget (the whole command" in capsys.readouterr().err
+
+
+def test_a_result_with_the_given_static_shapes_says_so(tmp_path):
+    """Issue 28, defect 14: --input-shape changed the written model's dims without a word."""
+    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = __import__("numpy").random.default_rng(0)
+    w1, w2 = (
+        numpy_helper.from_array(rng.standard_normal((16, 16)).astype("float32"), n) for n in ("w1", "w2")
+    )
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w1"], ["h"]), helper.make_node("MatMul", ["h", "w2"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 16])],
+        [w1, w2],
+    )
+    src, out = tmp_path / "m.onnx", tmp_path / "o.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), src)
+    d = deliver(str(src), target="a100", output=out, input_shapes={"x": (4, 16)}, **SMALL)
+    assert not d.kept_original and d.output == out
+    assert any("static input shapes it was optimized for (x=4,16)" in n for n in d.notes)
+
+
+def test_a_kept_original_says_how_close_the_best_candidate_came():
+    """Issue 28, defect 16: the summary said "measured speedup 0.00 %" beside "+0.2 %"."""
+    from tensor_eqsat.commands.optimize import _measured_speedup
+    from tensor_eqsat.target.guard import CandidateTiming, GuardReport, Measured
+
+    report = GuardReport("ort-cpu", "ort", "cpu", 1, True, "original", Measured(1.0, 1.0, 0.0, 1.5, 40),
+                         (CandidateTiming("final extraction", 0.998, 0.2),))  # fmt: skip
+    assert _measured_speedup(report) == "none beyond noise: best candidate +0.20 % (noise ±1.5 %)"

@@ -356,9 +356,6 @@ def _mcts_config(args: argparse.Namespace) -> MctsConfig:
     return mcts
 
 
-_FLAGS = {"time_limit": "--time-limit", "time_budget": "--time-budget", "memory_limit": "--memory-limit"}
-
-
 def run(args: argparse.Namespace) -> int:
     # The budget counts from the command's start (cli.main: the process's, the interpreter's start
     # and the imports included).
@@ -373,12 +370,7 @@ def run(args: argparse.Namespace) -> int:
     note = oversubscription_warning(workers=args.workers, threads=args.threads)
     if note:
         print(f"warning: {note}", file=sys.stderr)
-    try:
-        config = _config(args)
-    except ConfigError as exc:  # the settings' names as the flags that set them
-        raise ConfigError(
-            re.sub(r"\b(time_limit|time_budget|memory_limit)\b", lambda m: _FLAGS[m[1]], str(exc))
-        ) from None
+    config = _config(args)
     delivery = DeliveryConfig(
         check=not args.no_check,
         guard=not args.no_guard,
