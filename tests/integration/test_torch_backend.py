@@ -20,7 +20,7 @@ import tensor_eqsat.torch as te_torch  # noqa: E402
 from tensor_eqsat.torch.dynamo_backend import graph_cache  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests" / "unit" / "torch"))
+sys.path.insert(0, str(ROOT / "tests" / "unit" / "torch_backend"))
 
 from torch_models import Attention, BasicBlock, hf_models  # noqa: E402
 
