@@ -332,3 +332,23 @@ def test_a_kept_original_says_how_close_the_best_candidate_came():
     report = GuardReport("ort-cpu", "ort", "cpu", 1, True, "original", Measured(1.0, 1.0, 0.0, 1.5, 40),
                          (CandidateTiming("final extraction", 0.998, 0.2),))  # fmt: skip
     assert _measured_speedup(report) == "none beyond noise: best candidate +0.20 % (noise ±1.5 %)"
+
+
+def test_a_graph_too_large_to_search_whole_is_partitioned_checked_and_reported():
+    from tensor_eqsat.commands.optimize import _summary_table
+    from tensor_eqsat.zoo.registry import get
+
+    g = get("vit-base", layers=4, hidden=64, mlp=128, heads=4, image=32)
+    d = deliver(g, search="saturate", node_limit=600, target="a100")
+    part = d.result.partition
+    assert part.regions > part.distinct >= 1 and d.verify.ok and d.result.speedup_pct > 0
+    assert d.to_dict()["stats"]["partition"]["regions"] == part.regions
+    from rich.console import Console
+
+    console = Console(width=200, record=True)
+    console.print(_summary_table("vit-base", d))
+    assert f"{part.regions} regions, {part.distinct} distinct" in console.export_text()
+    off = deliver(
+        g, search="saturate", node_limit=150, final_extractor="greedy-dag", target="a100", partition=False
+    )
+    assert not hasattr(off.result, "partition")

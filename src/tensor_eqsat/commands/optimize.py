@@ -496,6 +496,14 @@ def _summary_table(name: str, d: Delivery) -> Table:
             f"{r.wall_s:.2f} s (search {st.search_s:.2f} s, final extraction {st.final_extraction_s:.2f} s)",
         ),
     ]
+    part = getattr(r, "partition", None)
+    if part is not None:
+        rows.append(
+            (
+                "partition",
+                f"{part.regions} regions, {part.distinct} distinct, each distinct one searched once",
+            )
+        )
     if guard is not None:
         m = guard.measured
         rows += [

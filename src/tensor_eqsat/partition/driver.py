@@ -262,7 +262,12 @@ def _combine(
         enodes=sum(r.stats.enodes for r in results),
         classes=sum(r.stats.classes for r in results),
         final_extraction_s=sum(r.stats.final_extraction_s for r in results),
-        final_extraction={"regions": [r.stats.final_extraction for r in results]},
+        final_extraction={
+            # The extractor and the least certain status of the regions' final extractions.
+            "extractor": heaviest.stats.final_extraction.get("extractor"),
+            "status": _weakest(r.stats.final_extraction.get("status") for r in results),
+            "regions": [r.stats.final_extraction for r in results],
+        },
         costing_s=report.stitch_s,
     )
     settings = replace(heaviest.settings, model=cfg.model)
@@ -273,6 +278,12 @@ def _combine(
         final, source, original_cost, final_cost, wall, stop, (), dict(rule_counts), settings, stats,
         partition=report,
     )  # fmt: skip
+
+
+def _weakest(statuses: Any) -> str:
+    """``optimal`` when every region's extraction is, else the first other status."""
+    seen = [s for s in statuses if s is not None]
+    return next((s for s in seen if s != "optimal"), "optimal" if seen else "none")
 
 
 __all__ = ["optimize_partitioned"]
