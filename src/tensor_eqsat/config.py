@@ -58,21 +58,17 @@ MIN_ILP_SECONDS = 1.0
 """The least time an ILP solve gets when a run's ``time_limit`` is used up: enough to return the
 greedy-dag warm start, which the solver keeps as its incumbent, checked."""
 REWARD_NODE_LIMIT = 100
-"""Branch-and-bound nodes per ILP reward solve (``OptimizeConfig.reward_node_limit``). On BERT's
-first 25 states priced by MCTS at budget 128, SCIP at 100 nodes took 145 s in all against 397 s
-at a 60 s time limit per solve, with rewards at most 0.80 % (mean 0.08 %) above the best known;
-at 10 nodes one was 22.8 % above (``benchmarks/ilp_reward.py``, docs/search.md, "ILP
-rewards")."""
+"""Branch-and-bound nodes per ILP reward solve (``OptimizeConfig.reward_node_limit``): few enough
+to be several times faster than a time limit, enough to keep rewards within a percent of the
+optimum (measured in docs/notebook/settings.md, "ILP reward node limit")."""
 AUTO_TIME_BUDGET = 60.0
 """The ``auto`` search's time budget when none is given, seconds (issue 18: "a user who gives the
 tool a minute")."""
 BYTES_PER_ENODE = 34_000.0
 """Memory one e-node costs, bytes, for turning ``memory_limit`` into node limits: the e-graph with
 its analysis (shapes, hash-cons, parents), the extraction problem built from it and the ILP model,
-per e-node. Measured by ``benchmarks/egraph_memory.py`` (peak RSS growth of a fresh process that
-saturates and ILP-extracts a zoo model, divided by its e-nodes): 10,343-33,926 bytes over
-NASNet-A, BERT, TT, SqueezeNet and ViT-Base at 4k and 16k e-nodes; the largest (SqueezeNet at
-4k), rounded up, so a limit is not exceeded on the models measured."""
+per e-node; the largest figure ``benchmarks/egraph_memory.py`` measured on the zoo, rounded up, so
+a limit is not exceeded on the models measured (docs/notebook/settings.md, "Memory per e-node")."""
 
 
 class Search(Enum):
@@ -151,11 +147,9 @@ class OptimizeConfig:
         (:attr:`IlpConfig.stall_limit`): it bounds the work at one branch-and-bound node (strong
         branching, cut rounds, restarts), which ``reward_node_limit`` does not, and like it is
         the same on any machine. It stops a solve without changing its path: a solve that never
-        goes that long without a better answer gives the same reward. Default None (no limit):
-        on ViT-Base and BERT (budget 128, seed 0) SCIP still improved a reward after 81,702 and
-        63,793 such iterations, so no limit low enough to speed up SqueezeNet leaves every other
-        model's search as it was (docs/search.md, "ILP rewards"). The final extraction is not
-        affected.
+        goes that long without a better answer gives the same reward. Default None (no limit): no
+        limit low enough to speed up SqueezeNet leaves every other model's search as it was
+        (docs/notebook/search.md, "ILP rewards"). The final extraction is not affected.
     alternatives: extractors (names) whose extractions of the final e-graph are returned beside
         the result (``OptimizeResult.alternatives``), as further candidates for the never-slower
         guard (:mod:`tensor_eqsat.target.guard`), which measures them on the target and keeps the

@@ -1,14 +1,14 @@
 """The anytime portfolio (issue 18): the best graph for the time a user gives.
 
-No single construction wins everywhere (measured, A100 roofline, ILP final): NASNet-A gains
-16.3 % from saturation at 2,000 e-nodes and 37.7 % at 8,000 (saturated, 8 s), SqueezeNet gains
-most from MCTS, BERT from MCTS with an ILP reward. So ``search="auto"`` runs several
+No single construction wins everywhere: larger saturated e-graphs win on some models, MCTS on
+others (docs/notebook/settings.md, "The anytime portfolio"). So ``search="auto"`` runs several
 constructions one after another within a time budget, extracts each one's e-graph with the final
 extractor (an ILP warm-started from the best graph so far, bounded by the time left), and keeps
 the cheapest under the run's cost model. Every finished candidate is kept, so the deadline or a
 Ctrl-C (KeyboardInterrupt) hands back the best found so far.
 
-The schedule, in order (docs/search.md has the measurements behind it):
+The schedule, in order (:data:`~tensor_eqsat.search.schedule.AUTO_SCHEDULE`, the same steps as
+data; docs/notebook/ has the measurements behind it):
 
 1. **TENSAT saturation at the first node limit** (the paper's 2,000 e-nodes): fast, and a
    baseline within seconds.
@@ -89,7 +89,7 @@ class PortfolioConfig:
     max_node_limit: the largest saturation rung. Default None: as large as time and the memory
         limit allow.
     mcts_budget: MCTS simulations per step. Default 16 (the results grid's budget: the paper's
-        128 takes 102 s on NASNet-A alone).
+        128 takes longer than a minute on some zoo models alone).
     ladder_share: before MCTS, a saturation rung starts only if it is predicted to end within this
         fraction of the time left; after MCTS, rungs run until the deadline. Default 0.5.
     mcts_share: MCTS (step 3) may use this fraction of the time left when it starts. Default 0.5.
@@ -101,9 +101,8 @@ class PortfolioConfig:
     wide_mcts: run step 6 (MCTS at ``growth`` times the first limit, when MCTS stopped at the
         first limit). Default True.
     ilp_mcts: run step 7 (ILP-rewarded MCTS from the best e-graph, with the time left). Default
-        False: measured on BERT it gained 0.2 points (47.66 -> 47.90 %) and overran a 60 s budget
-        by 11.5 s, as one ILP-rewarded simulation (a rollout of up to 11 solves) cannot be cut
-        short at the deadline.
+        False: it gains little, and one ILP-rewarded simulation (a rollout of up to 11 solves)
+        cannot be cut short at the deadline (docs/notebook/settings.md, "ILP-rewarded MCTS").
     finalists: how many distinct candidates, cheapest first, the never-slower guard may measure.
         Default 3.
     schedule: the stages, in order (:mod:`tensor_eqsat.search.schedule`). Default

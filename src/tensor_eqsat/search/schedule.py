@@ -133,9 +133,8 @@ class Stage:
 AUTO_SCHEDULE: tuple[Stage, ...] = (
     # TENSAT saturation at the first limit: a baseline within seconds.
     Stage(StageKind.SATURATE, share="rest"),
-    # The ladder within ladder_share of the time left (saturation gains fast where it gains:
-    # NASNet-A 16 -> 38 % in 13 s, TT 4 -> 17 % in 30 s), then MCTS, then the ladder again with
-    # whatever time MCTS left.
+    # The ladder within ladder_share of the time left (saturation gains fast where it gains),
+    # then MCTS, then the ladder again with whatever time MCTS left.
     Stage(StageKind.LADDER, share="ladder_share"),
     Stage(StageKind.MCTS, share="mcts_share"),
     Stage(StageKind.LADDER, share=1.0),
@@ -149,9 +148,8 @@ AUTO_SCHEDULE: tuple[Stage, ...] = (
         when=When.A_RUNG_SATURATED,
         enabled_by="continue_mcts",
     ),
-    # The paper's limit can cut MCTS after one merge where two pay: ViT-Huge starts at 1,462
-    # e-nodes, and one application of rule 128 fills 2,000 (6.63 %); at 4,000 MCTS applies it
-    # twice (13.26 %, 3 s). Saturation cannot see it (6.63 % up to 8,000).
+    # The paper's limit can cut MCTS after one merge where two pay (ViT-Huge), which saturation
+    # cannot see either.
     Stage(StageKind.MCTS, limit=Limit.WIDE, when=When.MCTS_AT_NODE_LIMIT, enabled_by="wide_mcts"),
     Stage(
         StageKind.MCTS,
