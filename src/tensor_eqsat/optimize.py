@@ -267,7 +267,7 @@ def optimize(
         # Nothing may be added: every construction would stop at once.
         report = ConstructionReport(StopReason.NODE_LIMIT)
     else:
-        offset = _offset_progress(progress, ts - t0)
+        offset = progress
         report = construction.construct(
             egraph, actions, seed=cfg.seed, deadline=run_deadline.at, progress=offset
         )
@@ -446,13 +446,6 @@ def _graph_hint(egraph: EGraph, problem: Any, graph: Graph) -> list[int]:
 def _emit(progress: ProgressFn | None, t0: float, phase: str, **kw: Any) -> None:
     if progress is not None:
         progress(Progress(phase=phase, elapsed=time.perf_counter() - t0, **kw))
-
-
-def _offset_progress(progress: ProgressFn | None, offset: float) -> ProgressFn | None:
-    """``progress`` with a construction's elapsed time shifted to count from optimize()'s start."""
-    if progress is None:
-        return None
-    return lambda p: progress(replace(p, elapsed=p.elapsed + offset))
 
 
 def _extraction_stats(cfg: OptimizeConfig, result: ExtractionResult) -> dict[str, Any]:

@@ -291,11 +291,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 class _ProgressLine:
     """The live one-line display on stderr."""
 
-    def __init__(self, live: Live) -> None:
-        self.live = live
+    def __init__(self, live: Live, clock: Deadline) -> None:
+        self.live, self.clock = live, clock
 
     def __call__(self, ev: Progress) -> None:
-        parts = [f"[{ev.elapsed:7.1f}s] {ev.phase:7s}"]
+        parts = [f"[{ev.at - self.clock.start:7.1f}s] {ev.phase:7s}"]
         if ev.stage:
             parts.append(ev.stage)
         if ev.phase == "search":
@@ -390,7 +390,7 @@ def run(args: argparse.Namespace) -> int:
             run_dir=args.run_dir,
             input_shapes=input_shapes_arg(args) or None,
             deadline=deadline,
-            progress=_ProgressLine(live),
+            progress=_ProgressLine(live, deadline),
         )
     for note in d.notes:
         stderr.print(note, markup=False, highlight=False)

@@ -117,7 +117,7 @@ def optimize_partitioned(
         rep = groups[key][0]
         ts = time.perf_counter()
         res = optimize(
-            rep.graph, _region_config(cfg, share), progress=_region_progress(progress, t0, n, len(todo))
+            rep.graph, _region_config(cfg, share), progress=_region_progress(progress, n, len(todo))
         )
         seconds = time.perf_counter() - ts
         won = res.portfolio.best if res.portfolio is not None else None
@@ -221,12 +221,11 @@ def _region_config(cfg: OptimizeConfig, seconds: float | None) -> OptimizeConfig
     return replace(cfg, time_budget=seconds, **off)
 
 
-def _region_progress(progress: ProgressFn | None, t0: float, n: int, total: int) -> ProgressFn | None:
+def _region_progress(progress: ProgressFn | None, n: int, total: int) -> ProgressFn | None:
     if progress is None:
         return None
-    start = time.perf_counter() - t0
     label = f"region {n + 1}/{total}"
-    return lambda p: progress(replace(p, elapsed=p.elapsed + start, rule=f"{label}: {p.rule or p.phase}"))
+    return lambda p: progress(replace(p, rule=f"{label}: {p.rule or p.phase}"))
 
 
 def _wrap(result: OptimizeResult, report: PartitionReport | None) -> PartitionedResult:

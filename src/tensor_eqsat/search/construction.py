@@ -46,8 +46,9 @@ class Progress:
     stage: the stage of a schedule the event belongs to (``auto``'s candidates, as
     ``strategy@node_limit``), None outside one.
     rule: the last rule applied; enodes: the e-graph's size; best_cost: the main extractor's best
-    cost so far (None before it is known); elapsed: seconds since ``optimize()`` started (a
-    construction reports seconds since it started; ``optimize()`` adds its own offset).
+    cost so far (None before it is known); elapsed: seconds since whatever emitted the event
+    started (a construction, a stage). at: when the event was made, on the ``perf_counter``
+    clock: a display shows ``at - deadline.start``, the call's one clock, with no offsets.
     """
 
     phase: str
@@ -59,6 +60,7 @@ class Progress:
     best_cost: float | None = None
     elapsed: float = 0.0
     stage: str | None = None
+    at: float = field(default_factory=time.perf_counter)
 
 
 ProgressFn = Callable[[Progress], None]

@@ -539,7 +539,7 @@ class _Stage:
         reserve = 0.0 if left is None else max(left * (1.0 - share), min(1.5 * slowest, left / 2))
         stop_at = None if left is None else ts + left - reserve
         self._emit(label, egraph.num_enodes)
-        offset = self._offset(ts, label)
+        offset = self._labelled(label)
         report = construction.construct(
             egraph, self.actions, seed=self.seed, deadline=stop_at, progress=offset
         )
@@ -569,14 +569,12 @@ class _Stage:
             phase = "stage" if best is None else "candidate"
             self.progress(Progress(phase, stage=label, enodes=enodes, best_cost=best, elapsed=elapsed))
 
-    def _offset(self, ts: float, label: str) -> ProgressFn | None:
+    def _labelled(self, label: str) -> ProgressFn | None:
         progress = self.progress
         if progress is None:
             return None
-        offset = ts - self.t0
-        # Events of the construction inside: its own elapsed time, shifted to the portfolio's,
-        # and the stage they belong to.
-        return lambda ev: progress(replace(ev, elapsed=ev.elapsed + offset, stage=label))
+        # Events of the construction inside, labelled with the stage they belong to.
+        return lambda ev: progress(replace(ev, stage=label))
 
 
 def node_cap_for(memory_limit: int | None, bytes_per_enode: float) -> int | None:
