@@ -284,8 +284,8 @@ def deliver(
         from tensor_eqsat.io.equivalence import Reference
 
         # Too large to check within the budget at all: say so at once, before spending it.
-        predicted = 2 * _weight_bytes(src.graph) / PREPARE_BYTES_PER_S
-        if deadline.left() is not None and predicted > deadline.left():  # type: ignore[operator]
+        predicted, left = 2 * _weight_bytes(src.graph) / PREPARE_BYTES_PER_S, deadline.left()
+        if left is not None and predicted > left:
             return _no_time(src, target, cfg, out, deadline, predicted)
         t0 = time.perf_counter()
         reference = Reference(src.reference(), seed=cfg.seed, backend=check_backend, device=check_device)
@@ -315,17 +315,18 @@ def deliver(
         stop = StopReason.INTERRUPTED
     fmt = output_format(out) if out is not None else None
     chosen, verdict, guard_report, kept = result.graph, None, None, False
+    checked: tuple[Graph, Any] | None = None  # the graph checked and the artifact that was (written as is)
     try:
         if reference is not None and result.graph is not src.graph:  # (no candidate: the original)
-            verdict = reference.check(_artifact(chosen, src, fmt, cfg.seed), backend=check_backend,
-                                      device=check_device)  # fmt: skip
+            checked = (chosen, _artifact(chosen, src, fmt, cfg.seed))
+            verdict = reference.check(checked[1], backend=check_backend, device=check_device)
         if (verdict is None or verdict.ok) and guard_runtime is not None:
             guard_report, chosen = _guard(src, result, guard_runtime, target, dcfg, cfg.seed,
                                           deadline.before(WRITE_RESERVE_S))  # fmt: skip
             kept = guard_report.kept_original
             if not kept and chosen is not result.graph and reference is not None:
-                verdict = reference.check(_artifact(chosen, src, fmt, cfg.seed), backend=check_backend,
-                                          device=check_device)  # fmt: skip
+                checked = (chosen, _artifact(chosen, src, fmt, cfg.seed))
+                verdict = reference.check(checked[1], backend=check_backend, device=check_device)
     except KeyboardInterrupt:
         log.warning("interrupted during the check or the guard: the original is handed back")
         stop, chosen, kept, guard_report = StopReason.INTERRUPTED, src.graph, True, None
@@ -340,7 +341,8 @@ def deliver(
         if chosen is src.graph:
             written = _write_original(src, out, cfg.seed)
         else:
-            written = _write(chosen, src, out, cfg.seed)
+            artifact = checked[1] if checked is not None and checked[0] is chosen else None
+            written = _write(chosen, src, out, cfg.seed, artifact)
             if src.input_shapes:
                 shapes = ", ".join(f"{k}={','.join(map(str, v))}" for k, v in src.input_shapes.items())
                 notes.append(f"{out} has the static input shapes it was optimized for ({shapes})")
@@ -525,12 +527,18 @@ def _guard(
     return report, result.original if choice is None else candidates[choice][1]
 
 
-def _write(graph: Graph, src: Source, out: Path, seed: int) -> Path:
-    """Write ``graph`` to ``out`` (atomically) in the format its suffix says."""
+def _write(graph: Graph, src: Source, out: Path, seed: int, artifact: Any = None) -> Path:
+    """Write ``graph`` to ``out`` (atomically) in the format its suffix says; for ONNX, the
+    ``artifact`` the check ran when there is one (the file written is the model checked)."""
     if output_format(out) is OutputFormat.ONNX:
         from tensor_eqsat.io.onnx_export import export_onnx, save_model
 
-        save_model(export_onnx(graph, output_names=_output_names(src, graph), seed=seed), out)
+        model = (
+            artifact
+            if artifact is not None
+            else export_onnx(graph, output_names=_output_names(src, graph), seed=seed)
+        )
+        save_model(model, out)
     else:
         from tensor_eqsat.ir.serialize import save
 
