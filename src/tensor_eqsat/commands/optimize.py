@@ -481,7 +481,7 @@ def _summary_table(name: str, d: Delivery) -> Table:
     else:
         search += f" (k_multi {s.k_multi})"
     rows = [
-        ("target", _target_line(target, guard is not None)),
+        ("target", _target_line(target, guard is not None, str(s.cost_model))),
         ("search", search),
         ("final extractor", f"{s.final_extractor} ({status})"),
         ("cost model", str(s.cost_model)),
@@ -519,10 +519,12 @@ def _summary_table(name: str, d: Delivery) -> Table:
     return table
 
 
-def _target_line(target: Target, measured: bool) -> str:
-    """The target, and whether its figures were measured here or are a prediction."""
+def _target_line(target: Target, measured: bool, cost_model: str) -> str:
+    """The target, and whether its figures were measured here or are a prediction (and for what)."""
     if measured:
         return target.name
+    if cost_model != target.cost_model:
+        return f"{target.name} (priced by the cost model below, not the target's; not measured here)"
     if target.predicts_for:
         return f"{target.name} (predicted for {target.predicts_for}; not measured here)"
     return f"{target.name} (not measured here)"
