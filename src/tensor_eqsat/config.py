@@ -44,6 +44,7 @@ from tensor_eqsat.search.env import ExtractorCost
 from tensor_eqsat.search.mcts import MctsConfig
 from tensor_eqsat.search.portfolio import PortfolioConfig, node_cap_for
 from tensor_eqsat.search.runner import RunnerConfig
+from tensor_eqsat.search.schedule import Stage, StageKind
 from tensor_eqsat.target.targets import PAPER_TARGET, Target, TargetError, default_target
 from tensor_eqsat.target.targets import get_target as _get_target
 
@@ -373,18 +374,41 @@ class OptimizeConfig:
         """The MCTS settings as used: ``mcts`` with this config's time limit."""
         return replace(self.mcts, time_limit=self.run_time_limit())
 
-    def construction(self, cost_model: CostModel, k_multi: int) -> Construction:
-        """The construction to run (a built-in one made from these settings, or ``search``)."""
+    def schedule(self) -> tuple[Stage, ...]:
+        """The search as a schedule of stages (:mod:`tensor_eqsat.search.schedule`): ``auto`` is
+        ``portfolio.schedule``; ``mcts``, ``saturate`` and a Construction object are one stage
+        each, run on the run's own e-graph with these settings (the paper's runs).
+
+        >>> [s.kind.value for s in OptimizeConfig(search="mcts").schedule()]
+        ['mcts']
+        >>> len(OptimizeConfig(search="auto").schedule()) > 1
+        True
+        """
+        if self.search is Search.AUTO:
+            return self.portfolio.schedule
         if self.search is Search.SATURATE:
+            return (Stage(StageKind.SATURATE),)
+        if self.search is Search.MCTS:
+            return (Stage(StageKind.MCTS),)
+        return (Stage(StageKind.CONSTRUCTION, construction=self.search),)
+
+    def construction(self, cost_model: CostModel, k_multi: int, stage: Stage | None = None) -> Construction:
+        """The construction of a one-stage schedule's ``stage`` (default: this config's), made
+        from these settings: TENSAT's saturation at the node limit, the paper's MCTS with this
+        config's reward, or the stage's own construction."""
+        stage = stage or self.schedule()[0]
+        if stage.kind is StageKind.SATURATE:
             n = self.capped_node_limit()
             return Saturation(replace(self.runner, node_limit=n, node_multi=n, k_multi=k_multi))
-        if self.search is Search.MCTS:
+        if stage.kind is StageKind.MCTS:
             # A picklable cost function: with ``mcts.workers`` > 1, states are priced in workers.
             return MctsConstruction(self.mcts, self.main_cost(cost_model), self.capped_node_limit())
-        if self.search is Search.AUTO:
-            raise ConfigError("search 'auto' is a portfolio of constructions: run it with optimize()")
-        assert isinstance(self.search, Construction)
-        return self.search
+        if stage.kind is StageKind.CONSTRUCTION:
+            assert isinstance(stage.construction, Construction)
+            return stage.construction
+        raise ConfigError(
+            f"stage {stage.name}: a {stage.kind.value} stage runs in a schedule (search 'auto')"
+        )
 
     def capped_node_limit(self) -> int:
         """``node_limit``, capped by :meth:`node_cap`."""

@@ -258,9 +258,12 @@ def optimize(
     if egraph is None:
         egraph = EGraph.from_graph(source)
     build_s, initial_enodes = time.perf_counter() - tb, egraph.num_enodes
+    # Every search is a schedule of stages (OptimizeConfig.schedule): auto's runs as the
+    # portfolio; a one-stage schedule (mcts, saturate, a Construction) grows this e-graph itself.
+    schedule = cfg.schedule()
     if cfg.search is Search.AUTO:
         return _optimize_auto(source, egraph, name, cfg, cm, actions, k_multi, progress, deadline, build_s)
-    construction = cfg.construction(cm, k_multi)
+    construction = cfg.construction(cm, k_multi, schedule[0])
     ts = time.perf_counter()
     run_deadline = deadline.earlier(cfg.time_limit)
     if egraph.num_enodes >= cfg.capped_node_limit():
