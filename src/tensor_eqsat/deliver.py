@@ -44,7 +44,7 @@ from tensor_eqsat.config import BYTES_PER_ENODE, OptimizeConfig, Search
 from tensor_eqsat.errors import ConfigError
 from tensor_eqsat.extract.registry import ExtractorKind
 from tensor_eqsat.ir.graph import Graph
-from tensor_eqsat.optimize import OptimizeResult, optimize, save_run
+from tensor_eqsat.optimize import OptimizeResult, optimize, rule_set_for, save_run
 from tensor_eqsat.search.construction import ProgressFn
 from tensor_eqsat.search.stop import Stop, StopReason
 from tensor_eqsat.source import OutputFormat, Source, output_format
@@ -364,7 +364,7 @@ def _search(
     if cfg.partition:
         from tensor_eqsat.partition import optimize_partitioned, should_partition
 
-        if should_partition(src.graph, cfg):
+        if should_partition(src.graph, cfg, enodes=egraph.num_enodes):
             return optimize_partitioned(src.graph, cfg, deadline=deadline.at, progress=progress)
     return optimize(src.graph, cfg, deadline=deadline, egraph=egraph, progress=progress)
 
@@ -424,16 +424,8 @@ def _nothing_to_optimize(src: Source, egraph: Any, cfg: OptimizeConfig) -> str |
     matches. A model whose every path runs through operators the IR does not model (opaque
     nodes) leaves the rules nothing to match: saying so beats a search that reports 0 %."""
     from tensor_eqsat.rules.rewrites import to_rewrites
-    from tensor_eqsat.rules.sets import RuleSet, resolve_rule_set
 
-    rules = cfg.rules
-    if isinstance(rules, str):
-        name = ("taso-nasrnn" if src.model == "nasrnn" else "taso") if rules == "default" else rules
-        rule_set = resolve_rule_set(name)
-    elif isinstance(rules, RuleSet):
-        name, rule_set = rules.name, rules
-    else:
-        name, rule_set = "custom", RuleSet("custom", tuple(rules))
+    rule_set = rule_set_for(cfg.rules, src.model)  # the rules the search would use
     if any(rw.has_match(egraph) for rw in to_rewrites(rule_set)):
         return None
     graph = src.graph
@@ -444,7 +436,7 @@ def _nothing_to_optimize(src: Source, egraph: Any, cfg: OptimizeConfig) -> str |
     )
     if opaque:
         return f"nothing to optimize: {len(opaque)} of {total} nodes are opaque (ops: {kinds})"
-    return f"nothing to optimize: no rule of {name} matches any of the {total} nodes"
+    return f"nothing to optimize: no rule of {rule_set.name} matches any of the {total} nodes"
 
 
 def _artifact(graph: Graph, src: Source, fmt: OutputFormat | None, seed: int) -> Any:

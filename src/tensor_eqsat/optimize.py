@@ -535,6 +535,12 @@ def _zoo_info(name: str | None, *, required: bool) -> Any:
     return None
 
 
+def rule_set_for(rules: Any, model: str | None) -> RuleSet:
+    """The rules a run uses: ``rules`` as :class:`OptimizeConfig` takes them, ``"default"`` being
+    the zoo ``model``'s own rule set (the paper's, or NASRNN's variant), else the paper's."""
+    return _resolve_rules(rules, _zoo_info(model, required=False))
+
+
 def _resolve_rules(rules: Any, info: Any) -> RuleSet:
     if isinstance(rules, RuleSet):
         return rules

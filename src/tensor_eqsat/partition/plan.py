@@ -164,7 +164,11 @@ def partition_graph(graph: Graph, target: int) -> Partition:
 
 
 def should_partition(
-    graph: Graph, config: OptimizeConfig | None = None, partition: PartitionConfig | None = None
+    graph: Graph,
+    config: OptimizeConfig | None = None,
+    partition: PartitionConfig | None = None,
+    *,
+    enodes: int | None = None,
 ) -> bool:
     """Whether ``graph`` is worth partitioning (the pipeline's default choice): it can be cut,
     and its initial e-graph would not fit the node limit with room to grow: over ``node_limit
@@ -181,7 +185,8 @@ def should_partition(
     cfg = config or OptimizeConfig()
     pcfg = partition or PartitionConfig()
     limit = cfg.capped_node_limit()
-    enodes = EGraph.from_graph(graph).num_enodes
+    if enodes is None:  # the size of the graph's initial e-graph, when the caller has not built it
+        enodes = EGraph.from_graph(graph).num_enodes
     if enodes * pcfg.room <= limit:
         return False
     part = partition_graph(graph, pcfg.target(limit))
