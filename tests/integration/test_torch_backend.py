@@ -17,12 +17,11 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import tensor_eqsat.torch as te_torch  # noqa: E402
-from tensor_eqsat.torch.dynamo_backend import graph_cache  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "unit" / "torch_backend"))
 
-from torch_models import Attention, BasicBlock, hf_models  # noqa: E402
+from torch_models import Attention, BasicBlock, fresh, hf_models  # noqa: E402, F401 (fresh: autouse)
 
 EAGER = {
     "then": "eager",
@@ -31,17 +30,6 @@ EAGER = {
     "search": {"search": "saturate", "node_limit": 400},
     "guard": False,
 }
-
-
-@pytest.fixture(autouse=True)
-def fresh(tmp_path, monkeypatch):
-    monkeypatch.setenv("TENSOR_EQSAT_CACHE_DIR", str(tmp_path / "cache"))
-    graph_cache(None).clear_memory()
-    torch._dynamo.reset()
-    torch.manual_seed(0)
-    te_torch.backend.reports.clear()
-    yield
-    torch._dynamo.reset()
 
 
 def _first(out):

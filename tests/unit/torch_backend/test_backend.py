@@ -22,6 +22,7 @@ from torch_models import (  # noqa: E402
     ResNeXtBlock,
     ScalarArithmetic,
     WithUnmodelledOp,
+    fresh,  # noqa: F401 (an autouse fixture: a fresh cache and Dynamo for every test)
 )
 
 import tensor_eqsat.torch as te_torch  # noqa: E402
@@ -37,18 +38,6 @@ FAST = {
     "search": {"search": "saturate", "node_limit": 300},
     "guard": False,
 }
-
-
-@pytest.fixture(autouse=True)
-def fresh(tmp_path, monkeypatch):
-    """A private disk cache, an empty memory cache and a reset Dynamo for every test."""
-    monkeypatch.setenv("TENSOR_EQSAT_CACHE_DIR", str(tmp_path / "cache"))
-    graph_cache(None).clear_memory()
-    torch._dynamo.reset()
-    torch.manual_seed(0)
-    te_torch.backend.reports.clear()
-    yield
-    torch._dynamo.reset()
 
 
 def run(model, *inputs, grad=False, **options):

@@ -8,6 +8,22 @@ torch = pytest.importorskip("torch")
 nn = torch.nn
 
 
+@pytest.fixture(autouse=True)
+def fresh(tmp_path, monkeypatch):
+    """A private disk cache, an empty memory cache and a reset Dynamo for every test of a module
+    that imports this fixture."""
+    import tensor_eqsat.torch as te_torch
+    from tensor_eqsat.torch.dynamo_backend import graph_cache
+
+    monkeypatch.setenv("TENSOR_EQSAT_CACHE_DIR", str(tmp_path / "cache"))
+    graph_cache(None).clear_memory()
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    te_torch.backend.reports.clear()
+    yield
+    torch._dynamo.reset()
+
+
 class BasicBlock(nn.Module):
     """ResNet's basic block (two 3x3 convs, batch norm, in-place ReLU, identity shortcut)."""
 
