@@ -240,8 +240,16 @@ def node_costs(model: CostModel, graph: Graph) -> Iterator[tuple[Node, float]]:
 
 
 def graph_cost(model: CostModel, graph: Graph) -> float:
-    """Milliseconds of ``graph`` under ``model``: the sum over its live nodes (see :func:`node_costs`)."""
-    return sum(cost for _, cost in node_costs(model, graph))
+    """Milliseconds of ``graph`` under ``model``: the sum over its live nodes (see :func:`node_costs`),
+    plus, for a model that prices an execution mode, the fixed cost of one forward pass
+    (:attr:`EagerLaunch.pass_ms`: the same for every graph, so no extraction depends on it)."""
+    return sum(cost for _, cost in node_costs(model, graph)) + pass_cost(model)
+
+
+def pass_cost(model: CostModel) -> float:
+    """The fixed cost of one forward pass under ``model`` (0 without an execution mode)."""
+    execution = getattr(model, "execution", None)
+    return execution.pass_ms if isinstance(execution, EagerLaunch) else 0.0
 
 
 @dataclass(frozen=True)

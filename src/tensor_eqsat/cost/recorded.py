@@ -27,6 +27,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import math
 import os
 import sqlite3
 from collections.abc import Iterator, Mapping
@@ -38,6 +39,7 @@ from typing import Any
 from tensor_eqsat.cost.execution import DEFAULT_EAGER, EagerLaunch, ExecutionMode
 from tensor_eqsat.cost.fitted import FittedRoofline
 from tensor_eqsat.cost.model import CostModelError, KernelCostModel, WeightOps
+from tensor_eqsat.cost.steady import FloorCorrection, steady_state
 from tensor_eqsat.cost.timing_cache import encode_attrs, shapes_key
 from tensor_eqsat.errors import TensorEqsatError
 from tensor_eqsat.ir.ops import get_op
@@ -58,7 +60,11 @@ class TimingTable:
 
     name: the profile's name (``h200``, or the file's stem). device, library: the timing cache's
     keys (``cuda:NVIDIA H200``, ``torch 2.11.0+cu130``). source: where the table comes from.
-    entries: the times. eager: the table's own eager composition, if it ships one.
+    entries: the times pricing uses. eager: the table's own eager composition, if it ships one.
+    recorded: the times as recorded, when ``entries`` were brought to the steady launch floor
+        (:meth:`steady`, :mod:`tensor_eqsat.cost.steady`); None when they are the same.
+    recorded_at: when each entry was recorded (seconds), if known.
+    correction: what the steady-state correction did, when it was tried.
     """
 
     name: str
@@ -68,7 +74,63 @@ class TimingTable:
     entries: Mapping[TableKey, float]
     eager: EagerLaunch | None = None
     description: str = ""
+    recorded: Mapping[TableKey, float] | None = None
+    recorded_at: Mapping[TableKey, float] | None = None
+    correction: FloorCorrection | None = None
     _fit: list[FittedRoofline] = field(default_factory=list, repr=False, compare=False)
+
+    @classmethod
+    def steady(
+        cls,
+        name: str,
+        device: str,
+        library: str,
+        source: str,
+        recorded: Mapping[TableKey, float],
+        recorded_at: Mapping[TableKey, float] | None,
+        *,
+        eager: EagerLaunch | None = None,
+        description: str = "",
+    ) -> TimingTable:
+        """A table whose entries are ``recorded`` brought to the steady launch floor (see
+        :mod:`tensor_eqsat.cost.steady`; left as recorded where that cannot be done)."""
+        decode: dict[TableKey, tuple[str, tuple[Shape, ...]]] = {}
+        for key in recorded:
+            op, _, shapes = key
+            try:
+                get_op(op)
+                decode[key] = (op, tuple(tuple(int(d) for d in s) for s in json.loads(shapes)))
+            except (TensorEqsatError, ValueError, TypeError):
+                continue  # rows() names an undecodable entry when the table is fitted
+        entries, correction = steady_state(recorded, recorded_at, decode, device=device)
+        if correction.offsets:
+            summary = correction.to_dict()
+            log.info(
+                "recorded: %s: %d of %d entries brought to the steady launch floor (%.4f ms; "
+                "median offset %.4f ms)",
+                source,
+                summary["corrected"],
+                len(recorded),
+                correction.base_ms,
+                summary["median_offset_ms"],
+            )
+        return cls(
+            name,
+            device,
+            library,
+            source,
+            entries,
+            eager=eager,
+            description=description,
+            recorded=dict(recorded) if correction.offsets else None,
+            recorded_at=dict(recorded_at) if recorded_at else None,
+            correction=correction,
+        )
+
+    @property
+    def as_recorded(self) -> Mapping[TableKey, float]:
+        """The times as recorded (``entries`` when no correction changed them)."""
+        return self.recorded if self.recorded is not None else self.entries
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -112,7 +174,14 @@ class TimingTable:
         return self._fit[0]
 
     def without(self, keys: set[TableKey] | frozenset[TableKey]) -> TimingTable:
-        """A copy without ``keys`` (held-out evaluation)."""
+        """A copy without ``keys`` (held-out evaluation); a corrected table's correction is made
+        again from the entries left, so nothing of the removed entries reaches the copy."""
+        if self.correction is not None:
+            raw = {k: v for k, v in self.as_recorded.items() if k not in keys}
+            at = {k: v for k, v in (self.recorded_at or {}).items() if k not in keys}
+            return TimingTable.steady(
+                self.name, self.device, self.library, self.source, raw, at or None, eager=self.eager
+            )
         kept = {k: v for k, v in self.entries.items() if k not in keys}
         return TimingTable(self.name, self.device, self.library, self.source, kept, self.eager)
 
@@ -191,30 +260,49 @@ def _from_json(text: str, source: str, stem: str) -> TimingTable:
     if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
         raise CostModelError(f"recorded: {source}: not a timing table export (no 'rows' list)")
     entries: dict[TableKey, float] = {}
+    recorded_at: dict[TableKey, float] = {}
     for i, row in enumerate(data["rows"]):
         ok = isinstance(row, list) and len(row) >= 4 and all(isinstance(v, str) for v in row[:3])
-        if not ok or isinstance(row[3], bool) or not isinstance(row[3], int | float) or not row[3] > 0:
+        if not ok or not _positive(row[3]):
             raise CostModelError(
                 f"recorded: {source}: row {i} must be [op, attrs, shapes, ms > 0, ...], got {row!r}"
             )
-        entries[(row[0], row[1], row[2])] = float(row[3])
+        key = (row[0], row[1], row[2])
+        entries[key] = float(row[3])
+        if len(row) >= 5:
+            if isinstance(row[4], bool) or not isinstance(row[4], int | float) or not math.isfinite(row[4]):
+                raise CostModelError(
+                    f"recorded: {source}: row {i}: the fifth column (recorded at, seconds) must be a "
+                    f"number, got {row[4]!r}"
+                )
+            recorded_at[key] = float(row[4])
     if not entries:
         raise CostModelError(f"recorded: {source}: the timing table is empty")
+    if recorded_at and len(recorded_at) != len(entries):
+        raise CostModelError(
+            f"recorded: {source}: {len(recorded_at)} of {len(entries)} rows say when they were "
+            f"recorded; give the fifth column on every row or on none"
+        )
     eager = None
     if "eager" in data:
         try:
             eager = EagerLaunch.from_dict(data["eager"], source)
         except ValueError as exc:
             raise CostModelError(f"recorded: {exc}") from None
-    return TimingTable(
+    return TimingTable.steady(
         name=str(data.get("name") or stem),
         device=str(data.get("device", "unknown")),
         library=str(data.get("library", "unknown")),
         source=str(data.get("source", source)),
-        entries=entries,
+        recorded=entries,
+        recorded_at=recorded_at or None,
         eager=eager,
         description=str(data.get("description", "")),
     )
+
+
+def _positive(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int | float) and value > 0
 
 
 def _from_sqlite(path: Path, device: str | None) -> TimingTable:
@@ -239,20 +327,24 @@ def _from_sqlite(path: Path, device: str | None) -> TimingTable:
             )
         dev, lib, _ = groups[0]
         rows = conn.execute(
-            "SELECT op, attrs, shapes, ms FROM op_timings WHERE device = ? AND library = ?", (dev, lib)
+            "SELECT op, attrs, shapes, ms, measured_at FROM op_timings WHERE device = ? AND library = ?",
+            (dev, lib),
         ).fetchall()
     except sqlite3.DatabaseError as exc:
         raise CostModelError(f"recorded: {path}: not a timing-cache database ({exc})") from None
     finally:
         conn.close()
-    entries = {(op, a, s): float(ms) for op, a, s, ms in rows}
-    return TimingTable(path.stem, dev, lib, str(path), entries)
+    entries = {(op, a, s): float(ms) for op, a, s, ms, _ in rows}
+    recorded_at = {(op, a, s): float(t) for op, a, s, _, t in rows}
+    return TimingTable.steady(path.stem, dev, lib, str(path), entries, recorded_at)
 
 
 def export_table(table: TimingTable, path: str | os.PathLike[str], **meta: Any) -> Path:
     """Write ``table`` as a JSON export (the shipped form); ``meta`` adds top-level fields
     (``description``, ``source``, ``eager`` as a dict ...). Rows are sorted, so the file is
-    the same for the same table."""
+    the same for the same table. Each row holds the time as recorded, and when the table knows
+    when its entries were recorded, that too (seconds after the first), so a reader makes the
+    same steady-state correction (:mod:`tensor_eqsat.cost.steady`)."""
     data: dict[str, Any] = {
         "name": table.name,
         "description": table.description,
@@ -262,8 +354,14 @@ def export_table(table: TimingTable, path: str | os.PathLike[str], **meta: Any) 
         **({"eager": table.eager.to_dict()} if table.eager is not None else {}),
         **meta,
         "columns": ["op", "attrs", "shapes", "ms"],
-        "rows": [[op, a, s, ms] for (op, a, s), ms in sorted(table.entries.items())],
+        "rows": [[op, a, s, ms] for (op, a, s), ms in sorted(table.as_recorded.items())],
     }
+    at = table.recorded_at
+    if at and all(k in at for k in table.as_recorded):
+        first = min(at.values())
+        data["columns"].append("recorded_s")
+        for row in data["rows"]:
+            row.append(round(at[(row[0], row[1], row[2])] - first, 4))
     out = Path(path)
     body = ",\n".join(json.dumps(r, separators=(",", ":")) for r in data.pop("rows"))
     head = json.dumps(data, indent=1)[:-2]
@@ -288,7 +386,10 @@ class RecordedCostModel(KernelCostModel):
 
     >>> m = RecordedCostModel("h200", mode="isolated")
     >>> round(m.op_cost("conv2d", ((1, 1), "same", "relu"), ((1, 128, 56, 56), (128, 8, 3, 3)), False), 4)
-    0.1328
+    0.123
+
+    (recorded at 0.1328 ms while the launch floor stood 0.0098 ms above its steady level; see
+    :mod:`tensor_eqsat.cost.steady`)
     >>> m.hits, m.misses
     (1, 0)
     """

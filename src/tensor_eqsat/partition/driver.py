@@ -40,6 +40,7 @@ from dataclasses import fields, replace
 from typing import Any
 
 from tensor_eqsat.config import OptimizeConfig, Search
+from tensor_eqsat.cost.model import pass_cost
 from tensor_eqsat.egraph.egraph import EGraph
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.optimize import OptimizeResult, OptimizeStats, optimize
@@ -109,7 +110,9 @@ def optimize_partitioned(
     cm = cfg.cost_model_object()
     groups = part.distinct()
     keys = list(groups)
-    weight = {k: max(cm.graph_cost(groups[k][0].graph), 1e-9) * len(groups[k]) for k in keys}
+    # A region's share is its ops' cost (the forward pass's fixed cost is paid once, by the whole).
+    fixed = pass_cost(cm)
+    weight = {k: max(cm.graph_cost(groups[k][0].graph) - fixed, 1e-9) * len(groups[k]) for k in keys}
     todo = sorted(keys, key=lambda k: (-weight[k], keys.index(k)))
     best: dict[str, tuple[OptimizeResult, RegionReport]] = {}
 
