@@ -75,6 +75,9 @@ def run(args: argparse.Namespace) -> int:
         share = ms / report.total_ms if report.total_ms else 0.0
         table.add_row(op, str(report.count_by_op[op]), f"{ms:.4f}", f"{share:.1%}")
     # The breakdown is the command's result: stdout, like every other command's.
+    if report.pass_ms:
+        share = report.pass_ms / report.total_ms if report.total_ms else 0.0
+        table.add_row("(forward pass)", "", f"{report.pass_ms:.4f}", f"{share:.1%}")
     stdout.print(table)
     stdout.print(f"total {report.total_ms:.4f} ms over {report.kernels} kernels", highlight=False)
     return 0

@@ -261,6 +261,7 @@ class CostReport:
     count_by_op: op name -> number of live instances (free ones included).
     by_kind: op kind (``"gemm"``, ``"conv"``, ...) -> milliseconds.
     kernels: number of live instances that run a kernel (a non-zero cost, views excluded).
+    pass_ms: the forward pass's fixed cost (in ``total_ms``, in no op), 0 without an execution mode.
     """
 
     total_ms: float
@@ -268,15 +269,18 @@ class CostReport:
     count_by_op: dict[str, int] = field(default_factory=dict)
     by_kind: dict[str, float] = field(default_factory=dict)
     kernels: int = 0
+    pass_ms: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict with ``cost_ms``, ``by_op``, ``count_by_op``, ``by_kind``, ``kernels``."""
+        """JSON-ready dict with ``cost_ms``, ``by_op``, ``count_by_op``, ``by_kind``, ``kernels``,
+        ``pass_ms``."""
         return {
             "cost_ms": self.total_ms,
             "by_op": dict(self.by_op),
             "count_by_op": dict(self.count_by_op),
             "by_kind": dict(self.by_kind),
             "kernels": self.kernels,
+            "pass_ms": self.pass_ms,
         }
 
 
@@ -304,10 +308,12 @@ def cost_breakdown(model: CostModel, graph: Graph) -> CostReport:
         total += cost
         kernels += cost > 0.0 and node.spec.kind is not OpKind.VIEW  # eager views cost a host call
     order = sorted(by_op, key=lambda op: (-by_op[op], op))
+    fixed = pass_cost(model)
     return CostReport(
-        total_ms=total,
+        total_ms=total + fixed,
         by_op={op: by_op[op] for op in order},
         count_by_op={op: counts[op] for op in order},
         by_kind=dict(sorted(by_kind.items(), key=lambda kv: (-kv[1], kv[0]))),
         kernels=kernels,
+        pass_ms=fixed,
     )

@@ -82,3 +82,19 @@ def test_target_picks_the_cost_model(graph_file, tmp_path, capsys, monkeypatch):
     out = json.loads(capsys.readouterr().out)
     assert out["target"] == "ort-cpu" and out["cost_model"] == "measured:ort-cpu"
     assert out["cost_ms"] > 0 and out["count_by_op"]["conv2d"] == 2
+
+
+def test_an_eager_target_shows_the_forward_pass_once(graph_file, capsys):
+    from tensor_eqsat.cost.recorded import RecordedCostModel
+
+    path, g = graph_file
+    assert main(["cost", str(path), "--json", "--target", "h200"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    model = RecordedCostModel("h200")
+    assert model.execution is not None and out["pass_ms"] == model.execution.pass_ms > 0
+    assert out["cost_ms"] == pytest.approx(model.graph_cost(g))
+    assert out["cost_ms"] == pytest.approx(sum(out["by_op"].values()) + out["pass_ms"])
+    assert main(["cost", str(path), "--target", "h200"]) == 0
+    assert "(forward pass)" in capsys.readouterr().out
+    assert main(["cost", str(path), "--json", "--target", "a100"]) == 0
+    assert json.loads(capsys.readouterr().out)["pass_ms"] == 0.0
