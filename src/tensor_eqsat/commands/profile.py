@@ -101,6 +101,10 @@ def run(args: argparse.Namespace) -> int:
             stderr.print(f"{label}: {done}/{total} configurations", highlight=False)
 
     report = profile_models(models, cost_model, node_limit=args.node_limit, progress=progress)
+    from tensor_eqsat.cost.recorded import read_table_file
+
+    table = read_table_file(out, device=cost_model.device_key)
+    floor = table.correction.to_dict() if table.correction is not None else None
     summary = {
         "output": str(out),
         "device": cost_model.device_key,
@@ -110,6 +114,7 @@ def run(args: argparse.Namespace) -> int:
         "already_recorded": sum(r.already for r in report),
         "seconds": round(time.perf_counter() - t0, 3),
         "use_with": f"--cost-model recorded:{out}",
+        "steady_floor": floor,
     }
     if args.json:
         print_json(summary)
@@ -120,6 +125,15 @@ def run(args: argparse.Namespace) -> int:
             f"{r.already} already recorded ({r.seconds:.1f} s)",
             highlight=False,
         )
+    if floor is not None and floor["applied"]:
+        stderr.print(
+            f"launch floor: {floor['corrected']} of {len(table)} entries recorded above the steady "
+            f"{floor['base_ms']:.4f} ms (median {floor['median_offset_ms']:.4f} ms); "
+            "priced at the steady floor",
+            highlight=False,
+        )
+    elif floor is not None:
+        stderr.print(f"launch floor: priced as recorded ({floor['reason']})", highlight=False)
     print(
         f"recorded {summary['timed']} new timings in {out} ({cost_model.device_key}); "
         f"price graphs with: --cost-model recorded:{out}"

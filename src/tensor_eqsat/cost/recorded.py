@@ -224,7 +224,13 @@ def _load_cached(name_or_path: str, device: str | None) -> TimingTable:
             )
         text = resources.files("tensor_eqsat.cost").joinpath("tables", f"{name_or_path}.json").read_text()
         return _from_json(text, f"tables/{name_or_path}.json", name_or_path)
-    path = Path(name_or_path)
+    return read_table_file(name_or_path, device=device)
+
+
+def read_table_file(path: str | os.PathLike[str], *, device: str | None = None) -> TimingTable:
+    """A timing file read now (SQLite timing cache or JSON export), not through
+    :func:`load_table`'s cache: for a file that is being written. Errors as :func:`load_table`."""
+    path = Path(path)
     if not path.is_file():
         raise CostModelError(f"recorded: {path}: no such timing file")
     if path.suffix == ".json":

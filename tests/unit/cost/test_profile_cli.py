@@ -30,6 +30,8 @@ def test_profile_on_the_cpu_then_price_with_the_file(graph_file, tmp_path, capsy
     first = json.loads(capsys.readouterr().out)
     assert first["timed"] == 2 and first["already_recorded"] == 0
     assert first["device"].startswith("cpu:") and first["use_with"] == f"--cost-model recorded:{out}"
+    floor = first["steady_floor"]
+    assert floor["applied"] is False and "CPU table" in floor["reason"]  # no launch floor on a CPU
     assert main(argv) == 0  # resumed: nothing left to time
     assert json.loads(capsys.readouterr().out)["timed"] == 0
     assert main(["cost", str(graph_file), "--cost-model", f"recorded:{out}", "--json"]) == 0
