@@ -35,17 +35,18 @@ def test_gpu_script_pieces():
     assert gpu.pct(4.0, 3.0) == 25.0
     assert gpu.max_rel_err([np.ones(3)], [np.ones(3) * 1.5]) == 0.5
     row = gpu.ModelRow("m", predicted_pct=10.0, optimize_s=1.0, max_rel_err=1e-6, eager_ms=(2.0, 1.8),
-                       eager_pct=10.0, noise_pct=1.0)  # fmt: skip
+                       eager_pct=10.0, noise_pct=1.0, profile_pct=12.0)  # fmt: skip
     slow = gpu.ModelRow(
         "s", predicted_pct=5.0, optimize_s=1.0, eager_ms=(1.0, 1.2), eager_pct=-20.0, noise_pct=2.0
     )
     info = {"date": "d", "device": "GPU", "torch": "t", "python": "p", "command": "c", "optimize": "o",
             "protocol": gpu.FULL, "wall_s": 1.0}  # fmt: skip
     text = gpu.render([row, slow], info)
-    assert "| m | +10.0 % | 2.0000 → 1.8000 | +10.0 % | 1.0 % |" in text
+    assert "| m | +10.0 % | +12.0 % | 2.0000 → 1.8000 | +10.0 % | 1.0 % |" in text
     assert "Slower beyond the noise in eager mode: 1 of 2 (s)" in text
     assert "Faster by at least 5 % in eager mode: 1 of 2" in text
     assert "Predicted within 5 points of the measured eager gain: 1 of 2" in text
+    assert "The shipped `h200` profile's prediction of the same graphs within 5 points: 1 of 2" in text
     # the configuration under test is the library's default (no target or cost model pinned)
     assert "target" not in gpu.OPTIMIZE and "cost_model" not in gpu.OPTIMIZE
 
@@ -72,7 +73,7 @@ def test_gpu_script_smoke_mode_writes_a_report(tmp_path):
     assert "| nasrnn |" in text and "| bert |" in text and "--smoke" in text
     for line in text.splitlines():
         if line.startswith(("| nasrnn", "| bert")):
-            err = float(line.split("|")[8])
+            err = float(line.split("|")[9])
             assert err < 1e-3  # the optimized graph computes what the original does
 
 
@@ -94,10 +95,13 @@ def test_fit_script_pieces():
 @pytest.mark.skipif(not (DATA / "op_timings.sqlite3").is_file(), reason="needs the H200 calibration data")
 def test_fit_script_runs_on_the_calibration_data(tmp_path):
     fit = _load("gpu_profile_fit")
-    out = tmp_path / "fit.json"
-    assert fit.main(["--data", str(DATA), "--json", str(out)]) == 0
+    out, profile = tmp_path / "fit.json", tmp_path / "h200.json"
+    assert fit.main(["--data", str(DATA), "--json", str(out), "--export", str(profile)]) == 0
     import json
 
     figures = json.loads(out.read_text())
     assert figures["configurations"]["configurations"] == 903
     assert len(figures["graphs"]) == 13
+    # The shipped profile is what the script makes from the calibration data.
+    shipped = ROOT / "src" / "tensor_eqsat" / "cost" / "tables" / "h200.json"
+    assert profile.read_text() == shipped.read_text()
