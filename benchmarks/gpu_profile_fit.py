@@ -121,6 +121,7 @@ def graph_rows(
     level_weight: float,
     *,
     steady: bool = True,
+    fit_pass: bool = True,
 ) -> list[dict[str, Any]]:
     """Each model's predicted eager speedup from a table and a composition fitted without it."""
     rows = []
@@ -135,7 +136,7 @@ def graph_rows(
             a, b = graphs[o]
             ea, eb = whole[o]["eager_ms"]
             pairs.append((graph_sample(table, a, ea), graph_sample(table, b, eb)))
-        eager = fit_eager_launch(pairs, level_weight=level_weight)
+        eager = fit_eager_launch(pairs, level_weight=level_weight, fit_pass=fit_pass)
         priced = RecordedCostModel(table, eager=eager)
         isolated = RecordedCostModel(table, mode="isolated")
         a, b = graphs[m]
@@ -290,6 +291,12 @@ def main(argv: list[str] | None = None) -> int:
                 within = sum(abs(x - y) <= 5.0 for x, y in zip(p, meas, strict=True))
                 line.append(f"{within:2d} / {spearman(p, meas):.3f}")
             print(f"     {lw:6g}: {line[0]} | {line[1]}")
+        print("   without the pass constant (three-constant composition), level weight 100:")
+        for label, t, st in (("steady", full, True), ("as recorded", as_recorded(full), False)):
+            rs = graph_rows(t, graphs, whole, own, models, args.level_weight, steady=st, fit_pass=False)
+            p = [r["predicted_pct"] for r in rs]
+            within = sum(abs(x - y) <= 5.0 for x, y in zip(p, meas, strict=True))
+            print(f"     {label}: within 5 on {within} of {len(rs)}, Spearman {spearman(p, meas):.3f}")
 
     if args.fit_eager or args.export:
         pairs = [

@@ -148,8 +148,12 @@ def fit_eager_launch(
     speedup_weight: float = 1.0,
     level_weight: float = 100.0,
     source: str = "",
+    fit_pass: bool = True,
 ) -> EagerLaunch:
     """Fit the composition to whole-graph eager latencies of (original, optimized) pairs.
+
+    fit_pass: fit ``pass_ms`` too (default); False keeps it at 0 (the three-constant composition,
+    for comparison).
 
     All four constants (launch, event, view, pass) are fitted. The loss is ``speedup_weight``
     times the squared error of each pair's predicted speedup (in
@@ -189,12 +193,15 @@ def fit_eager_launch(
         return total
 
     best: tuple[float, Params] | None = None
-    for start in ((0.015, 0.01, 0.005, 0.05), (0.025, 0.02, 0.0, 0.0), (0.01, 0.0, 0.01, 0.1)):
+    starts: list[Params] = [(0.015, 0.01, 0.005, 0.05), (0.025, 0.02, 0.0, 0.0), (0.01, 0.0, 0.01, 0.1)]
+    if not fit_pass:
+        starts = [(a, b, c, 0.0) for a, b, c, _ in starts]
+    for start in starts:
         p: Params = start
         cur = loss(p)
         for _ in range(300):
             improved = False
-            for i in range(4):
+            for i in range(4 if fit_pass else 3):
                 for step in (0.004, 0.001, 0.00025, 0.0001, 0.00002):
                     for sign in (-1.0, 1.0):
                         q = list(p)
