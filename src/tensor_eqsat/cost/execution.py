@@ -132,14 +132,18 @@ GraphSample = tuple[Sequence[float], int, float]
 """One whole-graph measurement: (isolated ms of each costed op, number of view ops, eager ms)."""
 
 
-def eager_graph_ms(launch: EagerLaunch, isolated: Sequence[float], views: int) -> float:
+def eager_graph_ms(launch: EagerLaunch, isolated: Sequence[float] | np.ndarray, views: int) -> float:
     """The eager price of a graph whose costed ops have these isolated times, with ``views`` views.
+
+    ``isolated`` may be a numpy array (the fit prices each graph thousands of times).
 
     >>> eager_graph_ms(EagerLaunch(0.01, 0.0, 0.002, pass_ms=0.03), [0.005, 0.05], 2)
     0.094
     """
-    ops = sum(launch.op_ms(t) for t in isolated) + launch.view_ms * views
-    return round(ops + launch.pass_ms, 12)
+    times = np.asarray(isolated, dtype=float)
+    # EagerLaunch.op_ms over every op at once.
+    kernels = float(np.maximum(launch.launch_ms, times - launch.event_ms).sum()) if times.size else 0.0
+    return round(kernels + launch.view_ms * views + launch.pass_ms, 12)
 
 
 def fit_eager_launch(
@@ -176,16 +180,11 @@ def fit_eager_launch(
         for a, b in pairs
     ]
 
-    def price(p: Params, isolated: np.ndarray, views: int) -> float:
-        # eager_graph_ms over an array (the same sum, vectorised: the fit prices each graph
-        # thousands of times).
-        ops = float(np.maximum(p[0], isolated - p[1]).sum()) if isolated.size else 0.0
-        return ops + p[2] * views + p[3]
-
     def loss(p: Params) -> float:
+        e = EagerLaunch(p[0], p[1], p[2], pass_ms=p[3])
         total = 0.0
         for ia, va, ma, ib, vb, mb in graphs:
-            pa, pb = price(p, ia, va), price(p, ib, vb)
+            pa, pb = eager_graph_ms(e, ia, va), eager_graph_ms(e, ib, vb)
             predicted = 100.0 * (pa - pb) / pa
             measured = 100.0 * (ma - mb) / ma
             total += speedup_weight * (predicted - measured) ** 2
