@@ -99,7 +99,7 @@ class TimingTable:
             op, _, shapes = key
             try:
                 get_op(op)
-                decode[key] = (op, tuple(tuple(int(d) for d in s) for s in json.loads(shapes)))
+                decode[key] = (op, decode_shapes(shapes))
             except (TensorEqsatError, ValueError, TypeError):
                 continue  # rows() names an undecodable entry when the table is fitted
         entries, correction = steady_state(recorded, recorded_at, decode, device=device)
@@ -149,7 +149,7 @@ class TimingTable:
                 unknown.add(op)
                 continue
             try:
-                decoded = decode_attrs(attrs), tuple(tuple(int(d) for d in s) for s in json.loads(shapes))
+                decoded = decode_attrs(attrs), decode_shapes(shapes)
             except (ValueError, TypeError) as exc:
                 raise CostModelError(
                     f"recorded: {self.source}: entry ({op}, {attrs}, {shapes}) cannot be decoded ({exc})"
@@ -197,6 +197,15 @@ def decode_attrs(text: str) -> Attrs:
         return tuple(tup(x) for x in v) if isinstance(v, list) else v
 
     return tuple(tup(v) for v in json.loads(text))
+
+
+def decode_shapes(text: str) -> tuple[Shape, ...]:
+    """The input shapes :func:`~tensor_eqsat.cost.timing_cache.shapes_key` wrote.
+
+    >>> decode_shapes("[[1,8],[8,8]]")
+    ((1, 8), (8, 8))
+    """
+    return tuple(tuple(int(d) for d in s) for s in json.loads(text))
 
 
 def shipped_tables() -> list[str]:
