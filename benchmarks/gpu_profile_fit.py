@@ -112,6 +112,15 @@ FLOOR_KINDS = ("relu", "concat", "ewadd", "batchnorm")
 """The op kinds whose recorded H200 times do not rank with their size (the launch floor)."""
 
 
+def score(rows: list[dict[str, Any]], key: str = "predicted_pct") -> tuple[int, float]:
+    """(models predicted within 5 points of the measured eager speedup, Spearman) of ``rows``
+    from :func:`graph_rows`."""
+    predicted = [r[key] for r in rows]
+    measured = [r["measured_eager_pct"] for r in rows]
+    within = sum(abs(p - m) <= 5.0 for p, m in zip(predicted, measured, strict=True))
+    return within, spearman(predicted, measured)
+
+
 def graph_rows(
     full: TimingTable,
     graphs: dict[str, tuple[Graph, Graph]],
@@ -256,18 +265,16 @@ def main(argv: list[str] | None = None) -> int:
     rows = graph_rows(full, graphs, whole, own, models, args.level_weight)
     plain = graph_rows(as_recorded(full), graphs, whole, own, models, args.level_weight, steady=False)
     out["graphs"] = rows
-    meas = [r["measured_eager_pct"] for r in rows]
     columns = (
         ("eager (the h200 profile)", rows, "predicted_pct"),
         ("eager, times as recorded", plain, "predicted_pct"),
         ("isolated sum", rows, "isolated_pct"),
     )
     for label, rs, key in columns:
-        p = [r[key] for r in rs]
-        within = sum(abs(x - y) <= 5.0 for x, y in zip(p, meas, strict=True))
-        out[f"graphs {label}"] = {"spearman": spearman(p, meas), "within_5": within}
+        within, rho = score(rs, key)
+        out[f"graphs {label}"] = {"spearman": rho, "within_5": within}
         print(
-            f"2. {label}: Spearman {spearman(p, meas):.3f} (target >= 0.8), within 5 points on "
+            f"2. {label}: Spearman {rho:.3f} (target >= 0.8), within 5 points on "
             f"{within} of {len(rows)} (target 10)"
         )
     print(
@@ -286,17 +293,15 @@ def main(argv: list[str] | None = None) -> int:
         for lw in (10.0, 30.0, 100.0, 300.0, 1000.0):
             line = []
             for t, st in ((full, True), (as_recorded(full), False)):
-                rs = graph_rows(t, graphs, whole, own, models, lw, steady=st)
-                p = [r["predicted_pct"] for r in rs]
-                within = sum(abs(x - y) <= 5.0 for x, y in zip(p, meas, strict=True))
-                line.append(f"{within:2d} / {spearman(p, meas):.3f}")
+                within, rho = score(graph_rows(t, graphs, whole, own, models, lw, steady=st))
+                line.append(f"{within:2d} / {rho:.3f}")
             print(f"     {lw:6g}: {line[0]} | {line[1]}")
-        print("   without the pass constant (three-constant composition), level weight 100:")
+        lw = args.level_weight
+        print(f"   without the pass constant (three-constant composition), level weight {lw:g}:")
         for label, t, st in (("steady", full, True), ("as recorded", as_recorded(full), False)):
             rs = graph_rows(t, graphs, whole, own, models, args.level_weight, steady=st, fit_pass=False)
-            p = [r["predicted_pct"] for r in rs]
-            within = sum(abs(x - y) <= 5.0 for x, y in zip(p, meas, strict=True))
-            print(f"     {label}: within 5 on {within} of {len(rs)}, Spearman {spearman(p, meas):.3f}")
+            within, rho = score(rs)
+            print(f"     {label}: within 5 on {within} of {len(rs)}, Spearman {rho:.3f}")
 
     if args.fit_eager or args.export:
         pairs = [
