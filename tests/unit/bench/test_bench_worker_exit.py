@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from procs import alive, children
+
 SRC = str(Path(__file__).resolve().parents[3] / "src")
 
 
@@ -50,22 +52,6 @@ def test_a_worker_whose_parent_lives_keeps_working():
     assert proc.returncode == 0 and proc.stdout.strip() == "done"
 
 
-def _children(pid: int) -> set[int]:
-    out: set[int] = set()
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        text = (task / "children").read_text().split()
-        out.update(int(t) for t in text)
-    return out
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].split()[0]
-    except (FileNotFoundError, IndexError):
-        return False
-    return state != "Z"
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
 def test_bench_jobs_killed_with_sigkill_leaves_no_workers(tmp_path):
@@ -79,7 +65,7 @@ def test_bench_jobs_killed_with_sigkill_leaves_no_workers(tmp_path):
             time.sleep(0.5)
             # the pool's workers, not multiprocessing's resource tracker
             workers = {
-                c for c in _children(bench.pid) if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes()
+                c for c in children(bench.pid) if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes()
             }
         assert len(workers) == 2, "the sweep did not start its workers"
         time.sleep(3)  # let them import and start an experiment
@@ -87,9 +73,9 @@ def test_bench_jobs_killed_with_sigkill_leaves_no_workers(tmp_path):
         bench.send_signal(signal.SIGKILL)
         bench.wait()
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and any(_alive(w) for w in workers):
+    while time.monotonic() < deadline and any(alive(w) for w in workers):
         time.sleep(0.5)
-    left = [w for w in workers if _alive(w)]
+    left = [w for w in workers if alive(w)]
     for w in left:  # do not leave them behind even when the test fails
         os.kill(w, signal.SIGKILL)
     assert not left, f"workers {left} outlived the sweep"

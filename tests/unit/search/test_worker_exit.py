@@ -12,26 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from procs import alive, children
+
 SRC = str(Path(__file__).resolve().parents[3] / "src")
 pytestmark = pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
-
-
-def _children(pid: int) -> set[int]:
-    out: set[int] = set()
-    try:
-        for task in Path(f"/proc/{pid}/task").iterdir():
-            out.update(int(t) for t in (task / "children").read_text().split())
-    except FileNotFoundError:
-        pass
-    return out
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].split()[0]
-    except (FileNotFoundError, IndexError):
-        return False
-    return state != "Z"
 
 
 def _search_then_kill(sig: int) -> tuple[int, list[int]]:
@@ -46,17 +30,17 @@ def _search_then_kill(sig: int) -> tuple[int, list[int]]:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and len(workers) < 2 and proc.poll() is None:
             time.sleep(0.2)
-            workers = _children(proc.pid)
+            workers = children(proc.pid)
         assert len(workers) >= 2, "the search did not start its workers"
         time.sleep(1.0)  # let them take a planning task
-        workers = _children(proc.pid)
+        workers = children(proc.pid)
     finally:
         proc.send_signal(sig)
         status = proc.wait(timeout=60)
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and any(_alive(w) for w in workers):
+    while time.monotonic() < deadline and any(alive(w) for w in workers):
         time.sleep(0.1)
-    left = [w for w in workers if _alive(w)]
+    left = [w for w in workers if alive(w)]
     for w in left:  # never leave them behind, even when the test fails
         os.kill(w, signal.SIGKILL)
     return status, left
