@@ -210,8 +210,10 @@ def test_weight_data_follows_each_copy():
 # -- the driver ----------------------------------------------------------------------------------
 
 
-def test_repeated_blocks_are_searched_once(monkeypatch):
-    calls = []
+@pytest.fixture
+def searched(monkeypatch):
+    """The sizes of the graphs the driver hands to ``optimize``, in order."""
+    calls: list[int] = []
     real = driver.optimize
 
     def counting(graph, config=None, **kw):
@@ -219,26 +221,22 @@ def test_repeated_blocks_are_searched_once(monkeypatch):
         return real(graph, config, **kw)
 
     monkeypatch.setattr(driver, "optimize", counting)
+    return calls
+
+
+def test_repeated_blocks_are_searched_once(searched):
     g = chain(8)
     r = optimize_partitioned(g, search="saturate", node_limit=200, time_limit=10,
                              partition=PartitionConfig(target_enodes=5, whole_pass=False))  # fmt: skip
     assert r.partition is not None
     assert (r.partition.regions, r.partition.distinct) == (8, 1)
-    assert len(calls) == 1
+    assert len(searched) == 1
     assert r.partition.searched[0].copies == 8
     assert r.partition.whole_pct is None
     assert verify(g, r.graph).ok
 
 
-def test_time_left_over_searches_the_whole_graph_too(monkeypatch):
-    calls = []
-    real = driver.optimize
-
-    def counting(graph, config=None, **kw):
-        calls.append(len(graph))
-        return real(graph, config, **kw)
-
-    monkeypatch.setattr(driver, "optimize", counting)
+def test_time_left_over_searches_the_whole_graph_too(searched):
     g = Graph()
     x = g.input((4, 8), name="x")
     y = g.matmul(x, g.weight((8, 8), name="a"))  # the cut between the two matmuls hides x·(A·B)
@@ -246,7 +244,7 @@ def test_time_left_over_searches_the_whole_graph_too(monkeypatch):
     cfg = PartitionConfig(target_enodes=1, whole_min_seconds=0.5)
     r = optimize_partitioned(g, search="saturate", node_limit=200, time_limit=10, partition=cfg)
     assert r.partition is not None and r.partition.regions == 2
-    assert calls == [3, 5]  # the two matmuls are one block, then the whole graph
+    assert searched == [3, 5]  # the two matmuls are one block, then the whole graph
     assert r.partition.whole_won and r.partition.whole_pct == pytest.approx(50.0)
     assert r.speedup_pct == pytest.approx(50.0) and r.partition.stitched_ms == r.original_cost_ms
     assert verify(g, r.graph).ok
