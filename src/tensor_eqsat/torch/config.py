@@ -9,10 +9,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tensor_eqsat.errors import ConfigError
-from tensor_eqsat.target.targets import Target, get_target
+from tensor_eqsat.target.targets import TARGETS, Target, get_target
 
-TORCH_TARGETS = ("torch-cpu", "cuda", "a100", "p100", "h100", "cpu-roofline")
-"""Targets a PyTorch graph can be optimized for (``ort-cpu`` runs ONNX, not PyTorch)."""
+TORCH_TARGETS = tuple(
+    name for name, t in TARGETS.items() if t.backend in (None, "torch") or name == "cpu-roofline"
+)
+"""Targets a PyTorch graph can be optimized for: the ones PyTorch runs here (``torch-cpu``,
+``cuda``), every profile of another device, recorded (``h200``: PyTorch eager on an H200) or
+analytic (``a100``, ``p100``, ``h100``), priced and never measured, and ``cpu-roofline``; not
+``ort-cpu`` (it runs ONNX, not PyTorch)."""
 
 
 @dataclass(frozen=True)
@@ -20,9 +25,11 @@ class TorchConfig:
     """Settings of :func:`tensor_eqsat.torch.backend` and :func:`tensor_eqsat.torch.optimize_module`.
 
     target: where the model runs, which picks the cost model and where the guard measures:
-        ``torch-cpu`` or ``cuda`` (measured here), or an analytic profile (``a100``, ``h100``,
-        ``p100``, ``cpu-roofline``: priced, not measured). Default None: ``cuda`` when the
-        example inputs are on a CUDA device, else ``torch-cpu``.
+        ``torch-cpu`` or ``cuda`` (measured here), or a profile of another device, recorded
+        (``h200``) or analytic (``a100``, ``h100``, ``p100``), priced and not measured (no
+        guard: nothing here runs it); ``cpu-roofline`` prices analytically and measures on this
+        CPU. Default None: ``cuda`` when the example inputs are on a CUDA device, else
+        ``torch-cpu``.
     time_budget: seconds for the search (``optimize(search="auto")``). Default 30.
     then: the backend the rewritten graph is handed to: ``"inductor"``, ``"eager"``, any
         registered backend name, or a backend callable. Default "inductor".

@@ -28,6 +28,7 @@ from torch_models import (  # noqa: E402
 import tensor_eqsat.torch as te_torch  # noqa: E402
 from tensor_eqsat.errors import ConfigError  # noqa: E402
 from tensor_eqsat.torch import dynamo_backend as backend_module  # noqa: E402
+from tensor_eqsat.torch.config import TORCH_TARGETS  # noqa: E402
 from tensor_eqsat.torch.dynamo_backend import graph_cache  # noqa: E402
 from tensor_eqsat.torch.fx_export import CONST_PREFIX  # noqa: E402
 
@@ -284,6 +285,22 @@ def test_an_analytic_target_is_priced_not_measured():
     _, _, (report,) = run(Attention(), torch.randn(1, 6, 32), guard=True, target="a100", cost_model=None)
     assert report.measured is None and report.target == "a100"
     assert report.reason.startswith("not measured (a100 is a profile of another device")
+
+
+def test_the_recorded_h200_profile_is_priced_not_measured():
+    # PyTorch eager on an H200: a PyTorch target, priced by the recorded table, never timed here.
+    got, expected, (report,) = run(
+        Attention(), torch.randn(1, 6, 32), guard=True, target="h200", cost_model=None
+    )
+    assert close(got, expected)
+    assert report.target == "h200" and report.measured is None
+    assert report.predicted_gain_pct > 0, report.reason
+    assert report.reason.startswith("not measured (h200 is a profile of another device")
+
+
+@pytest.mark.parametrize("target", TORCH_TARGETS)
+def test_every_torch_target_is_accepted(target):
+    assert te_torch.TorchConfig(target=target).resolve_target("cpu").name == target
 
 
 def test_unknown_option_is_an_error_naming_it():
