@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 
 ONNX_ACTIVATIONS = {a.value: a.onnx_op for a in Activation if a.onnx_op is not None}
 
-OP_MIN_OPSET = {"layernorm": 17, "gelu": 20}
+OP_MIN_OPSET = {"layernorm": 17, "gelu": 20, "hardswish": 14, "mean": 18}
 """Ops whose ONNX counterpart needs a newer opset than :data:`MIN_OPSET`."""
 
 
@@ -418,6 +418,76 @@ def _dropout(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
     # Without a training_mode input ONNX Dropout is the identity, as the IR's dropout is.
     ratio = ctx.const(f"dropout_{n.id}_ratio", np.array(n.attr_dict()["rate"], dtype=np.float32))
     ctx.node("Dropout", [ins[0], ratio], outs)
+
+
+@_emits("silu")
+def _silu(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
+    sig = ctx.fresh(f"silu_{n.id}_sigmoid")
+    ctx.node("Sigmoid", ins, [sig])
+    ctx.node("Mul", [ins[0], sig], outs)
+
+
+@_emits("hardsigmoid")
+def _hardsigmoid(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
+    ctx.node("HardSigmoid", ins, outs, alpha=1.0 / 6.0, beta=0.5)
+
+
+@_emits("hardswish")
+def _hardswish(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
+    ctx.node("HardSwish", ins, outs)
+
+
+@_emits("clip")
+def _clip(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
+    a = n.attr_dict()
+    lo = ctx.const(f"clip_{n.id}_min", np.array(a["min"], dtype=np.float32))
+    hi = ctx.const(f"clip_{n.id}_max", np.array(a["max"], dtype=np.float32))
+    ctx.node("Clip", [ins[0], lo, hi], outs)
+
+
+@_emits("pow")
+def _pow(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
+    e = ctx.const(f"pow_{n.id}_exponent", np.array(n.attr_dict()["exponent"], dtype=np.float32))
+    ctx.node("Pow", [ins[0], e], outs)
+
+
+@_emits("rsqrt")
+def _rsqrt(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
+    root = ctx.fresh(f"rsqrt_{n.id}_sqrt")
+    ctx.node("Sqrt", ins, [root])
+    ctx.node("Reciprocal", [root], outs)
+
+
+@_emits("pad")
+def _pad(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
+    a = n.attr_dict()
+    pads = ctx.const(f"pad_{n.id}_pads", np.array(a["pads"], dtype=np.int64))
+    value = -np.inf if a["fill"] == "neg_inf" else 0.0
+    fill = ctx.const(f"pad_{n.id}_value", np.array(value, dtype=np.float32))
+    ctx.node("Pad", [ins[0], pads, fill], outs)
+
+
+@_emits("slice")
+def _slice(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
+    a = n.attr_dict()
+    parts = [
+        ctx.const(f"slice_{n.id}_{k}", np.array([a[key]], dtype=np.int64))
+        for k, key in (("starts", "start"), ("ends", "end"), ("axes", "axis"), ("steps", "step"))
+    ]
+    ctx.node("Slice", [ins[0], *parts], outs)
+
+
+@_emits("expand")
+def _expand(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
+    shape = ctx.const(f"expand_{n.id}_shape", np.array(n.attr_dict()["shape"], dtype=np.int64))
+    ctx.node("Expand", [ins[0], shape], outs)
+
+
+@_emits("mean")
+def _mean(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
+    a = n.attr_dict()
+    axes = ctx.const(f"mean_{n.id}_axes", np.array(a["axes"], dtype=np.int64))
+    ctx.node("ReduceMean", [ins[0], axes], outs, keepdims=int(a["keepdims"]))
 
 
 @_emits("enlarge")

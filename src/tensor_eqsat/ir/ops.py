@@ -27,8 +27,9 @@ payload in onnxruntime, imported lazily.
 The ops are defined by family, one module each, and registered here in a fixed order (the
 order of :func:`op_names`): ``ops_leaf`` (input, weight), ``ops_elementwise``, ``ops_reduction``
 (softmax, layernorm), ``ops_matmul``, ``ops_window`` (conv2d, pools), ``ops_weights`` (enlarge,
-merge), ``ops_layout`` (concat, split, reshape, transpose, dropout, noop) and ``ops_opaque``;
-shared helpers live in ``ops_common``. A family module only lists its OpSpecs, so importing one
+merge), ``ops_layout`` (concat, split, reshape, transpose, dropout, noop), ``ops_opaque``, then
+the ops of today's inference graphs (issue 33): ``ops_activation`` (silu, hardsigmoid,
+hardswish, clip, pow, rsqrt) and ``ops_extent`` (pad, slice, expand, mean); shared helpers live in ``ops_common``. A family module only lists its OpSpecs, so importing one
 directly cannot change the registration order. To add an op, append its OpSpec to its family's
 ``SPECS`` (or add a family module to ``_FAMILIES``).
 """
@@ -36,7 +37,9 @@ directly cannot change the registration order. To add an op, append its OpSpec t
 from __future__ import annotations
 
 from tensor_eqsat.ir import (
+    ops_activation,
     ops_elementwise,
+    ops_extent,
     ops_layout,
     ops_leaf,
     ops_matmul,
@@ -58,6 +61,8 @@ _FAMILIES = (
     ops_weights,
     ops_layout,
     ops_opaque,
+    ops_activation,
+    ops_extent,
 )
 
 for _family in _FAMILIES:

@@ -232,6 +232,67 @@ def _on_host(ctx: TorchContext, spec: OpSpec, attrs: Attrs, shapes: Sequence[Sha
     return run
 
 
+def _functional(name: str) -> Builder:
+    def build(ctx: TorchContext, spec: OpSpec, attrs: Attrs, shapes: Sequence[Shape]) -> Step:
+        fn = getattr(ctx.F, name)
+        return lambda x: (fn(x[0]),)
+
+    return build
+
+
+def _clip(ctx: TorchContext, spec: OpSpec, attrs: Attrs, shapes: Sequence[Shape]) -> Step:
+    a = spec.attr_dict(attrs)
+    clamp, lo, hi = ctx.torch.clamp, a["min"], a["max"]
+    return lambda x: (clamp(x[0], lo, hi),)
+
+
+def _pow(ctx: TorchContext, spec: OpSpec, attrs: Attrs, shapes: Sequence[Shape]) -> Step:
+    e = spec.attr_dict(attrs)["exponent"]
+    exponent = int(e) if float(e).is_integer() else e  # x ** 2 as PyTorch models write it
+    return lambda x: (ctx.torch.pow(x[0], exponent),)
+
+
+def _pad(ctx: TorchContext, spec: OpSpec, attrs: Attrs, shapes: Sequence[Shape]) -> Step:
+    a = spec.attr_dict(attrs)
+    full = torch_pads(a["pads"])
+    value = float("-inf") if a["fill"] == "neg_inf" else 0.0
+    pad = ctx.F.pad
+    return lambda x: (pad(x[0], full, value=value),)
+
+
+def torch_pads(pads: Sequence[int]) -> tuple[int, ...]:
+    """The IR's ``pads`` (before each axis, then after each axis) as ``F.pad``'s argument (last
+    axis first, before then after), trailing unpadded axes left out.
+
+    >>> torch_pads((0, 0, 1, 2, 0, 0, 3, 4))
+    (2, 4, 1, 3)
+    """
+    r = len(pads) // 2
+    out: list[int] = []
+    for i in reversed(range(r)):
+        out += [pads[i], pads[r + i]]
+    while len(out) > 2 and out[-2:] == [0, 0]:
+        out = out[:-2]
+    return tuple(out)
+
+
+def _slice(ctx: TorchContext, spec: OpSpec, attrs: Attrs, shapes: Sequence[Shape]) -> Step:
+    a = spec.attr_dict(attrs)
+    index = (slice(None),) * a["axis"] + (slice(a["start"], a["end"], a["step"]),)
+    return lambda x: (x[0][index],)
+
+
+def _expand(ctx: TorchContext, spec: OpSpec, attrs: Attrs, shapes: Sequence[Shape]) -> Step:
+    shape = tuple(spec.attr_dict(attrs)["shape"])
+    return lambda x: (x[0].expand(shape),)
+
+
+def _mean(ctx: TorchContext, spec: OpSpec, attrs: Attrs, shapes: Sequence[Shape]) -> Step:
+    a = spec.attr_dict(attrs)
+    axes, keep, mean = list(a["axes"]), a["keepdims"], ctx.torch.mean
+    return lambda x: (mean(x[0], axes, keepdim=keep),)
+
+
 def _noop(ctx: TorchContext, spec: OpSpec, attrs: Attrs, shapes: Sequence[Shape]) -> Step:
     raise GraphError("a noop is read by another op; a noop can only join outputs")
 
@@ -261,6 +322,16 @@ TORCH_OPS: dict[str, Builder] = {
     "merge": _on_host,
     "opaque": _on_host,
     "noop": _noop,
+    "silu": _functional("silu"),
+    "hardsigmoid": _functional("hardsigmoid"),
+    "hardswish": _functional("hardswish"),
+    "clip": _clip,
+    "pow": _pow,
+    "rsqrt": _unary("rsqrt"),
+    "pad": _pad,
+    "slice": _slice,
+    "expand": _expand,
+    "mean": _mean,
 }
 """Every non-leaf op's PyTorch builder (leaves are the program's inputs and constants)."""
 

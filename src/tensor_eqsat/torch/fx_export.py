@@ -21,7 +21,7 @@ from typing import Any
 from tensor_eqsat.errors import GraphError
 from tensor_eqsat.io.plan import live_nodes, observable_outputs
 from tensor_eqsat.ir.graph import Graph, Node, TensorRef
-from tensor_eqsat.ir.torch_ops import TorchContext, same_pads, torch_step
+from tensor_eqsat.ir.torch_ops import TorchContext, same_pads, torch_pads, torch_step
 from tensor_eqsat.torch.fx_import import Const, Ir, Seq, Translation, opaque_key
 
 CONST_PREFIX = "_tensor_eqsat_const"
@@ -63,6 +63,7 @@ class _Builder:
         self.by_name: dict[str, Any] = {}
         self.folded = 0
         self.frozen_used: set[str] = set()
+        self.pads: list[Any] = []
 
     def const(self, value: Any) -> Any:
         """A get_attr node for a tensor constant."""
@@ -108,6 +109,9 @@ class _Builder:
                 for i, o in enumerate(outs):
                     self.env[(n.id, i)] = o
         self._output(outputs)
+        for node in reversed(self.pads):  # pads taken into a conv's or pool's own padding
+            if not node.users:
+                self.fx.erase_node(node)
         self.fx.lint()
         gm = torch.fx.GraphModule(self.root, self.fx, class_name="TensorEqsatModule")
         gm.meta[FROZEN_META] = sorted(self.frozen_used)
@@ -230,11 +234,13 @@ class _Builder:
             x_shape, w_shape = shapes
             groups = x_shape[1] // w_shape[1]
             x, pad = self._pad(xs[0], x_shape, (w_shape[2], w_shape[3]), a, 0.0)
+            x, pad = self._own_padding(n, x, pad, (w_shape[2], w_shape[3]), "zero")
             y = self.call(F.conv2d, x, xs[1], None, tuple(a["stride"]), pad, (1, 1), groups)
             return [self._act(y, a["activation"])]
         if op == "poolmax":
             kernel = tuple(a["kernel"])
             x, pad = self._pad(xs[0], shapes[0], kernel, a, float("-inf"))
+            x, pad = self._own_padding(n, x, pad, kernel, "neg_inf")
             return [self._act(self.call(F.max_pool2d, x, kernel, tuple(a["stride"]), pad), a["activation"])]
         if op == "poolavg":
             kernel = tuple(a["kernel"])
@@ -258,7 +264,44 @@ class _Builder:
             w, ref = shapes
             dh, dw = ref[2] - w[2], ref[3] - w[3]
             return [self.call(F.pad, xs[0], (dw // 2, dw - dw // 2, dh // 2, dh - dh // 2))]
+        if op in ("silu", "hardsigmoid", "hardswish"):
+            return [self.call(getattr(F, op), xs[0])]
+        if op == "clip":
+            return [self.call(torch.clamp, xs[0], a["min"], a["max"])]
+        if op == "pow":
+            e = a["exponent"]
+            return [self.call(torch.pow, xs[0], int(e) if float(e).is_integer() else e)]
+        if op == "rsqrt":
+            return [self.call(torch.rsqrt, xs[0])]
+        if op == "pad":
+            value = float("-inf") if a["fill"] == "neg_inf" else 0.0
+            node = self.call(F.pad, xs[0], torch_pads(a["pads"]), "constant", value)
+            self.pads.append(node)
+            return [node]
+        if op == "slice":
+            index = (slice(None),) * a["axis"] + (slice(a["start"], a["end"], a["step"]),)
+            return [self.call(_getitem(), xs[0], index)]
+        if op == "expand":
+            return [self.fx.call_method("expand", (xs[0], tuple(a["shape"])))]
+        if op == "mean":
+            return [self.call(torch.mean, xs[0], list(a["axes"]), a["keepdims"])]
         raise GraphError(f"node {n.id} ({op}) cannot be rebuilt as FX (it reads a run-time tensor)")
+
+    def _own_padding(
+        self, n: Node, x: Any, pad: tuple[int, int], kernel: tuple[int, int], fill: str
+    ) -> tuple[Any, tuple[int, int]]:
+        """A VALID window op reading an explicit symmetric spatial ``pad`` of the right fill runs
+        with that padding as its own argument (one call, as the model wrote it)."""
+        src = self.graph.nodes[n.inputs[0][0]]
+        if pad != (0, 0) or src.op != "pad" or n.attr_dict()["padding"] != "valid":
+            return x, pad
+        sa = src.attr_dict()
+        p = sa["pads"]
+        if sa["fill"] != fill or len(p) != 8 or any(p[i] or p[4 + i] for i in (0, 1)):
+            return x, pad
+        if p[2] != p[6] or p[3] != p[7] or 2 * p[2] > kernel[0] or 2 * p[3] > kernel[1]:
+            return x, pad
+        return self.env[src.inputs[0]], (p[2], p[3])
 
     def _act(self, y: Any, act: str) -> Any:
         if act == "none":

@@ -212,6 +212,7 @@ class _Translator:
         self._last_opaque: Tensor | None = None
         self.retarget: dict[str, Any] = {}
         self._aliases = _alias_bases(gm)
+        self.position = {node.name: i for i, node in enumerate(gm.graph.nodes)}
 
     # -- weights -----------------------------------------------------------------------------
     def weight(self, value: Any, tag: str = "", transform: Callable[[Any], Any] | None = None) -> Tensor:
@@ -423,19 +424,21 @@ def _get_attr(gm: Any, target: str) -> Any:
     return obj
 
 
-def _alias_bases(gm: Any) -> set[str]:
-    """Names of nodes whose value another node's value is a view of (their in-place update
-    would change that view too)."""
+def _alias_bases(gm: Any) -> dict[str, int]:
+    """Node name -> the position (in graph order) of the first node whose value is a view of
+    that node's value. An in-place update after that position could be seen through the view;
+    one before it could not (the view is taken of the updated tensor, which is what the
+    functional form computes)."""
     import torch
 
     bases: dict[int, str] = {}
-    out: set[str] = set()
-    for node in gm.graph.nodes:
+    out: dict[str, int] = {}
+    for pos, node in enumerate(gm.graph.nodes):
         ev = _example(node)
         if isinstance(ev, torch.Tensor):
             base = getattr(ev, "_base", None)
             if base is not None and id(base) in bases:
-                out.add(bases[id(base)])
+                out.setdefault(bases[id(base)], pos)
             bases.setdefault(id(ev), node.name)
     return out
 

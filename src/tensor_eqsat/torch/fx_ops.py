@@ -10,7 +10,9 @@ subtraction is ``a + (-1)·b`` (exact in IEEE arithmetic).
 
 Besides, :func:`check_sound` refuses what cannot be optimized soundly (random ops, training-mode
 batch norm and dropout), and :func:`functional_form` takes an in-place op functionally when the
-tensor it updates is a fresh intermediate nobody else views.
+tensor it updates is a fresh intermediate that no view taken before the update shares (a view
+taken after it reads the updated value, which is the functional result: torchvision's ConvNeXt
+block ``out = stochastic_depth(scale * branch(x)); out += x``, then a permute of ``out``).
 """
 
 from __future__ import annotations
@@ -157,6 +159,25 @@ def _window_padding(x: Tensor, kernel: tuple[int, int], stride: tuple[int, int],
     raise NotMapped(f"padding {padding} is not SAME or VALID for this size")
 
 
+def _pad_op(tr: _Translator, x: Tensor, pad: tuple[int, int], fill: str) -> Tensor:
+    """``x`` (NCHW) padded by ``pad`` rows and columns on both sides with ``fill``."""
+    ph, pw = pad
+    return tr.graph.add("pad", [x], pads=(0, 0, ph, pw, 0, 0, ph, pw), fill=fill)[0]
+
+
+def _padded(
+    tr: _Translator, x: Tensor, kernel: tuple[int, int], stride: tuple[int, int], padding: Any, fill: str
+) -> tuple[Tensor, str]:
+    """The window op's input and IR padding: SAME or VALID where PyTorch pads that way, else an
+    explicit ``pad`` (``fill``: zeros for a conv, -inf for a max pool) and VALID, which is exact."""
+    try:
+        return x, _window_padding(x, kernel, stride, padding)
+    except NotMapped:
+        if isinstance(padding, str) or len(x.shape) != 4:
+            raise
+    return _pad_op(tr, x, _pair(padding), fill), "valid"
+
+
 # -- soundness ---------------------------------------------------------------------------------
 def _rng_calls() -> set[Any]:
     torch = _torch()
@@ -283,7 +304,10 @@ def functional_form(node: Any, tr: _Translator) -> tuple[tuple[Any, ...], dict[s
         raise Unsupported(
             f"in-place op at {node.name} updates an input, parameter or buffer ({mutated.name})"
         )
-    if (isinstance(ev, torch.Tensor) and ev._is_view()) or mutated.name in tr._aliases:
+    viewed_at = tr._aliases.get(mutated.name)
+    if (isinstance(ev, torch.Tensor) and ev._is_view()) or (
+        viewed_at is not None and viewed_at < tr.position[node.name]
+    ):
         raise Unsupported(
             f"in-place op at {node.name} updates a tensor that is a view or is viewed ({mutated.name})"
         )
@@ -347,8 +371,8 @@ def _build_table() -> None:
         groups = int(_literal(tr, _arg(args, kw, 6, "groups", 1)))
         if dilation != (1, 1) or len(x.shape) != 4 or w.dim() != 4 or x.shape[1] != groups * w.shape[1]:
             raise NotMapped("dilated, or not a 4-D grouped conv the IR infers")
-        padding = _window_padding(
-            x, (w.shape[2], w.shape[3]), stride, _literal(tr, _arg(args, kw, 4, "padding", 0))
+        x, padding = _padded(
+            tr, x, (w.shape[2], w.shape[3]), stride, _literal(tr, _arg(args, kw, 4, "padding", 0)), "zero"
         )
         y = g(tr).conv2d(x, tr.weight(w), stride=stride, padding=padding)
         b = _arg(args, kw, 2, "bias")
@@ -482,7 +506,7 @@ def _build_table() -> None:
             raise NotMapped("dilated or ceil-mode pooling")
         if _literal(tr, _arg(args, kw, 6, "return_indices", False)):
             raise NotMapped("pooling with indices")
-        padding = _window_padding(x, kernel, stride, _literal(tr, _arg(args, kw, 3, "padding", 0)))
+        x, padding = _padded(tr, x, kernel, stride, _literal(tr, _arg(args, kw, 3, "padding", 0)), "neg_inf")
         return _ir(g(tr).poolmax(x, kernel, stride=stride, padding=padding))
 
     @_register(F.avg_pool2d, torch._C._nn.avg_pool2d)
@@ -492,14 +516,20 @@ def _build_table() -> None:
         stride_v = _literal(tr, _arg(args, kw, 2, "stride", None))
         stride = kernel if stride_v is None or stride_v == [] or stride_v == () else _pair(stride_v)
         pad = _pair(_literal(tr, _arg(args, kw, 3, "padding", 0)))
-        if _literal(tr, _arg(args, kw, 4, "ceil_mode", False)) or _literal(
-            tr, _arg(args, kw, 6, "divisor_override")
-        ):
-            raise NotMapped("ceil-mode or divisor-override pooling")
-        if pad != (0, 0) and _literal(tr, _arg(args, kw, 5, "count_include_pad", True)):
-            raise NotMapped("average pooling that counts its padding")
+        if _literal(tr, _arg(args, kw, 6, "divisor_override")):
+            raise NotMapped("divisor-override pooling")
+        if _literal(tr, _arg(args, kw, 4, "ceil_mode", False)):
+            # One window clipped to the whole unpadded input (EfficientNet's final pool, a
+            # kernel wider than the map): its divisor is H * W, the spatial mean.
+            if pad != (0, 0) or len(x.shape) != 4 or x.shape[2] > kernel[0] or x.shape[3] > kernel[1]:
+                raise NotMapped("ceil-mode pooling")
+            return _ir(g(tr).add("mean", [x], axes=(2, 3), keepdims=True)[0])
         if len(x.shape) != 4:
             raise NotMapped("not NCHW")
+        if pad != (0, 0) and _literal(tr, _arg(args, kw, 5, "count_include_pad", True)):
+            # Counting the padding is averaging the zero-padded input without padding.
+            x = _pad_op(tr, x, pad, "zero")
+            pad = (0, 0)
         padding = _window_padding(x, kernel, stride, pad)
         return _ir(g(tr).poolavg(x, kernel, stride=stride, padding=padding))
 
@@ -597,10 +627,176 @@ def _build_table() -> None:
         return _ir(_tensor(tr, args[0]))  # check_sound refused an active dropout
 
 
+def _build_inference_table() -> None:
+    """The calls of today's inference graphs (issue 33): activations, RMSNorm's pieces, padding,
+    slicing, expand, means and dtype no-ops."""
+    torch = _torch()
+    F = torch.nn.functional
+    g = lambda tr: tr.graph  # noqa: E731
+
+    def one(tr: _Translator, op: str, x: Tensor, **attrs: Any) -> Value:
+        return _ir(g(tr).add(op, [x], **attrs)[0])
+
+    def activation(op: str) -> Translator:
+        def run(tr: _Translator, node: Any, args: Sequence[Any], kw: dict[str, Any]) -> Value:
+            return one(tr, op, _tensor(tr, args[0]))
+
+        return run
+
+    for op in ("silu", "hardsigmoid", "hardswish"):
+        _register(getattr(F, op), getattr(torch, op, None), getattr(torch._C._nn, op, None))(activation(op))
+    _register(torch.rsqrt, "method:rsqrt")(activation("rsqrt"))
+
+    @_register(F.hardtanh, torch._C._nn.hardtanh, F.relu6)
+    def _hardtanh(tr: _Translator, node: Any, args: Sequence[Any], kw: dict[str, Any]) -> Value:
+        x = _tensor(tr, args[0])
+        if node.target is F.relu6:
+            return one(tr, "clip", x, min=0.0, max=6.0)
+        lo = _number(tr, _arg(args, kw, 1, "min_val", -1.0))
+        hi = _number(tr, _arg(args, kw, 2, "max_val", 1.0))
+        return one(tr, "clip", x, min=lo, max=hi)
+
+    @_register(torch.clamp, torch.clip, "method:clamp", "method:clip")
+    def _clamp(tr: _Translator, node: Any, args: Sequence[Any], kw: dict[str, Any]) -> Value:
+        lo_arg, hi_arg = _arg(args, kw, 1, "min"), _arg(args, kw, 2, "max")
+        if lo_arg is None or hi_arg is None:
+            raise NotMapped("clamp with one bound")
+        lo, hi = _number(tr, lo_arg), _number(tr, hi_arg)
+        if lo > hi:
+            raise NotMapped("clamp with min > max")
+        return one(tr, "clip", _tensor(tr, args[0]), min=lo, max=hi)
+
+    @_register(torch.pow, "method:pow", operator.pow)
+    def _pow(tr: _Translator, node: Any, args: Sequence[Any], kw: dict[str, Any]) -> Value:
+        exponent = _arg(args, kw, 1, "exponent")
+        if not _is_tensor_arg(tr, args[0]) or _is_tensor_arg(tr, exponent):
+            raise NotMapped("a number to a tensor power, or a tensor exponent")
+        return one(tr, "pow", _tensor(tr, args[0]), exponent=_number(tr, exponent))
+
+    @_register(torch.mean, "method:mean")
+    def _mean(tr: _Translator, node: Any, args: Sequence[Any], kw: dict[str, Any]) -> Value:
+        x = _tensor(tr, args[0])
+        dim = _literal(tr, _arg(args, kw, 1, "dim"))
+        keep = _literal(tr, _arg(args, kw, 2, "keepdim", False))
+        if kw.get("dtype") is not None or not isinstance(keep, bool):
+            raise NotMapped("mean with a dtype")
+        axes = tuple(range(len(x.shape))) if dim is None else (dim,) if isinstance(dim, int) else tuple(dim)
+        if not axes:
+            raise NotMapped("mean over no axes")
+        return one(tr, "mean", x, axes=axes, keepdims=keep)
+
+    @_register(F.pad, torch._C._nn.pad, torch.constant_pad_nd)
+    def _fpad(tr: _Translator, node: Any, args: Sequence[Any], kw: dict[str, Any]) -> Value:
+        x = _tensor(tr, args[0])
+        pad = [int(p) for p in _literal(tr, _arg(args, kw, 1, "pad"))]
+        nd = node.target is torch.constant_pad_nd
+        mode = "constant" if nd else _literal(tr, _arg(args, kw, 2, "mode", "constant"))
+        value = _literal(tr, _arg(args, kw, 2 if nd else 3, "value", None))
+        if mode != "constant" or value not in (None, 0, 0.0) or len(pad) % 2 or len(pad) > 2 * len(x.shape):
+            raise NotMapped("a non-zero or non-constant pad")
+        if any(p < 0 for p in pad):
+            raise NotMapped("a cropping pad")
+        r = len(x.shape)
+        before, after = [0] * r, [0] * r
+        for i in range(len(pad) // 2):
+            before[r - 1 - i], after[r - 1 - i] = pad[2 * i], pad[2 * i + 1]
+        return one(tr, "pad", x, pads=(*before, *after), fill="zero")
+
+    @_register("method:expand", "method:expand_as")
+    def _expand(tr: _Translator, node: Any, args: Sequence[Any], kw: dict[str, Any]) -> Value:
+        from tensor_eqsat.torch.fx_import import _example
+
+        x = _tensor(tr, args[0])
+        ev = _example(node)
+        if not isinstance(ev, torch.Tensor) or ev.dim() != len(x.shape):
+            raise NotMapped("expand that adds dims")
+        shape = tuple(int(d) for d in ev.shape)
+        if shape == tuple(x.shape):
+            return _ir(x)
+        return one(tr, "expand", x, shape=shape)
+
+    @_register(operator.getitem)
+    def _getitem(tr: _Translator, node: Any, args: Sequence[Any], kw: dict[str, Any]) -> Value:
+        from tensor_eqsat.torch.fx_import import Seq
+
+        seq, index = _value(tr, args[0]), args[1]
+        if isinstance(seq, Seq):
+            if not isinstance(index, int):
+                raise NotMapped("indexing a sequence by a non-integer")
+            return seq.items[index]
+        return _index(tr, node, _tensor(tr, args[0]), index)
+
+    def _index(tr: _Translator, node: Any, x: Tensor, index: Any) -> Value:
+        """Basic indexing (slices, integers, None, Ellipsis) as slices and one reshape."""
+        from tensor_eqsat.torch.fx_import import _example
+
+        items = list(index) if isinstance(index, tuple) else [index]
+        if any(not (i is None or i is Ellipsis or isinstance(i, int | slice)) for i in items):
+            raise NotMapped("advanced indexing")
+        if sum(i is Ellipsis for i in items) > 1:
+            raise NotMapped("two ellipses")
+        used = sum(1 for i in items if i is not None and i is not Ellipsis)
+        if used > len(x.shape):
+            raise NotMapped("too many indices")
+        k = items.index(Ellipsis) if Ellipsis in items else len(items)
+        items = items[:k] + [slice(None)] * (len(x.shape) - used) + items[k + 1 :]
+        axis, y = 0, x
+        for it in items:
+            if it is None:
+                continue
+            dim = x.shape[axis]
+            if isinstance(it, int):
+                i = it + dim if it < 0 else it
+                if not 0 <= i < dim:
+                    raise NotMapped("index out of range")
+                it = slice(i, i + 1)
+            for b in (it.start, it.stop, it.step):
+                if b is not None and not isinstance(b, int):
+                    raise NotMapped("a slice bound that is not a number")
+            start, stop, step = it.indices(dim)
+            if step < 1 or start >= stop:
+                raise NotMapped("an empty or reversed slice")
+            if (start, stop, step) != (0, dim, 1):
+                y = g(tr).add("slice", [y], axis=axis, start=start, end=stop, step=step)[0]
+            axis += 1
+        ev = _example(node)
+        if not isinstance(ev, torch.Tensor):
+            raise NotMapped("unknown result shape")
+        shape = tuple(int(d) for d in ev.shape)
+        if tuple(y.shape) != shape:
+            y = g(tr).reshape(y, shape)
+        return _ir(y)
+
+    @_register("method:to", "method:type", "method:float")
+    def _to(tr: _Translator, node: Any, args: Sequence[Any], kw: dict[str, Any]) -> Value:
+        from tensor_eqsat.torch.fx_import import _example
+
+        from torch.fx.node import Node
+
+        x = _tensor(tr, args[0])  # a float32 run-time tensor
+        if not isinstance(args[0], Node):
+            raise NotMapped("a constant")
+        ev, src = _example(node), _example(args[0])
+        if not (isinstance(ev, torch.Tensor) and isinstance(src, torch.Tensor)):
+            raise NotMapped("unknown result")
+        if ev.dtype != torch.float32 or ev.device != src.device or kw.get("memory_format") is not None:
+            raise NotMapped("a cast or a move")
+        return _ir(x)  # float32 on its own device: the same values
+
+    @_register(torch.softmax, F.softmax, "method:softmax")
+    def _softmax(tr: _Translator, node: Any, args: Sequence[Any], kw: dict[str, Any]) -> Value:
+        dim = _literal(tr, _arg(args, kw, 1, "dim"))
+        dtype = kw.get("dtype", args[3] if F.softmax is node.target and len(args) > 3 else None)
+        if dim is None or dtype not in (None, torch.float32):
+            raise NotMapped("softmax without a dim, or to another dtype")
+        return _ir(g(tr).softmax(_tensor(tr, args[0]), axis=int(dim)))
+
+
 def table() -> dict[Any, Translator]:
     """The translation table (built on first use: it needs torch)."""
     if not TRANSLATORS:
         _build_table()
+        _build_inference_table()
     return TRANSLATORS
 
 
