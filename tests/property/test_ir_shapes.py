@@ -29,7 +29,8 @@ def check(g: Graph, outs: tuple[Tensor, ...], seed: int = 0) -> list[np.ndarray]
     args = []
     for ref in node.inputs:
         shape = g.shape_of(ref)
-        positive = node.op == "batchnorm" and len(args) == 4
+        # batchnorm's variance; rsqrt and pow (fractional, negative exponents) are real on x > 0.
+        positive = (node.op == "batchnorm" and len(args) == 4) or node.op in ("rsqrt", "pow")
         args.append(rng.uniform(0.5, 1.5, shape) if positive else rng.standard_normal(shape))
     results = node.spec.evaluate([a.astype(np.float32) for a in args], node.attrs)
     assert tuple(r.shape for r in results) == node.shapes == tuple(t.shape for t in outs)
@@ -307,12 +308,88 @@ def test_noop(parts):
     assert y.shape == ()
 
 
+@given(nonscalar, st.sampled_from(["silu", "hardsigmoid", "hardswish", "rsqrt"]))
+def test_unary_activations(shape, op):
+    g = Graph()
+    (y,) = g.add(op, [g.input(shape)])
+    (out,) = check(g, (y,))
+    assert y.shape == shape and out.shape == shape
+
+
+@given(nonscalar, st.floats(-3, 3), st.floats(0, 3))
+def test_clip(shape, lo, width):
+    g = Graph()
+    (y,) = g.add("clip", [g.input(shape)], min=lo, max=lo + width)
+    (out,) = check(g, (y,))
+    assert np.all(out >= np.float32(lo)) and np.all(out <= np.float32(lo + width))
+    with pytest.raises(ShapeError, match="min"):
+        g.add("clip", [g.input(shape)], min=1.0, max=0.0)
+
+
+@given(nonscalar, st.sampled_from([2.0, 3.0, -1.0, 0.5]))
+def test_pow(shape, exponent):
+    g = Graph()
+    (y,) = g.add("pow", [g.input(shape)], exponent=exponent)
+    check(g, (y,))
+    assert y.shape == shape
+
+
+@given(nonscalar, st.data())
+def test_pad(shape, data):
+    r = len(shape)
+    pads = tuple(data.draw(st.lists(st.integers(0, 2), min_size=2 * r, max_size=2 * r)))
+    g = Graph()
+    (y,) = g.add("pad", [g.input(shape)], pads=pads, fill="zero")
+    (out,) = check(g, (y,))
+    assert out.shape == np.pad(np.zeros(shape), [(pads[i], pads[r + i]) for i in range(r)]).shape
+    with pytest.raises(ShapeError):
+        g.add("pad", [g.input(shape)], pads=pads[:-1])
+
+
+@given(nonscalar, st.data())
+def test_slice(shape, data):
+    axis = data.draw(st.integers(0, len(shape) - 1))
+    start = data.draw(st.integers(0, shape[axis] - 1))
+    end = data.draw(st.integers(start + 1, shape[axis]))
+    step = data.draw(st.integers(1, 3))
+    g = Graph()
+    (y,) = g.add("slice", [g.input(shape)], axis=axis, start=start, end=end, step=step)
+    (out,) = check(g, (y,))
+    index = [slice(None)] * len(shape)
+    index[axis] = slice(start, end, step)
+    assert out.shape == np.zeros(shape)[tuple(index)].shape
+    with pytest.raises(ShapeError):
+        g.add("slice", [g.input(shape)], axis=axis, start=0, end=shape[axis] + 1)
+
+
+@given(nonscalar, st.data())
+def test_expand(shape, data):
+    target = tuple(d * data.draw(st.integers(1, 3)) if d == 1 else d for d in shape)
+    g = Graph()
+    (y,) = g.add("expand", [g.input(shape)], shape=target)
+    (out,) = check(g, (y,))
+    assert out.shape == np.broadcast_shapes(shape, target)
+    if any(d > 1 for d in shape):
+        with pytest.raises(ShapeError):
+            g.add("expand", [g.input(shape)], shape=tuple(d + 1 for d in shape))
+
+
+@given(nonscalar, st.data(), st.booleans())
+def test_mean(shape, data, keep):
+    axes = data.draw(st.sets(st.integers(0, len(shape) - 1), min_size=1))
+    g = Graph()
+    (y,) = g.add("mean", [g.input(shape)], axes=tuple(axes), keepdims=keep)
+    (out,) = check(g, (y,))
+    assert out.shape == np.zeros(shape).mean(axis=tuple(axes), keepdims=keep).shape
+
+
 def test_every_op_has_a_property_test():
     covered = {
         "ewadd", "ewmul", "relu", "tanh", "sigmoid", "gelu", "dropout", "smul", "sdiv", "matmul",
         "conv2d", "poolmax", "poolavg", "merge", "enlarge", "concat", "split", "reshape", "transpose",
         "softmax", "layernorm", "batchnorm", "noop", "input", "weight",
         "opaque",  # tests/property/test_io_opaque.py (it needs onnx to build a payload)
+        "silu", "hardsigmoid", "hardswish", "clip", "pow", "rsqrt", "pad", "slice", "expand", "mean",
     }  # fmt: skip
     from tensor_eqsat.ir.ops import op_names
 

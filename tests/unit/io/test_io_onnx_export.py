@@ -22,6 +22,11 @@ ROUND_TRIP_OPS = {
     "enlarge": {"conv2d", "opaque"},
     "merge": {"conv2d", "opaque", "ewmul"},  # Tile is opaque
     "noop": {"relu"},
+    # The ops of today's inference graphs export exactly; the ONNX importer does not map their
+    # ONNX forms back yet (they come back opaque, or as the ops SiLU is spelled with).
+    "silu": {"sigmoid", "ewmul"},
+    "rsqrt": {"sigmoid", "opaque"},
+    **{op: {"opaque"} for op in ("hardsigmoid", "hardswish", "clip", "pow", "pad", "slice", "expand", "mean")},
 }
 
 

@@ -16,17 +16,18 @@ TENSAT_OPS = {
 }  # fmt: skip
 TRANSFORMER_OPS = {"softmax", "layernorm", "gelu", "sdiv"}
 ONNX_OPS = {"opaque"}  # an ONNX operator the IR does not model, run by onnxruntime
+INFERENCE_OPS = {"silu", "hardsigmoid", "hardswish", "clip", "pow", "rsqrt", "pad", "slice", "expand", "mean"}
 
 
 def test_operator_set():
     names = op_names()
-    assert len(names) == len(set(names)) == 26
-    assert set(names) == TENSAT_OPS | TRANSFORMER_OPS | ONNX_OPS
+    assert len(names) == len(set(names)) == 36
+    assert set(names) == TENSAT_OPS | TRANSFORMER_OPS | ONNX_OPS | INFERENCE_OPS
 
 
 def test_views_are_exactly_the_free_ops():
     views = {n for n in op_names() if get_op(n).is_view}
-    assert views == {"reshape", "transpose", "split", "dropout", "noop"}
+    assert views == {"reshape", "transpose", "split", "dropout", "noop", "slice"}
     assert get_op("concat").kind is OpKind.MEMORY  # concat moves bytes (DESIGN.md decision 5)
     assert {n for n in op_names() if get_op(n).is_leaf} == {"input", "weight"}
 

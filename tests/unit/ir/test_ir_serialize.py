@@ -41,7 +41,15 @@ def every_op_graph() -> Graph:
     h = g.gelu(g.sdiv(g.smul(g.tanh(g.sigmoid(g.relu(h))), 3.0), 2.0), approximate="tanh")
     h = g.layernorm(g.gelu(g.dropout(h, rate=0.1)), g.weight((6,), name="ln_s"), g.weight((6,), name="ln_b"))
     out = g.softmax(h, axis=-1)
-    g.output(out, b, g.noop(out, b))
+    # The ops of today's inference graphs (issue 33).
+    (h2,) = g.add("silu", [g.ewadd(g.add("hardswish", [h])[0], g.add("hardsigmoid", [h])[0])])
+    (h2,) = g.add("clip", [g.add("pow", [g.add("rsqrt", [g.sigmoid(h2)])[0]], exponent=2.0)[0]], min=0.0, max=6.0)
+    (h2,) = g.add("pad", [h2], pads=(0, 1, 0, 2), fill="neg_inf")
+    (h2,) = g.add("slice", [h2], axis=1, start=1, end=7, step=2)
+    flat = g.reshape(h2, (1, 1, -1))
+    (h2,) = g.add("expand", [flat], shape=(1, 2, flat.shape[2]))
+    (h2,) = g.add("mean", [h2], axes=(2,), keepdims=True)
+    g.output(out, b, g.noop(out, b), h2)
     return g
 
 
@@ -59,7 +67,7 @@ def test_round_trip_is_lossless(tmp_path):
     assert [(n.op, n.attrs, n.inputs, n.shapes) for n in h.nodes] == [
         (n.op, n.attrs, n.inputs, n.shapes) for n in g.nodes
     ]
-    assert h.outputs == g.outputs and len(h.outputs) == 3
+    assert h.outputs == g.outputs and len(h.outputs) == 4
     assert set(h.weight_data) == {"w_grouped", "fc"}
     for name, arr in g.weight_data.items():
         assert h.weight_data[name].dtype == np.float32
