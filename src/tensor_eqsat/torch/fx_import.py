@@ -12,8 +12,11 @@
   recorded, and a node that does not translate exactly stays opaque.
 * an **opaque** IR op standing for the original FX node, which the rebuilt graph runs as it was
   (:mod:`tensor_eqsat.torch.fx_export`). Its IR inputs are the IR tensors among its arguments, so
-  the e-graph orders it correctly; it also reads the previous opaque op, so opaque nodes keep
-  their original relative order (global-state calls such as ``_set_grad_enabled`` stay put). The
+  the e-graph orders it correctly. A call made for its effect (it returns no tensor: global-state
+  calls such as ``_set_grad_enabled``) also reads the previous such call and every opaque op
+  since it, and every opaque op reads the last such call: effects keep their order and opaque
+  tensor ops stay in the region an effect opens, but are not ordered among themselves, so they
+  block no rewrite of the mapped ops around them. The
   IR's ``opaque`` op carries a one-node ONNX model; here that node is in the private domain
   :data:`FX_DOMAIN` and names the FX node, so no rule rewrites it and it is never run by
   onnxruntime (the graph is only optimized, then rebuilt as FX).
@@ -98,8 +101,8 @@ Value = Const | Ir | Seq
 class OpaqueInfo:
     """An opaque op's FX node, the call it makes (``target``, ``args``, ``kwargs``: the node's
     own, or the out-of-place form of an in-place op), and the FX nodes whose IR tensors are its
-    inputs with how many each gives (a split's outputs give several), in input order (then the
-    previous opaque op when ``chained``)."""
+    inputs with how many each gives (a split's outputs give several), in input order (then, when
+    ``chained``, the opaque ops it is ordered after: see the module docstring)."""
 
     node: Any
     target: Any
@@ -209,7 +212,8 @@ class _Translator:
         self.weight_deps: dict[str, frozenset[str]] = {}
         self._value_deps: dict[int, frozenset[str]] = {}
         self._scalars: dict[float, Any] = {}
-        self._last_opaque: Tensor | None = None
+        self._last_effect: Tensor | None = None
+        self._since_effect: list[Tensor] = []
         self.retarget: dict[str, Any] = {}
         self._aliases = _alias_bases(gm)
         self.position = {node.name: i for i, node in enumerate(gm.graph.nodes)}
@@ -392,9 +396,17 @@ class _Translator:
             elif isinstance(v, Seq):
                 ins.extend(item.tensor for item in v.items)
                 srcs.append((arg, len(v.items)))
-        chained = self._last_opaque is not None
-        if self._last_opaque is not None:
-            ins.append(self._last_opaque)
+        # Order: an effectful call (one that returns no tensor: ``_set_grad_enabled``,
+        # ``_enter_autocast``) follows the previous one and every opaque op since it; any other
+        # opaque op only follows the last effectful call. So opaque tensor ops stay inside the
+        # region a global-state call opens, without ordering them among themselves or blocking
+        # rewrites of the mapped ops around them.
+        effectful = not _tensor_valued(ev)
+        order = [self._last_effect] if self._last_effect is not None else []
+        if effectful:
+            order += self._since_effect
+        ins += order
+        chained = bool(order)
         if isinstance(ev, torch.Tensor):
             out_shape: Shape = tuple(int(d) for d in ev.shape)
             dtype = ev.dtype
@@ -404,7 +416,10 @@ class _Translator:
         (out,) = self.graph.add("opaque", ins, **attrs)
         target = self.retarget.get(node.name, node.target)
         self.opaque[node.name] = OpaqueInfo(node, target, args, kwargs, srcs, chained)
-        self._last_opaque = out
+        if effectful:
+            self._last_effect, self._since_effect = out, []
+        else:
+            self._since_effect.append(out)
         return Ir(out, dtype)
 
 
@@ -441,6 +456,16 @@ def _alias_bases(gm: Any) -> dict[str, int]:
                 out.setdefault(bases[id(base)], pos)
             bases.setdefault(id(ev), node.name)
     return out
+
+
+def _tensor_valued(ev: Any) -> bool:
+    """Whether a recorded value is a tensor or a tuple or list of tensors (a call made for its
+    result, not for an effect)."""
+    import torch
+
+    if isinstance(ev, torch.Tensor):
+        return True
+    return isinstance(ev, tuple | list) and bool(ev) and all(isinstance(x, torch.Tensor) for x in ev)
 
 
 def _is_static(ev: Any) -> bool:

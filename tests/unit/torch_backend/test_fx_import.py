@@ -265,3 +265,29 @@ def test_an_in_place_op_after_a_view_was_taken_is_still_refused():
     gm, ex = capture(fn, torch.randn(4, 4))
     with pytest.raises(Unsupported, match="view"):
         translate(gm, ex)
+
+
+def test_opaque_tensor_ops_are_ordered_only_by_effectful_calls():
+    def fn(x):
+        a = torch.erf(x)
+        b = torch.erf(x * 2.0)  # independent of a: free to move
+        with torch.enable_grad():  # two effectful calls; c must stay between them
+            c = torch.erf(x * 3.0)
+        return a, b, c
+
+    gm, ex = capture(fn, torch.randn(4))
+    tr = translate(gm, ex)
+    g = tr.graph
+    ops = {}
+    for n in g.nodes:
+        if n.op == "opaque":
+            ops.setdefault(n.attr_dict()["op_type"], []).append(n)
+    (a, b, c), (enter, leave) = ops["erf"], ops["_set_grad_enabled"]
+
+    def reads(n, m):
+        return any(src == m.id for src, _ in n.inputs)
+
+    assert not reads(b, a) and not reads(a, b)
+    assert reads(c, enter) and reads(leave, enter) and reads(leave, c)
+    with torch.no_grad():
+        close(gm(*ex), rebuild(tr, g)(*ex))
