@@ -196,9 +196,7 @@ def summarize(reports: list[Any]) -> dict[str, Any]:
 
 
 # -- timing ---------------------------------------------------------------------------------------
-def time_model(
-    model: Any, inputs: tuple[Any, ...], local: str, args: argparse.Namespace
-) -> dict[str, Any]:
+def time_model(model: Any, inputs: tuple[Any, ...], local: str, args: argparse.Namespace) -> dict[str, Any]:
     """Compile the five arms, compare outputs with eager and time them alternately."""
     from torch._dynamo.backends.registry import lookup_backend
 
@@ -301,7 +299,8 @@ def show(r: dict[str, Any], local: str) -> None:
     print(
         f"{r['model']} b{r['batch']} [{r['dtype']}]: {h['graphs']} graph(s), FX calls mapped "
         f"{h['ops_mapped']} / opaque {h['ops_opaque']} ({h['mapped_pct']:.1f} % mapped), fallbacks "
-        f"{len(h['fallbacks'])}; h200: {sum(rules.values())} rules, predicted {_gains(h['predicted_gain_pct'])} %"
+        f"{len(h['fallbacks'])}; h200: {sum(rules.values())} rules, predicted "
+        f"{_gains(h['predicted_gain_pct'])} %"
         + (
             f"; {local}: {sum(r[local]['rules_applied'].values())} rules, predicted "
             f"{_gains(r[local]['predicted_gain_pct'])} %"

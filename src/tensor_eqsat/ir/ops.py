@@ -29,8 +29,9 @@ order of :func:`op_names`): ``ops_leaf`` (input, weight), ``ops_elementwise``, `
 (softmax, layernorm), ``ops_matmul``, ``ops_window`` (conv2d, pools), ``ops_weights`` (enlarge,
 merge), ``ops_layout`` (concat, split, reshape, transpose, dropout, noop), ``ops_opaque``, then
 the ops of today's inference graphs (issue 33): ``ops_activation`` (silu, hardsigmoid,
-hardswish, clip, pow, rsqrt) and ``ops_extent`` (pad, slice, expand, mean); shared helpers live in ``ops_common``. A family module only lists its OpSpecs, so importing one
-directly cannot change the registration order. To add an op, append its OpSpec to its family's
+hardswish, clip, pow, rsqrt) and ``ops_extent`` (pad, slice, expand, mean); shared helpers
+live in ``ops_common``. A family module only lists its OpSpecs, so importing one directly
+cannot change the registration order. To add an op, append its OpSpec to its family's
 ``SPECS`` (or add a family module to ``_FAMILIES``).
 """
 

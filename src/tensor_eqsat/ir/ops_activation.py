@@ -35,7 +35,9 @@ def _f32(x: Any) -> np.ndarray:
 
 def hardsigmoid_numpy(x: np.ndarray) -> np.ndarray:
     """PyTorch's ``hardsigmoid``: ``min(max(x + 3, 0), 6) / 6``."""
-    return _f32(np.minimum(np.maximum(x + np.float32(3.0), np.float32(0.0)), np.float32(6.0)) / np.float32(6.0))
+    return _f32(
+        np.minimum(np.maximum(x + np.float32(3.0), np.float32(0.0)), np.float32(6.0)) / np.float32(6.0)
+    )
 
 
 def _unary(

@@ -769,9 +769,9 @@ def _build_inference_table() -> None:
 
     @_register("method:to", "method:type", "method:float")
     def _to(tr: _Translator, node: Any, args: Sequence[Any], kw: dict[str, Any]) -> Value:
-        from tensor_eqsat.torch.fx_import import _example
-
         from torch.fx.node import Node
+
+        from tensor_eqsat.torch.fx_import import _example
 
         x = _tensor(tr, args[0])  # a float32 run-time tensor
         if not isinstance(args[0], Node):

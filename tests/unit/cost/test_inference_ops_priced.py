@@ -23,6 +23,7 @@ CASES = {
     "mean": (((2,), True), ((8, 128, 512),)),
 }
 
+
 def _attrs(op, values):
     spec = get_op(op)
     return spec.make_attrs(**dict(zip(spec.attr_names, values, strict=True)))

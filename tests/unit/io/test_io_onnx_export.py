@@ -26,7 +26,9 @@ ROUND_TRIP_OPS = {
     # ONNX forms back yet (they come back opaque, or as the ops SiLU is spelled with).
     "silu": {"sigmoid", "ewmul"},
     "rsqrt": {"sigmoid", "opaque"},
-    **{op: {"opaque"} for op in ("hardsigmoid", "hardswish", "clip", "pow", "pad", "slice", "expand", "mean")},
+    **{
+        op: {"opaque"} for op in ("hardsigmoid", "hardswish", "clip", "pow", "pad", "slice", "expand", "mean")
+    },
 }
 
 

@@ -43,7 +43,9 @@ def every_op_graph() -> Graph:
     out = g.softmax(h, axis=-1)
     # The ops of today's inference graphs (issue 33).
     (h2,) = g.add("silu", [g.ewadd(g.add("hardswish", [h])[0], g.add("hardsigmoid", [h])[0])])
-    (h2,) = g.add("clip", [g.add("pow", [g.add("rsqrt", [g.sigmoid(h2)])[0]], exponent=2.0)[0]], min=0.0, max=6.0)
+    (h2,) = g.add(
+        "clip", [g.add("pow", [g.add("rsqrt", [g.sigmoid(h2)])[0]], exponent=2.0)[0]], min=0.0, max=6.0
+    )
     (h2,) = g.add("pad", [h2], pads=(0, 1, 0, 2), fill="neg_inf")
     (h2,) = g.add("slice", [h2], axis=1, start=1, end=7, step=2)
     flat = g.reshape(h2, (1, 1, -1))

@@ -177,7 +177,9 @@ def test_inference_calls_map_to_one_ir_op(fn, op):
 
 
 def test_a_non_constant_or_cropping_pad_and_a_one_sided_clamp_stay_opaque():
-    tr = roundtrip(lambda x: (F.pad(x, (1, 1), value=2.0), F.pad(x, (-1, 3)), x.clamp(min=0.5)), torch.randn(2, 4))
+    tr = roundtrip(
+        lambda x: (F.pad(x, (1, 1), value=2.0), F.pad(x, (-1, 3)), x.clamp(min=0.5)), torch.randn(2, 4)
+    )
     assert dict(tr.unmapped) == {"pad": 2, "method:clamp": 1}
 
 

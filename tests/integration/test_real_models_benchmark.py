@@ -1,0 +1,62 @@
+"""benchmarks/real_models.py in its quick mode: the HF architectures of issue 33, small, through
+the backend (a smoke run; the figures are in docs/results-real.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "benchmarks" / "real_models.py"
+
+pytestmark = [pytest.mark.slow, pytest.mark.hf]
+
+
+def _run(tmp_path: Path, *args: str) -> list[dict]:
+    out = tmp_path / "r.json"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "TENSOR_EQSAT_CACHE_DIR": str(tmp_path / "cache")}
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), *args, "--quick", "--device", "cpu", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(out.read_text())
+
+
+def test_quick_translation_maps_the_calls_of_a_cnn_and_a_llama_decoder(tmp_path):
+    rows = _run(tmp_path, "resnet50", "llama", "--no-time", "--no-local", "--batch", "1", "2")
+    assert [(r["model"], r["batch"]) for r in rows] == [
+        ("resnet50", 1),
+        ("resnet50", 2),
+        ("llama", 1),
+        ("llama", 2),
+    ]
+    for r in rows:
+        h = r["h200"]
+        assert h["fallbacks"] == [] and h["graphs"] == 1
+        assert h["mapped_pct"] >= 95.0, (r["model"], h["opaque_ops"])
+        assert not any("failed the check" in v for v in h["verdicts"])
+        assert "timing" not in r
+    llama = rows[2]["h200"]
+    assert set(llama["opaque_ops"]) <= {"embedding"}  # token ids: the one integer op
+    assert sum(llama["rules_applied"].values()) > 0 and llama["predicted_gain_pct"][0] > 0
+
+
+def test_quick_timed_run_compares_outputs_with_eager(tmp_path):
+    (row,) = _run(tmp_path, "mobilenet_v2", "--batch", "1", "--runs", "4", "--blocks", "2", "--no-local")
+    t = row["timing"]
+    assert set(t["ms"]) == {"eager", "inductor", "freezing", "tensor_eqsat", "inductor_again"}
+    assert all(ms > 0 for ms in t["ms"].values())
+    assert all(t["equal_to_eager"].values()), t["max_abs_diff_vs_eager"]
+    assert t["backend_fallbacks"] == []
