@@ -3,7 +3,7 @@ with freezing.
 
     PYTHONPATH=src python benchmarks/real_models.py [MODEL ...] [--batch 1 8] [--device cpu|cuda]
         [--no-time] [--quick] [--time-budget 10] [--dtype float32] [--threads 1] [--runs 40]
-        [--blocks 8] [--json benchmarks/out/real_models.json]
+        [--blocks 8] [--json benchmarks/out/real_models.json] [--markdown TABLES.md]
 
 Models (the HuggingFace ``transformers`` implementations, random init from their configs, nothing
 downloaded, eval mode, ``attn_implementation="eager"``; the ``hf`` extra): ``resnet50``
@@ -344,6 +344,51 @@ def show(r: dict[str, Any], local: str) -> None:
     print(f"  ({r['wall_s']:.0f} s)", flush=True)
 
 
+def _rules(d: dict[str, Any]) -> str:
+    return ", ".join(f"{k} x{v}" for k, v in sorted(d["rules_applied"].items())) or "none"
+
+
+def markdown(results: list[dict[str, Any]], local: str) -> str:
+    """The results as markdown tables: translation and search, then timing (when measured)."""
+    lines = [
+        f"| model | batch | FX calls mapped / opaque | mapped | opaque calls | fallbacks | rules (h200) "
+        f"| predicted h200 | predicted {local} |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        h, lo = r["h200"], r.get(local)
+        opaque = ", ".join(f"{k} x{v}" for k, v in h["opaque_ops"].items()) or "-"
+        lines.append(
+            f"| {r['model']} | {r['batch']} | {h['ops_mapped']} / {h['ops_opaque']} "
+            f"| {h['mapped_pct']:.1f} % | {opaque} | {len(h['fallbacks'])} "
+            f"| {sum(h['rules_applied'].values())} | {_gains(h['predicted_gain_pct'])} % "
+            f"| {_gains(lo['predicted_gain_pct']) + ' %' if lo else '-'} |"
+        )
+    timed = [r for r in results if "timing" in r]
+    if timed:
+        lines += [
+            "",
+            "| model | batch | eager ms | Inductor ms | freezing ms | tensor_eqsat ms | vs Inductor "
+            "| vs freezing | noise | outputs = eager | backend verdict |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for r in timed:
+            t, ms = r["timing"], r["timing"]["ms"]
+            lines.append(
+                f"| {r['model']} | {r['batch']} | {ms['eager']:.3f} | {ms['inductor']:.3f} "
+                f"| {ms['freezing']:.3f} | {ms['tensor_eqsat']:.3f} | {t['gain_over_inductor_pct']:+.1f} % "
+                f"| {t['gain_over_freezing_pct']:+.1f} % | ±{t['noise_pct']:.1f} % "
+                f"| {'yes' if all(t['equal_to_eager'].values()) else 'NO'} "
+                f"| {'; '.join(t['backend_verdicts'])} |"
+            )
+    rules = [
+        f"* {r['model']} b{r['batch']}: {_rules(r['h200'])}" for r in results if r["h200"]["rules_applied"]
+    ]
+    if rules:
+        lines += ["", "Rules applied, priced for the H200:", "", *rules]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("models", nargs="*", default=list(MODELS), help=f"default: all of {', '.join(MODELS)}")
@@ -360,6 +405,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rtol", type=float, default=1e-4, help="output check vs eager (default 1e-4)")
     p.add_argument("--atol", type=float, default=1e-5, help="output check vs eager (default 1e-5)")
     p.add_argument("--json", type=Path, default=None, help="write the results here")
+    p.add_argument("--markdown", type=Path, default=None, help="write the tables here (markdown)")
     p.add_argument("--cold-caches", action="store_true", help="Inductor's FX graph / AOTAutograd caches off")
     args = p.parse_args(argv)
     for m in args.models:
@@ -395,6 +441,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(results, indent=2) + "\n")
+    if args.markdown is not None:
+        args.markdown.parent.mkdir(parents=True, exist_ok=True)
+        args.markdown.write_text(markdown(results, local))
     return 0
 
 
