@@ -38,11 +38,13 @@ Per model and batch size:
 rewritable part is float32, so there the report says how many calls stayed opaque for it; the
 timing runs all the same.
 
-On a GPU (``--device cuda``) the run is sized for a few minutes: Inductor's caches stay on unless
-``--cold-caches`` (a second compile of one graph is then served from the first one's cache, so
-compile times are not comparable, but run times are). With one CPU thread the clock is the
-thread's CPU time (steadier on a shared machine). Compare ratios within a run, not milliseconds
-across runs.
+On a GPU (``--device cuda``) the search gets 3 s and each arm 20 runs in 5 blocks by default,
+and Inductor's caches stay on unless ``--cold-caches`` (a second compile of one graph is then
+served from the first one's cache, so compile times are not comparable, but run times are).
+Compiles dominate the wall time: four Inductor compiles per model and batch (about 10-20 s each
+for these models on an H200, from ``calibration/h200-2026-11b/torch_backend_hf.json``). With
+one CPU thread the clock is the thread's CPU time (steadier on a shared machine). Compare ratios
+within a run, not milliseconds across runs.
 """
 
 from __future__ import annotations
@@ -403,10 +405,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-time", action="store_true", help="translation, rules and predicted gains only")
     p.add_argument("--no-local", action="store_true", help="skip the search priced for the local target")
     p.add_argument("--quick", action="store_true", help="small configs and inputs (a smoke run)")
-    p.add_argument("--time-budget", type=float, default=None, help="search seconds (default 10; --quick 2)")
+    p.add_argument(
+        "--time-budget", type=float, default=None, help="search seconds (default 10, on CUDA 3; --quick 2)"
+    )
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads on the CPU (default 1)")
-    p.add_argument("--runs", type=int, default=None, help="timed runs per arm (default 40; --quick 8)")
-    p.add_argument("--blocks", type=int, default=None, help="alternating blocks (default 8; --quick 4)")
+    p.add_argument(
+        "--runs", type=int, default=None, help="timed runs per arm (default 40, on CUDA 20; --quick 8)"
+    )
+    p.add_argument(
+        "--blocks", type=int, default=None, help="alternating blocks (default 8, on CUDA 5; --quick 4)"
+    )
     p.add_argument("--rtol", type=float, default=1e-4, help="output check vs eager (default 1e-4)")
     p.add_argument("--atol", type=float, default=1e-5, help="output check vs eager (default 1e-5)")
     p.add_argument("--json", type=Path, default=None, help="write the results here")
@@ -422,9 +430,10 @@ def main(argv: list[str] | None = None) -> int:
 
         inductor_config.fx_graph_cache = False
         functorch_config.enable_autograd_cache = False
-    args.time_budget = args.time_budget or (2.0 if args.quick else 10.0)
-    args.runs = args.runs or (8 if args.quick else 40)
-    args.blocks = args.blocks or (4 if args.quick else 8)
+    gpu = args.device.startswith("cuda")
+    args.time_budget = args.time_budget or (2.0 if args.quick else 3.0 if gpu else 10.0)
+    args.runs = args.runs or (8 if args.quick else 20 if gpu else 40)
+    args.blocks = args.blocks or (4 if args.quick else 5 if gpu else 8)
     if args.device == "cpu":
         torch.set_num_threads(args.threads)
     local = "cuda" if args.device.startswith("cuda") else "torch-cpu"
