@@ -215,6 +215,7 @@ def time_model(model: Any, inputs: tuple[Any, ...], local: str, args: argparse.N
         "then": "inductor",
         "guard_runs": args.runs,
         "guard_blocks": args.blocks,
+        "cache": False,  # every run searches and guards afresh, never serves an earlier verdict
     }
     arms: list[tuple[str, Any, Any]] = [
         ("inductor", "inductor", None),
