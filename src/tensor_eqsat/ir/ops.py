@@ -27,7 +27,8 @@ payload in onnxruntime, imported lazily.
 The ops are defined by family, one module each, and registered here in a fixed order (the
 order of :func:`op_names`): ``ops_leaf`` (input, weight), ``ops_elementwise``, ``ops_reduction``
 (softmax, layernorm), ``ops_matmul``, ``ops_window`` (conv2d, pools), ``ops_weights`` (enlarge,
-merge), ``ops_layout`` (concat, split, reshape, transpose, dropout, noop) and ``ops_opaque``;
+merge), ``ops_layout`` (concat, split, reshape, transpose, dropout, noop), ``ops_opaque`` and
+``ops_inference`` (bnfold_weight, bnfold_bias, attention: what inference rewrites introduce);
 shared helpers live in ``ops_common``. A family module only lists its OpSpecs, so importing one
 directly cannot change the registration order. To add an op, append its OpSpec to its family's
 ``SPECS`` (or add a family module to ``_FAMILIES``).
@@ -37,6 +38,7 @@ from __future__ import annotations
 
 from tensor_eqsat.ir import (
     ops_elementwise,
+    ops_inference,
     ops_layout,
     ops_leaf,
     ops_matmul,
@@ -58,6 +60,7 @@ _FAMILIES = (
     ops_weights,
     ops_layout,
     ops_opaque,
+    ops_inference,
 )
 
 for _family in _FAMILIES:
