@@ -161,6 +161,26 @@ def _split(g):
     return g.concat([parts[1], parts[0]], axis=1)
 
 
+def _bnfold_weight(g):
+    # Weight-only (folded into an initializer) and on an activation (Add, Sqrt, Div, Reshape, Mul).
+    x = g.input((1, 3, 4, 4), name="x")
+    s, v = g.weight((5,), name="s"), g.weight((5,), name="v")
+    y = g.conv2d(x, g.add("bnfold_weight", [g.weight((5, 3, 1, 1), name="w"), s, v], axis=0)[0])
+    z = g.add("bnfold_weight", [g.input((2, 5), name="z"), s, v], axis=1, eps=1e-3)[0]
+    return g.noop(y, z)
+
+
+def _bnfold_bias(g):
+    s, b, m = (g.input((4,), name=n) for n in ("s", "b", "m"))
+    return g.add("bnfold_bias", [s, b, m, g.weight((4,), name="v")], eps=1e-3)[0]
+
+
+def _attention(g):
+    q, kt, v = g.input((2, 3, 4), name="q"), g.input((2, 4, 5), name="kt"), g.input((2, 5, 6), name="v")
+    masked = g.add("attention", [q, kt, v, g.weight((1, 3, 5), name="mask")], scale=0.5, divisor=2.0)[0]
+    return g.noop(masked, g.add("attention", [q, kt, v])[0])
+
+
 BUILDERS = {
     "ewadd": _bin("ewadd"),
     "ewmul": _bin("ewmul"),
@@ -186,4 +206,7 @@ BUILDERS = {
     "dropout": _unary("dropout", rate=0.25),
     "noop": lambda g: g.noop(g.relu(g.input((3,), name="x")), g.weight((2,), name="w")),
     "opaque": _opaque,
+    "bnfold_weight": _bnfold_weight,
+    "bnfold_bias": _bnfold_bias,
+    "attention": _attention,
 }

@@ -22,6 +22,11 @@ ROUND_TRIP_OPS = {
     "enlarge": {"conv2d", "opaque"},
     "merge": {"conv2d", "opaque", "ewmul"},  # Tile is opaque
     "noop": {"relu"},
+    # exported as the ops they stand for (Sqrt and Div by a tensor come back opaque; a transform
+    # of weights only is folded into an initializer)
+    "attention": {"matmul", "smul", "sdiv", "ewadd", "softmax"},
+    "bnfold_bias": {"ewadd", "ewmul", "opaque", "smul"},
+    "bnfold_weight": {"conv2d", "ewmul"},
 }
 
 

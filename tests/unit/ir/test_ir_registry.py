@@ -16,12 +16,13 @@ TENSAT_OPS = {
 }  # fmt: skip
 TRANSFORMER_OPS = {"softmax", "layernorm", "gelu", "sdiv"}
 ONNX_OPS = {"opaque"}  # an ONNX operator the IR does not model, run by onnxruntime
+INFERENCE_OPS = {"bnfold_weight", "bnfold_bias", "attention"}  # what the inference rules introduce
 
 
 def test_operator_set():
     names = op_names()
-    assert len(names) == len(set(names)) == 26
-    assert set(names) == TENSAT_OPS | TRANSFORMER_OPS | ONNX_OPS
+    assert len(names) == len(set(names)) == 29
+    assert set(names) == TENSAT_OPS | TRANSFORMER_OPS | ONNX_OPS | INFERENCE_OPS
 
 
 def test_views_are_exactly_the_free_ops():
@@ -42,7 +43,7 @@ def test_every_spec_is_complete():
             assert a.kind in {"int", "float", "ints", "str", "bool", "enum"}, (name, a.name)
             if not a.required and a.kind == "enum":
                 assert a.default in a.choices, (name, a.name)
-        assert spec.variadic == (name in {"concat", "noop", "opaque"}), name
+        assert spec.variadic == (name in {"concat", "noop", "opaque", "attention"}), name
 
 
 def test_get_op_unknown():
