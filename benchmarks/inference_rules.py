@@ -149,7 +149,9 @@ def run(name: str, args: argparse.Namespace) -> list[dict[str, Any]]:
             time_limit=args.time_limit, k_multi=args.k_multi, seed=0,
         )  # fmt: skip
         wall = time.perf_counter() - t0
-        new_ops = Counter(n.op for n in r.graph.nodes if n.op in ("attention", "bnfold_weight", "bnfold_bias"))
+        new_ops = Counter(
+            n.op for n in r.graph.nodes if n.op in ("attention", "bnfold_weight", "bnfold_bias")
+        )
         applied = {k: v for k, v in sorted(r.rule_counts.items()) if k >= 300}
         row = {
             "model": name, "set": label, "gain_pct": round(r.speedup_pct, 2),
@@ -159,8 +161,9 @@ def run(name: str, args: argparse.Namespace) -> list[dict[str, Any]]:
             "stop": str(r.stop_reason.value), "wall_s": round(wall, 1), "coverage_shim": args.coverage,
         }  # fmt: skip
         rows.append(row)
+        left = row["batchnorm_left"]
         print(f"  {label:11s} {row['gain_pct']:7.2f} %  applied {applied}  result holds {dict(new_ops)}"
-              f"  batchnorm left {row['batchnorm_left']}  ({row['stop']}, {wall:.1f} s)", flush=True)  # fmt: skip
+              f"  batchnorm left {left}  ({row['stop']}, {wall:.1f} s)", flush=True)  # fmt: skip
     return rows
 
 
@@ -170,7 +173,12 @@ def main() -> None:
     p.add_argument("--cost-model", default="recorded:h200")
     p.add_argument("--time-limit", type=float, default=30.0)
     p.add_argument("--node-limit", type=int, default=4000)
-    p.add_argument("--k-multi", type=int, default=3, help="iterations with multi rules (a merge of folded convs needs the fold first)")
+    p.add_argument(
+        "--k-multi",
+        type=int,
+        default=3,
+        help="iterations with multi rules (a merge of folded convs needs the fold first)",
+    )
     p.add_argument("--coverage", action="store_true", help="map softmax(dtype)/.to/.type (see above)")
     p.add_argument("--json", default=None)
     args = p.parse_args()

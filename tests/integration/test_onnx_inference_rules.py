@@ -23,8 +23,8 @@ pytest.importorskip("onnxruntime")
 from torch import nn  # noqa: E402
 
 from tensor_eqsat.deliver import DeliveryConfig, deliver  # noqa: E402
-from tensor_eqsat.io.onnx_import import import_onnx  # noqa: E402
 from tensor_eqsat.io.onnx_common import load_model  # noqa: E402
+from tensor_eqsat.io.onnx_import import import_onnx  # noqa: E402
 
 pytestmark = pytest.mark.slow  # exports, then the guard times onnxruntime sessions
 
@@ -101,7 +101,15 @@ def test_batch_norms_of_an_exported_cnn_are_folded(tmp_path):
 def test_an_exported_attention_block_merges_its_projections_and_fuses_attention(tmp_path):
     path = tmp_path / "att.onnx"
     _export(AttentionBlock(), torch.randn(1, 8, 32), path, dynamo=True)
-    d = deliver(path, time_budget=20, seed=0, search="saturate", k_multi=2, cost_model="recorded:h200", delivery=DeliveryConfig(guard_runs=20))
+    d = deliver(
+        path,
+        time_budget=20,
+        seed=0,
+        search="saturate",
+        k_multi=2,
+        cost_model="recorded:h200",
+        delivery=DeliveryConfig(guard_runs=20),
+    )
     applied = set(d.result.rule_counts)
     assert 310 in applied and applied & set(range(320, 326))
     ops = d.result.graph.op_counts()

@@ -330,7 +330,7 @@ def test_attention(batch, lq, d, s, dv, masked, data):
         scores = batch + (lq, s)
         ins.append(g.input(tuple(x if data.draw(st.booleans()) else 1 for x in scores)))
     (y,) = g.add("attention", ins, scale=0.5)
-    (out,) = check(g, (y,))
+    check(g, (y,))
     assert y.shape == batch + (lq, dv)
     if masked:  # a mask may not enlarge the scores
         with pytest.raises(ShapeError, match="enlarges"):

@@ -33,8 +33,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from tensor_eqsat.errors import ShapeError
-from tensor_eqsat.ir.opspec import AttrSpec, OpSpec
 from tensor_eqsat.ir.ops_common import A, fmt_shape
+from tensor_eqsat.ir.opspec import AttrSpec, OpSpec
 from tensor_eqsat.ir.types import OpKind, Shape, volume
 
 SPECS: list[OpSpec] = []
@@ -130,7 +130,9 @@ def _broadcast(shapes: Sequence[Shape], *parts: Shape) -> Shape:
 
 def _attention_infer(shapes: Sequence[Shape], a: A) -> tuple[Shape, ...]:
     if len(shapes) > 4:
-        raise ShapeError("attention", f"takes q, kt, v and an optional mask, got {len(shapes)} inputs", shapes)
+        raise ShapeError(
+            "attention", f"takes q, kt, v and an optional mask, got {len(shapes)} inputs", shapes
+        )
     q, kt, v = shapes[0], shapes[1], shapes[2]
     if min(len(q), len(kt), len(v)) < 2:
         raise ShapeError("attention", "q, kt and v need rank >= 2", shapes)

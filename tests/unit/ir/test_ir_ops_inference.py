@@ -46,7 +46,9 @@ def test_folded_product_computes_the_batch_norm_of_the_product():
     w = g.weight((6, 3), name="w", data=_rand(6, 3))
     s, b, m, v = (g.weight((3,), name=n, data=d) for n, d in zip("sbmv", _bn_params(3), strict=True))
     original = g.batchnorm(g.matmul(x, w), s, b, m, v)
-    folded = g.ewadd(g.matmul(x, g.add("bnfold_weight", [w, s, v], axis=1)[0]), g.add("bnfold_bias", [s, b, m, v])[0])
+    folded = g.ewadd(
+        g.matmul(x, g.add("bnfold_weight", [w, s, v], axis=1)[0]), g.add("bnfold_bias", [s, b, m, v])[0]
+    )
     g.output(original, folded)
     want, got = run(g, {"x": _rand(4, 6)})
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
@@ -57,9 +59,10 @@ def test_the_folded_weight_is_rounded_once():
     # value, which a chain of float32 ops (divide, multiply) misses on some elements.
     w, scale, var = _rand(64, 3, 3, 3), _rand(64), _rand(64, positive=True)
     (got,) = get_op("bnfold_weight").evaluate([w, scale, var], get_op("bnfold_weight").make_attrs(axis=0))
-    exact = w.astype(np.float64) * (scale.astype(np.float64) / np.sqrt(var.astype(np.float64) + 1e-5))[
-        :, None, None, None
-    ]
+    exact = (
+        w.astype(np.float64)
+        * (scale.astype(np.float64) / np.sqrt(var.astype(np.float64) + 1e-5))[:, None, None, None]
+    )
     assert got.dtype == np.float32
     np.testing.assert_array_equal(got, exact.astype(np.float32))
     chained = w * (scale / np.sqrt(var + np.float32(1e-5)))[:, None, None, None]

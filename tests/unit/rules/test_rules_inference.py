@@ -78,12 +78,18 @@ def conv_bn_relu_net(c: int = 8, blocks: int = 2) -> Graph:
     x = g.input((1, c, 8, 8), name="x")
 
     def bn(t, name, n):
-        s, b, m = (g.weight((n,), name=f"{name}_{k}", data=rng.standard_normal(n).astype(np.float32)) for k in "sbm")
+        s, b, m = (
+            g.weight((n,), name=f"{name}_{k}", data=rng.standard_normal(n).astype(np.float32)) for k in "sbm"
+        )
         v = g.weight((n,), name=f"{name}_v", data=rng.uniform(0.5, 2, n).astype(np.float32))
         return g.batchnorm(t, s, b, m, v)
 
     def conv(t, name, cout, k):
-        w = g.weight((cout, t.shape[1], k, k), name=name, data=rng.standard_normal((cout, t.shape[1], k, k)).astype(np.float32))
+        w = g.weight(
+            (cout, t.shape[1], k, k),
+            name=name,
+            data=rng.standard_normal((cout, t.shape[1], k, k)).astype(np.float32),
+        )
         return g.conv2d(t, w, padding="valid" if k == 1 else "same")  # PyTorch's padding=k // 2
 
     for i in range(blocks):
@@ -100,7 +106,9 @@ def conv_bn_relu_net(c: int = 8, blocks: int = 2) -> Graph:
 
 def test_conv_bn_relu_networks_get_folded_and_merged():
     g = conv_bn_relu_net()
-    res = optimize(g, search="saturate", rules="taso-inference", cost_model="recorded:h200", k_multi=3, node_limit=3000)
+    res = optimize(
+        g, search="saturate", rules="taso-inference", cost_model="recorded:h200", k_multi=3, node_limit=3000
+    )
     ops = res.graph.op_counts()
     assert "batchnorm" not in ops  # every batch norm folded into its conv
     assert ops["conv2d"] < g.op_counts()["conv2d"]  # the two 1x1 convs of one input merged
@@ -111,7 +119,9 @@ def test_conv_bn_relu_networks_get_folded_and_merged():
     # the verifier's tolerance: float32 sums taken in another order (folded, merged weights)
     assert np.max(np.abs(got - want)) <= 1e-4 * max(1.0, float(np.max(np.abs(want))))
     # the paper's rules find nothing here (rule 137 merges only SAME-padded convs without bias)
-    assert optimize(g, search="saturate", rules="taso-transformer", cost_model="recorded:h200").speedup_pct == 0
+    assert (
+        optimize(g, search="saturate", rules="taso-transformer", cost_model="recorded:h200").speedup_pct == 0
+    )
 
 
 def bert_like_attention(seq: int = 8, hidden: int = 32, heads: int = 4) -> Graph:
@@ -123,12 +133,18 @@ def bert_like_attention(seq: int = 8, hidden: int = 32, heads: int = 4) -> Graph
     d = hidden // heads
 
     def proj(name):
-        w = g.weight((hidden, hidden), name=f"w{name}", data=rng.standard_normal((hidden, hidden)).astype(np.float32) / 6)
+        w = g.weight(
+            (hidden, hidden),
+            name=f"w{name}",
+            data=rng.standard_normal((hidden, hidden)).astype(np.float32) / 6,
+        )
         b = g.weight((hidden,), name=f"b{name}", data=rng.standard_normal(hidden).astype(np.float32))
         return g.transpose(g.reshape(g.ewadd(g.matmul(x, w), b), (1, seq, heads, d)), (0, 2, 1, 3))
 
     q, k, v = proj("q"), proj("k"), proj("v")
-    mask = g.weight((1, 1, seq, seq), name="mask", data=np.triu(np.full((1, 1, seq, seq), -1e4, np.float32), 1))
+    mask = g.weight(
+        (1, 1, seq, seq), name="mask", data=np.triu(np.full((1, 1, seq, seq), -1e4, np.float32), 1)
+    )
     scores = g.ewadd(g.smul(g.matmul(q, g.transpose(k, (0, 1, 3, 2))), d**-0.5), mask)
     out = g.matmul(g.softmax(scores, axis=3), v)
     g.output(g.reshape(g.transpose(out, (0, 2, 1, 3)), (1, seq, hidden)))

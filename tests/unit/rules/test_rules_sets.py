@@ -62,7 +62,9 @@ def test_inference_set_is_the_transformer_set_plus_the_inference_rules():
     assert all(inf.by_id(r.id) == r for r in tr)
     assert [inf.by_id(i).kind.value for i in new] == ["single"] * 4 + ["multi"] * 4 + ["single"] * 6
     # the paper's sets do not see them: the zoo's pinned results stay as they were
-    assert not any(r.id >= 300 for name in ("taso", "taso-nasrnn", "taso-transformer") for r in load_rule_set(name))
+    assert not any(
+        r.id >= 300 for name in ("taso", "taso-nasrnn", "taso-transformer") for r in load_rule_set(name)
+    )
 
 
 def test_by_id_names_a_missing_id():

@@ -8,8 +8,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-import tensor_eqsat.torch as te_torch  # noqa: E402
 from torch_models import Attention, BasicBlock, fresh  # noqa: E402, F401 (fresh: autouse)
+
+import tensor_eqsat.torch as te_torch  # noqa: E402
 
 PRICED = {
     "then": "eager",
