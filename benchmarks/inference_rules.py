@@ -1,14 +1,16 @@
 """The inference rules (300-325) on the models people run: where each family fires, what it gains.
 
     PYTHONPATH=src python benchmarks/inference_rules.py [MODEL ...] [--cost-model recorded:h200]
-        [--time-limit 30] [--node-limit 4000] [--json benchmarks/out/inference_rules.json]
+        [--search auto|saturate] [--time-budget 30] [--coverage] [--json benchmarks/out/inference_rules.json]
 
 Models: small random-init HuggingFace models (``transformers``; nothing downloaded) captured
 whole by Dynamo and imported from FX as the PyTorch backend imports them (``resnet``,
 ``mobilenetv2``, ``bert``, ``vit``, ``gpt2``, ``llama``, attention ``eager``), and zoo graphs
-(``zoo:inception``, ``zoo:mobilenet``...). For each, saturation (TENSAT's runner, ``--time-limit``,
-``--node-limit`` and ``--k-multi`` 3: multi rules in the first three iterations, since a merge of
-two folded convs needs the folds first; then the ILP) with
+(``zoo:inceptionv3``, ``zoo:bert``...). For each, the search the PyTorch backend runs
+(``--search auto``: MCTS and saturation candidates within ``--time-budget`` seconds, the best
+kept), or saturation alone (``--search saturate``: TENSAT's runner, ``--time-limit``,
+``--node-limit`` and ``--k-multi`` 3, multi rules in the first three iterations since a merge of
+two folded convs needs the folds first; then the ILP), with
 
 * ``base``: ``taso-transformer`` (the rules real models had before: 0-138 and 200-203);
 * ``+bn``, ``+merge``, ``+attention``: ``base`` plus one family (300-303, 310-313, 320-325);
@@ -144,10 +146,11 @@ def run(name: str, args: argparse.Namespace) -> list[dict[str, Any]]:
     rows = []
     for label, rules in rule_sets().items():
         t0 = time.perf_counter()
-        r = optimize(
-            graph, search="saturate", rules=rules, cost_model=args.cost_model, node_limit=args.node_limit,
-            time_limit=args.time_limit, k_multi=args.k_multi, seed=0,
-        )  # fmt: skip
+        if args.search == "auto":  # what the PyTorch backend runs
+            kw: dict[str, Any] = {"time_budget": args.time_budget}
+        else:
+            kw = {"node_limit": args.node_limit, "time_limit": args.time_limit, "k_multi": args.k_multi}
+        r = optimize(graph, search=args.search, rules=rules, cost_model=args.cost_model, seed=0, **kw)
         wall = time.perf_counter() - t0
         new_ops = Counter(
             n.op for n in r.graph.nodes if n.op in ("attention", "bnfold_weight", "bnfold_bias")
@@ -158,7 +161,8 @@ def run(name: str, args: argparse.Namespace) -> list[dict[str, Any]]:
             "original_ms": round(r.original_cost_ms, 4), "optimized_ms": round(r.optimized_cost_ms, 4),
             "inference_rules_applied": applied, "new_ops_in_result": dict(new_ops),
             "batchnorm_left": sum(1 for n in r.graph.nodes if n.op == "batchnorm"),
-            "stop": str(r.stop_reason.value), "wall_s": round(wall, 1), "coverage_shim": args.coverage,
+            "search": args.search, "stop": str(r.stop_reason.value), "wall_s": round(wall, 1),
+            "coverage_shim": args.coverage,
         }  # fmt: skip
         rows.append(row)
         left = row["batchnorm_left"]
@@ -171,7 +175,9 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("models", nargs="*", default=list(HF_MODELS))
     p.add_argument("--cost-model", default="recorded:h200")
-    p.add_argument("--time-limit", type=float, default=30.0)
+    p.add_argument("--search", choices=("auto", "saturate"), default="auto")
+    p.add_argument("--time-budget", type=float, default=30.0, help="auto: seconds per run")
+    p.add_argument("--time-limit", type=float, default=30.0, help="saturate: seconds of construction")
     p.add_argument("--node-limit", type=int, default=4000)
     p.add_argument(
         "--k-multi",
