@@ -248,6 +248,10 @@ def deliver(
     src = Source.of(source, input_shapes=input_shapes, model=cfg.model)
     target = cfg.resolved_target(str(src.path) if src.is_onnx else None)
     cfg = replace(cfg, target=target, model=src.model)
+    if src.is_onnx and isinstance(cfg.rules, str) and cfg.rules == "default":
+        from tensor_eqsat.rules.sets import REAL_MODEL_SET
+
+        cfg = replace(cfg, rules=REAL_MODEL_SET)  # a real model: the inference rules apply
     guard_runtime = runtime
     notes: list[str] = []
     if guard_runtime is None and dcfg.guard:

@@ -29,8 +29,8 @@ def check(g: Graph, outs: tuple[Tensor, ...], seed: int = 0) -> list[np.ndarray]
     args = []
     for ref in node.inputs:
         shape = g.shape_of(ref)
-        # batchnorm's variance; rsqrt and pow (fractional, negative exponents) are real on x > 0.
-        positive = (node.op == "batchnorm" and len(args) == 4) or node.op in ("rsqrt", "pow")
+        # batchnorm's variance ...; rsqrt and pow (fractional, negative exponents) are real on x > 0.
+        positive = len(args) in node.spec.positive_inputs or node.op in ("rsqrt", "pow")
         args.append(rng.uniform(0.5, 1.5, shape) if positive else rng.standard_normal(shape))
     results = node.spec.evaluate([a.astype(np.float32) for a in args], node.attrs)
     assert tuple(r.shape for r in results) == node.shapes == tuple(t.shape for t in outs)
@@ -300,6 +300,44 @@ def test_batchnorm(shape):
     check(g, (y,))
 
 
+@given(st.lists(dims, min_size=1, max_size=4).map(tuple), st.data())
+def test_bnfold_weight(shape, data):
+    axis = data.draw(st.integers(0, len(shape) - 1))
+    g = Graph()
+    c = (shape[axis],)
+    y = g.add("bnfold_weight", [g.input(shape), g.weight(c), g.weight(c)], axis=axis)
+    check(g, y)
+    assert y[0].shape == shape
+    with pytest.raises(ShapeError, match="out of range"):
+        g.add("bnfold_weight", [g.input(shape), g.weight(c), g.weight(c)], axis=len(shape))
+
+
+@given(dims)
+def test_bnfold_bias(c):
+    g = Graph()
+    y = g.add("bnfold_bias", [g.weight((c,)) for _ in range(4)])
+    check(g, y)
+    assert y[0].shape == (c,)
+    with pytest.raises(ShapeError, match="must have shape"):
+        g.add("bnfold_bias", [g.weight((c,)), g.weight((c,)), g.weight((c + 1,)), g.weight((c,))])
+
+
+@given(st.lists(dims, min_size=0, max_size=2).map(tuple), dims, dims, dims, dims, st.booleans(), st.data())
+def test_attention(batch, lq, d, s, dv, masked, data):
+    g = Graph()
+    q_batch = tuple(b if data.draw(st.booleans()) else 1 for b in batch)
+    ins = [g.input(q_batch + (lq, d)), g.input(batch + (d, s)), g.input(batch + (s, dv))]
+    if masked:
+        scores = batch + (lq, s)
+        ins.append(g.input(tuple(x if data.draw(st.booleans()) else 1 for x in scores)))
+    (y,) = g.add("attention", ins, scale=0.5)
+    check(g, (y,))
+    assert y.shape == batch + (lq, dv)
+    if masked:  # a mask may not enlarge the scores
+        with pytest.raises(ShapeError, match="enlarges"):
+            g.add("attention", ins[:3] + [g.input((2,) + batch + (lq, s))])
+
+
 @given(st.lists(shapes, min_size=1, max_size=3))
 def test_noop(parts):
     g = Graph()
@@ -387,7 +425,8 @@ def test_every_op_has_a_property_test():
     covered = {
         "ewadd", "ewmul", "relu", "tanh", "sigmoid", "gelu", "dropout", "smul", "sdiv", "matmul",
         "conv2d", "poolmax", "poolavg", "merge", "enlarge", "concat", "split", "reshape", "transpose",
-        "softmax", "layernorm", "batchnorm", "noop", "input", "weight",
+        "softmax", "layernorm", "batchnorm", "noop", "input", "weight", "bnfold_weight", "bnfold_bias",
+        "attention",
         "opaque",  # tests/property/test_io_opaque.py (it needs onnx to build a payload)
         "silu", "hardsigmoid", "hardswish", "clip", "pow", "rsqrt", "pad", "slice", "expand", "mean",
     }  # fmt: skip

@@ -184,7 +184,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=rule_set,
         metavar="SET|FILE",
         help=f"rule set (default, {', '.join(rule_set_names())}) or a rule file "
-        "(default: the paper's, per model)",
+        "(default: the paper's per zoo model, taso-inference for an ONNX file)",
     )
     p.add_argument(
         "--target",

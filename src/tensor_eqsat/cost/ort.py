@@ -162,6 +162,8 @@ def input_roles(op: str, in_shapes: Sequence[Shape]) -> list[str]:
         roles[1:] = ["weight"] * (len(in_shapes) - 1)
     elif op == "matmul" and len(in_shapes[1]) == 2:
         roles[1] = "weight"
+    elif op == "attention" and len(in_shapes) == 4:
+        roles[3] = "weight"  # the mask a model holds as a constant (a causal or padding mask)
     elif op in ("ewadd", "ewmul") and volume(in_shapes[0]) != volume(in_shapes[1]):
         small = 0 if volume(in_shapes[0]) < volume(in_shapes[1]) else 1
         roles[small] = "weight"

@@ -515,6 +515,58 @@ def _merge(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
     ctx.node("Mul", [tiled, ctx.const(f"merge_{n.id}_mask", mask)], outs)
 
 
+def _bn_multiplier(ctx: _Exporter, n: Node, scale: str, var: str) -> str:
+    """``scale / sqrt(var + eps)`` as ONNX nodes; returns the result's name."""
+    eps = ctx.const(f"{n.op}_{n.id}_eps", np.array(n.attr_dict()["eps"], dtype=np.float32))
+    names = [ctx.fresh(f"{n.op}_{n.id}_{part}") for part in ("var_eps", "std", "mult")]
+    ctx.node("Add", [var, eps], [names[0]])
+    ctx.node("Sqrt", [names[0]], [names[1]])
+    ctx.node("Div", [scale, names[1]], [names[2]])
+    return names[2]
+
+
+@_emits("bnfold_weight")
+def _bnfold_weight(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
+    # Only reached for run-time operands: on weights the transform is folded into an initializer.
+    rank, axis = len(ctx.graph.shape_of(n.inputs[0])), n.attr_dict()["axis"]
+    shape = np.ones(rank, dtype=np.int64)
+    shape[axis] = -1
+    mult = _bn_multiplier(ctx, n, ins[1], ins[2])
+    col = ctx.fresh(f"{n.op}_{n.id}_col")
+    ctx.node("Reshape", [mult, ctx.const(f"{n.op}_{n.id}_shape", shape)], [col])
+    ctx.node("Mul", [ins[0], col], outs)
+
+
+@_emits("bnfold_bias")
+def _bnfold_bias(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
+    scale, bias, mean, var = ins
+    shift = ctx.fresh(f"{n.op}_{n.id}_shift")
+    ctx.node("Mul", [mean, _bn_multiplier(ctx, n, scale, var)], [shift])
+    ctx.node("Sub", [bias, shift], outs)
+
+
+@_emits("attention")
+def _attention(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
+    # The decomposed ops, in the order the numpy semantics compute them (onnxruntime fuses
+    # attention subgraphs itself where its kernels apply).
+    a = n.attr_dict()
+    scores = ctx.fresh(f"attention_{n.id}_scores")
+    ctx.node("MatMul", [ins[0], ins[1]], [scores])
+    for value, op, part in ((a["scale"], "Mul", "scaled"), (a["divisor"], "Div", "divided")):
+        if value != 1.0:
+            nxt = ctx.fresh(f"attention_{n.id}_{part}")
+            c = ctx.const(f"attention_{n.id}_{part}_c", np.array(value, dtype=np.float32))
+            ctx.node(op, [scores, c], [nxt])
+            scores = nxt
+    if len(ins) == 4:
+        masked = ctx.fresh(f"attention_{n.id}_masked")
+        ctx.node("Add", [scores, ins[3]], [masked])
+        scores = masked
+    probs = ctx.fresh(f"attention_{n.id}_probs")
+    ctx.node("Softmax", [scores], [probs], axis=-1)
+    ctx.node("MatMul", [probs, ins[2]], outs)
+
+
 @_emits("noop")
 def _noop(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
     raise GraphError(f"export: node {n.id} (noop) is read by another op; a noop can only join outputs")

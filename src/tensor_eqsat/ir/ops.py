@@ -29,9 +29,10 @@ order of :func:`op_names`): ``ops_leaf`` (input, weight), ``ops_elementwise``, `
 (softmax, layernorm), ``ops_matmul``, ``ops_window`` (conv2d, pools), ``ops_weights`` (enlarge,
 merge), ``ops_layout`` (concat, split, reshape, transpose, dropout, noop), ``ops_opaque``, then
 the ops of today's inference graphs (issue 33): ``ops_activation`` (silu, hardsigmoid,
-hardswish, clip, pow, rsqrt) and ``ops_extent`` (pad, slice, expand, mean); shared helpers
-live in ``ops_common``. A family module only lists its OpSpecs, so importing one directly
-cannot change the registration order. To add an op, append its OpSpec to its family's
+hardswish, clip, pow, rsqrt), ``ops_extent`` (pad, slice, expand, mean) and ``ops_inference``
+(bnfold_weight, bnfold_bias, attention: what inference rewrites introduce); shared helpers live
+in ``ops_common``. A family module only lists its OpSpecs, so importing one directly cannot
+change the registration order. To add an op, append its OpSpec to its family's
 ``SPECS`` (or add a family module to ``_FAMILIES``).
 """
 
@@ -41,6 +42,7 @@ from tensor_eqsat.ir import (
     ops_activation,
     ops_elementwise,
     ops_extent,
+    ops_inference,
     ops_layout,
     ops_leaf,
     ops_matmul,
@@ -64,6 +66,7 @@ _FAMILIES = (
     ops_opaque,
     ops_activation,
     ops_extent,
+    ops_inference,
 )
 
 for _family in _FAMILIES:

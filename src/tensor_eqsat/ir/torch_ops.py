@@ -222,6 +222,47 @@ def _enlarge(ctx: TorchContext, spec: OpSpec, attrs: Attrs, shapes: Sequence[Sha
     return lambda x: (pad(x[0], full),)
 
 
+def _bnfold_weight(ctx: TorchContext, spec: OpSpec, attrs: Attrs, shapes: Sequence[Shape]) -> Step:
+    a = spec.attr_dict(attrs)
+    shape = [1] * len(shapes[0])
+    shape[a["axis"]] = -1
+    eps, torch = a["eps"], ctx.torch
+
+    def run(x: Sequence[Any]) -> tuple[Any, ...]:
+        # float64, rounded to the weight's dtype once (as the numpy semantics do).
+        mult = x[1].double() / torch.sqrt(x[2].double() + eps)
+        return ((x[0].double() * mult.reshape(shape)).to(x[0].dtype),)
+
+    return run
+
+
+def _bnfold_bias(ctx: TorchContext, spec: OpSpec, attrs: Attrs, shapes: Sequence[Shape]) -> Step:
+    eps, torch = spec.attr_dict(attrs)["eps"], ctx.torch
+
+    def run(x: Sequence[Any]) -> tuple[Any, ...]:
+        scale, bias, mean, var = (t.double() for t in x)
+        return ((bias - mean * scale / torch.sqrt(var + eps)).to(x[1].dtype),)
+
+    return run
+
+
+def _attention(ctx: TorchContext, spec: OpSpec, attrs: Attrs, shapes: Sequence[Shape]) -> Step:
+    a = spec.attr_dict(attrs)
+    sdpa, scale = ctx.F.scaled_dot_product_attention, a["scale"] / a["divisor"]
+    out = spec.infer_shapes(shapes, attrs)[0]
+    # F.scaled_dot_product_attention wants q, k, v with the same batch dims (broadcast views).
+    q_shape = out[:-2] + tuple(shapes[0][-2:])
+    k_shape = out[:-2] + (shapes[1][-1], shapes[1][-2])
+    v_shape = out[:-2] + tuple(shapes[2][-2:])
+
+    def run(x: Sequence[Any]) -> tuple[Any, ...]:
+        q, k, v = x[0].expand(q_shape), x[1].transpose(-2, -1).expand(k_shape), x[2].expand(v_shape)
+        mask = x[3] if len(x) == 4 else None
+        return (sdpa(q, k, v, attn_mask=mask, scale=scale),)
+
+    return run
+
+
 def _on_host(ctx: TorchContext, spec: OpSpec, attrs: Attrs, shapes: Sequence[Shape]) -> Step:
     """The op's numpy semantics: inputs copied to the host, outputs back to the device."""
 
@@ -320,6 +361,9 @@ TORCH_OPS: dict[str, Builder] = {
     "dropout": _dropout,
     "enlarge": _enlarge,
     "merge": _on_host,
+    "bnfold_weight": _bnfold_weight,
+    "bnfold_bias": _bnfold_bias,
+    "attention": _attention,
     "opaque": _on_host,
     "noop": _noop,
     "silu": _functional("silu"),

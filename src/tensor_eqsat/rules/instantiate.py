@@ -287,6 +287,13 @@ def _edits(
     return singles + doubles if pairs else singles
 
 
+LONG_SEARCH = 10
+"""How many times the usual budget the searches get when none found an instance."""
+
+LONG_PROBE = 100_000
+"""The rank probe's budget (node checks) when none of the usual searches found an instance."""
+
+
 class InstanceSearch:
     """Randomized backtracking search for instances of one rule (see the module docstring).
 
@@ -639,6 +646,18 @@ class InstanceSearch:
                 found.setdefault(inst.key(), inst)
                 if len(found) >= searches:
                     break
+        if not found:
+            # A rule with several attribute variables and many tensors (a batch norm folded
+            # into a strided conv) can exhaust short searches before its first instance; longer
+            # ones, only then, so that rules found quickly keep exactly the instances they had.
+            vectors = self.rank_vectors(rng, budget=LONG_PROBE)
+            for k in range(3 * searches):
+                ranks = vectors[k % len(vectors)] if vectors and k % 3 != 2 else None
+                inst = self.find(rng, LONG_SEARCH * budget, ranks)
+                if inst is not None:
+                    found.setdefault(inst.key(), inst)
+                    if len(found) >= searches:
+                        break
         bases = list(found.values())
 
         def offer(cand: Instance) -> None:

@@ -12,6 +12,11 @@ Built-in sets (``tensor-eqsat rules --set NAME``):
 * ``taso-transformer``: the paper's 139 rules plus the scalar-scale rules 200-203
   (``scalar.rules``), which move the attention score scales of real transformer exports across
   matmuls and fold them into one (GPT-2's only gain under the analytic models).
+* ``taso-inference``: ``taso-transformer`` plus the inference rules 300-325
+  (``inference.rules``): batch norm folded into the conv or product before it, merges of
+  parallel products and convs that carry their biases, and the attention pattern as one
+  ``attention`` op. The set for real models: graphs that are not zoo models (the PyTorch backend,
+  ONNX files, graph JSON) use it by default.
 
 A set is a list of rule files plus optional override files whose rules replace the rules with
 the same id; the NASRNN variant is one such override, so the 138 rules the two sets share are
@@ -107,7 +112,16 @@ RULE_SETS: dict[str, _SetDef] = {
         (),
         "the paper's 139 rules plus 4 scalar-scale rules (200-203) for transformer attention",
     ),
+    "taso-inference": _SetDef(
+        ("taso-single.rules", "taso-multi.rules", "scalar.rules", "inference.rules"),
+        (),
+        "taso-transformer plus the inference rules 300-325 (batch-norm folding, bias merges, "
+        "attention): the default for models that are not in the zoo",
+    ),
 }
+
+REAL_MODEL_SET = "taso-inference"
+"""The rule set of graphs that are not zoo models (PyTorch, ONNX, graph JSON) when none is named."""
 
 
 def rule_set_names() -> list[str]:

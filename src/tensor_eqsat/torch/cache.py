@@ -26,7 +26,9 @@ from tensor_eqsat.target.guard import graph_fingerprint
 log = logging.getLogger(__name__)
 
 FORMAT = "tensor-eqsat-torch-cache"
-VERSION = 1
+VERSION = 2
+"""Bumped when what a cached result means changes: 2 since the backend searches with the
+``taso-inference`` rules (a result found with the paper's rules alone is not served)."""
 
 
 @dataclass(frozen=True)

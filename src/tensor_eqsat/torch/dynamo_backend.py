@@ -148,12 +148,14 @@ def _rule_names(result: Any) -> dict[str, int]:
 
 def _optimize(tr: Translation, target: Any, cfg: TorchConfig) -> Any:
     from tensor_eqsat.optimize import optimize
+    from tensor_eqsat.rules.sets import REAL_MODEL_SET
 
     settings: dict[str, Any] = {
         "search": "auto",
         "time_budget": cfg.time_budget,
         "cost_model": cfg.cost_model or target.cost_model,
         "seed": cfg.seed,
+        "rules": REAL_MODEL_SET,
     }
     settings.update(cfg.search)
     return optimize(tr.graph, **settings)

@@ -260,6 +260,8 @@ class _Builder:
             return [self.call(torch.permute, xs[0], tuple(a["perm"]))]
         if op == "dropout":
             return [xs[0]]
+        if op == "attention":
+            return [self._attention(n, xs, shapes)]
         if op == "enlarge":
             w, ref = shapes
             dh, dw = ref[2] - w[2], ref[3] - w[3]
@@ -302,6 +304,19 @@ class _Builder:
         if p[2] != p[6] or p[3] != p[7] or 2 * p[2] > kernel[0] or 2 * p[3] > kernel[1]:
             return x, pad
         return self.env[src.inputs[0]], (p[2], p[3])
+    def _attention(self, n: Node, xs: Sequence[Any], shapes: Sequence[Any]) -> Any:
+        """``F.scaled_dot_product_attention`` with the keys transposed back (a view) and the
+        operands broadcast to the output's batch dims (views) where they differ."""
+        torch, a = self.torch, n.attr_dict()
+        batch = tuple(self.graph.shape_of((n.id, 0))[:-2])
+        q, kt, v = xs[0], self.call(torch.transpose, xs[1], -2, -1), xs[2]
+        parts = []
+        for x, shape, last in ((q, shapes[0], None), (kt, shapes[1], "t"), (v, shapes[2], None)):
+            dims = (shape[-1], shape[-2]) if last else tuple(shape[-2:])
+            parts.append(x if tuple(shape[:-2]) == batch else self.call(torch.Tensor.expand, x, batch + dims))
+        mask = xs[3] if len(xs) == 4 else None
+        scale = a["scale"] / a["divisor"]
+        return self.call(self.F.scaled_dot_product_attention, *parts, attn_mask=mask, scale=scale)
 
     def _act(self, y: Any, act: str) -> Any:
         if act == "none":

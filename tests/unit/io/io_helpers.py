@@ -161,6 +161,26 @@ def _split(g):
     return g.concat([parts[1], parts[0]], axis=1)
 
 
+def _bnfold_weight(g):
+    # Weight-only (folded into an initializer) and on an activation (Add, Sqrt, Div, Reshape, Mul).
+    x = g.input((1, 3, 4, 4), name="x")
+    s, v = g.weight((5,), name="s"), g.weight((5,), name="v")
+    y = g.conv2d(x, g.add("bnfold_weight", [g.weight((5, 3, 1, 1), name="w"), s, v], axis=0)[0])
+    z = g.add("bnfold_weight", [g.input((2, 5), name="z"), s, v], axis=1, eps=1e-3)[0]
+    return g.noop(y, z)
+
+
+def _bnfold_bias(g):
+    s, b, m = (g.input((4,), name=n) for n in ("s", "b", "m"))
+    return g.add("bnfold_bias", [s, b, m, g.weight((4,), name="v")], eps=1e-3)[0]
+
+
+def _attention(g):
+    q, kt, v = g.input((2, 3, 4), name="q"), g.input((2, 4, 5), name="kt"), g.input((2, 5, 6), name="v")
+    masked = g.add("attention", [q, kt, v, g.weight((1, 3, 5), name="mask")], scale=0.5, divisor=2.0)[0]
+    return g.noop(masked, g.add("attention", [q, kt, v])[0])
+
+
 BUILDERS = {
     "ewadd": _bin("ewadd"),
     "ewmul": _bin("ewmul"),
@@ -196,4 +216,7 @@ BUILDERS = {
     "slice": _unary("slice", axis=1, start=1, end=4, step=2),
     "expand": lambda g: g.add("expand", [g.input((3, 1), name="x")], shape=(3, 5))[0],
     "mean": _unary("mean", axes=(1,), keepdims=True),
+    "bnfold_weight": _bnfold_weight,
+    "bnfold_bias": _bnfold_bias,
+    "attention": _attention,
 }

@@ -29,6 +29,11 @@ ROUND_TRIP_OPS = {
     **{
         op: {"opaque"} for op in ("hardsigmoid", "hardswish", "clip", "pow", "pad", "slice", "expand", "mean")
     },
+    # exported as the ops they stand for (Sqrt and Div by a tensor come back opaque; a transform
+    # of weights only is folded into an initializer)
+    "attention": {"matmul", "smul", "sdiv", "ewadd", "softmax"},
+    "bnfold_bias": {"ewadd", "ewmul", "opaque", "smul"},
+    "bnfold_weight": {"conv2d", "ewmul"},
 }
 
 

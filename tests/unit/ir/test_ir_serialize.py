@@ -28,7 +28,11 @@ def every_op_graph() -> Graph:
     y2 = g.conv2d(x, g.enlarge(w1, big), stride=(2, 1), padding="same", activation="sigmoid")
     y3 = g.conv2d(x, merged, stride=(2, 1), activation="tanh")
     bn = [g.weight((8,), name=n) for n in ("s", "b", "m", "v")]
-    z = g.batchnorm(g.ewadd(g.ewmul(y, y2), y3), *bn, eps=1e-3)
+    # bn folded into a 1x1 conv, as rule 300 writes it
+    (w_folded,) = g.add("bnfold_weight", [w1, bn[0], bn[3]], axis=0, eps=1e-3)
+    (b_folded,) = g.add("bnfold_bias", bn, eps=1e-3)
+    y4 = g.ewadd(g.conv2d(x, w_folded, stride=(2, 1)), g.reshape(b_folded, (8, 1, 1)))
+    z = g.batchnorm(g.ewadd(g.ewadd(g.ewmul(y, y2), y3), y4), *bn, eps=1e-3)
     p = g.poolmax(z, kernel=(3, 3), stride=(2, 2), padding="same")
     q = g.poolavg(z, kernel=(2, 2), stride=(1, 1), padding="valid", activation="relu")
     a, b = g.split(
@@ -40,6 +44,7 @@ def every_op_graph() -> Graph:
     )
     h = g.gelu(g.sdiv(g.smul(g.tanh(g.sigmoid(g.relu(h))), 3.0), 2.0), approximate="tanh")
     h = g.layernorm(g.gelu(g.dropout(h, rate=0.1)), g.weight((6,), name="ln_s"), g.weight((6,), name="ln_b"))
+    (h,) = g.add("attention", [h, g.transpose(h, (1, 0)), h, g.weight((1,), name="mask")], scale=0.5)
     out = g.softmax(h, axis=-1)
     # The ops of today's inference graphs (issue 33).
     (h2,) = g.add("silu", [g.ewadd(g.add("hardswish", [h])[0], g.add("hardsigmoid", [h])[0])])

@@ -35,8 +35,9 @@ def test_nasrnn_differs_only_in_rule_128():
 
 
 def test_set_names_and_files():
-    assert rule_set_names() == ["taso", "taso-nasrnn", "taso-transformer"]
+    assert rule_set_names() == ["taso", "taso-nasrnn", "taso-transformer", "taso-inference"]
     assert builtin_rule_files() == [
+        "inference.rules",
         "scalar.rules",
         "taso-multi.rules",
         "taso-nasrnn.rules",
@@ -52,6 +53,18 @@ def test_transformer_set_is_the_paper_set_plus_the_scalar_rules():
     assert all(tr.by_id(r.id) == r for r in taso)
     assert [tr.by_id(i).name for i in (200, 201)] == ["matmul-smul-both-to-lhs", "smul-smul-fold"]
     assert all(tr.by_id(i).conditions == () for i in range(200, 204))
+
+
+def test_inference_set_is_the_transformer_set_plus_the_inference_rules():
+    tr, inf = load_rule_set("taso-transformer"), load_rule_set("taso-inference")
+    new = [*range(300, 304), *range(310, 314), *range(320, 326)]
+    assert [r.id for r in inf] == [r.id for r in tr] + new
+    assert all(inf.by_id(r.id) == r for r in tr)
+    assert [inf.by_id(i).kind.value for i in new] == ["single"] * 4 + ["multi"] * 4 + ["single"] * 6
+    # the paper's sets do not see them: the zoo's pinned results stay as they were
+    assert not any(
+        r.id >= 300 for name in ("taso", "taso-nasrnn", "taso-transformer") for r in load_rule_set(name)
+    )
 
 
 def test_by_id_names_a_missing_id():
