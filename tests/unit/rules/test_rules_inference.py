@@ -1,4 +1,4 @@
-"""The inference rules 300-325: verified on numbers, wrong variants caught, and at work on the
+"""The inference rules 300-331: verified on numbers, wrong variants caught, and at work on the
 graphs they are for (a conv -> batch norm -> ReLU network as the PyTorch importer writes it,
 biased Q/K/V projections, eager attention)."""
 
@@ -48,11 +48,17 @@ def _variant(rule_id: int, old: str, new: str, drop_conditions: bool = False):
         (320, "softmax axis=(sub (rank ?q) 1)", "softmax axis=(sub (rank ?q) 2)"),  # softmax over queries
         (322, "(attention divisor=?d", "(attention scale=?d"),  # multiplied instead of divided
         (310, "(concat axis=0 ?b1 ?b2)", "(concat axis=0 ?b2 ?b1)"),  # biases in the wrong order
+        (330, "(matmul ?x (ewmul ?w ?g))", "(matmul (ewmul ?x ?g) ?w)"),  # the input's columns scaled
     ],
 )
 def test_a_wrong_inference_rule_is_caught(rule_id, old, new):
     verdict = verify_rule(_variant(rule_id, old, new))
     assert not verdict.verified
+
+
+def test_the_column_scale_must_be_a_vector_over_the_columns():
+    # Without its conditions, 330 matches a scale of the product's shape, which w cannot take.
+    assert not verify_rule(_variant(330, "", "", drop_conditions=True)).verified
 
 
 def test_the_bias_conditions_of_the_merges_are_needed():
