@@ -242,9 +242,7 @@ def deliver(
         deadline = Deadline.after(cfg.auto_time_budget() if cfg.search is Search.AUTO else cfg.time_budget)
     out = _check_output(output)
     if run_dir is not None:
-        from tensor_eqsat.outputs import check_output_dir
-
-        check_output_dir(run_dir, "run directory")
+        _check_run_dir(run_dir, out)
     src = Source.of(source, input_shapes=input_shapes, model=cfg.model)
     target = cfg.resolved_target(str(src.path) if src.is_onnx else None)
     cfg = replace(cfg, target=target, model=src.model)
@@ -402,6 +400,26 @@ def _check_output(output: str | Path | None) -> Path | None:
 
         require_onnx()
     return path
+
+
+def _check_run_dir(run_dir: str | Path, out: Path | None) -> None:
+    """Refuse an unwritable run directory, and an output that is one of its files (the run's
+    files would overwrite the model written), before any work."""
+    import os
+
+    from tensor_eqsat.optimize import RUN_FILES
+    from tensor_eqsat.outputs import OutputError, check_output_dir
+
+    check_output_dir(run_dir, "run directory")
+    if out is None:
+        return
+    directory = Path(os.path.realpath(run_dir))
+    target = Path(os.path.realpath(out))
+    if target.parent == directory and target.name in RUN_FILES:
+        raise OutputError(
+            f"output {out}: the run directory {run_dir} writes its own {target.name} there; "
+            "choose another output name or run directory"
+        )
 
 
 def _check_runtime(target: Target, guard_runtime: Runtime | None) -> tuple[str, str]:
