@@ -32,8 +32,8 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
-from tensor_eqsat.cost.model import CostModel
-from tensor_eqsat.cost.spec import graph_options, parse_cost_model
+from tensor_eqsat.cost.model import CostModel, CostModelError
+from tensor_eqsat.cost.spec import check_spec, graph_options, parse_cost_model
 from tensor_eqsat.errors import ConfigError, check_positive_int, parse_enum
 from tensor_eqsat.extract.ilp import IlpBackend, IlpConfig, IlpReward
 from tensor_eqsat.extract.registry import Extractor, ExtractorKind, make_extractor, parse_kind
@@ -211,6 +211,11 @@ class OptimizeConfig:
                 raise ConfigError(str(exc)) from None
         elif self.target is not None and not isinstance(self.target, Target):
             raise ConfigError(f"target: expected a name or a Target, got {type(self.target).__name__}")
+        if isinstance(self.cost_model, str):
+            try:
+                check_spec(self.cost_model)  # before any work, not after the e-graph is built
+            except CostModelError as exc:
+                raise ConfigError(str(exc)) from None
         if isinstance(self.search, str | Search):
             object.__setattr__(self, "search", _parse_search(self.search))
         elif not isinstance(self.search, Construction):

@@ -67,10 +67,18 @@ WRITE_RESERVE_S = 1.0
 CHECK_MARGIN = 1.5
 """The check of a result is predicted to take this many times what preparing and running the
 original took."""
+RUN_COPIES = 3
+"""Copies of a model's weights that running it for the check or the guard holds at once (the
+graph's own, the runtime's, and the rewritten graph's)."""
 PREPARE_BYTES_PER_S = 100e6
 """Weight bytes a check prepares per second (made, exported, loaded; about 12 s per GB measured
 on a loaded 2-core CPU): a model whose check alone cannot fit the time budget is handed back at
 once."""
+
+
+MAX_THREADS_PER_CORE = 4
+"""``DeliveryConfig.threads`` may be at most this many times the usable CPU cores (more than the
+cores is allowed, with the CLI's oversubscription warning)."""
 
 
 @dataclass(frozen=True)
@@ -81,7 +89,8 @@ class DeliveryConfig:
     guard: on a target that runs here, time the original against the candidates and keep the
         original unless one is faster beyond the noise. Default True.
     guard_runs: timed runs per model in the guard. Default 40.
-    threads: intra-op threads of the guard's and ``measure``'s runtime. Default 1.
+    threads: intra-op threads of the guard's and ``measure``'s runtime, at most
+        :data:`MAX_THREADS_PER_CORE` per usable CPU core. Default 1.
     measure: when the guard did not run, time the original and the model handed back on this
         machine and report it. Default False.
     measure_backend: the runtime of ``measure``: ``ort`` or ``torch``. Default ``ort``.
@@ -101,10 +110,26 @@ class DeliveryConfig:
             raise ConfigError(f"guard_runs must be at least 2, got {self.guard_runs}")
         if self.threads < 1:
             raise ConfigError(f"threads must be positive, got {self.threads}")
+        _check_threads(self.threads)
         if self.measure_runs < MEASURE_BLOCKS:
             raise ConfigError(f"measure_runs must be at least {MEASURE_BLOCKS}, got {self.measure_runs}")
         if self.measure_backend not in ("ort", "torch"):
             raise ConfigError(f"measure_backend must be ort or torch, got {self.measure_backend!r}")
+
+
+def _check_threads(threads: int) -> None:
+    """Refuse more runtime threads than :data:`MAX_THREADS_PER_CORE` per usable core: each timed
+    session would spend its time starting and scheduling threads (1000 threads on 2 cores took
+    43 s for an 8 s budget), and no measurement made so is worth having."""
+    from tensor_eqsat.workers import usable_cpus
+
+    cores = usable_cpus()
+    if threads > MAX_THREADS_PER_CORE * cores:
+        tail = (
+            f"this machine has {cores} usable CPU core(s), and more than "
+            f"{MAX_THREADS_PER_CORE * cores} runtime threads only slow every timed run down"
+        )
+        raise ConfigError(f"threads={threads}: {tail}", cli=f"--threads {threads}: {tail}")
 
 
 @dataclass(frozen=True)
@@ -244,6 +269,7 @@ def deliver(
     if run_dir is not None:
         _check_run_dir(run_dir, out)
     src = Source.of(source, input_shapes=input_shapes, model=cfg.model)
+    _check_memory(src, dcfg, out)
     target = cfg.resolved_target(str(src.path) if src.is_onnx else None)
     cfg = replace(cfg, target=target, model=src.model)
     guard_runtime = runtime
@@ -420,6 +446,55 @@ def _check_run_dir(run_dir: str | Path, out: Path | None) -> None:
             f"output {out}: the run directory {run_dir} writes its own {target.name} there; "
             "choose another output name or run directory"
         )
+
+
+def available_memory() -> int | None:
+    """Bytes of memory this process can still get: ``MemAvailable`` of ``/proc/meminfo`` (Linux),
+    else physical pages free (``sysconf``), else None (unknown: nothing is refused)."""
+    import os
+
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _size(n: float) -> str:
+    """Bytes for a message: ``512 MB``, ``12.0 GB``."""
+    return f"{n / 1e9:.1f} GB" if n >= 1e9 else f"{n / 1e6:.0f} MB"
+
+
+def _check_memory(src: Source, dcfg: DeliveryConfig, out: Path | None) -> None:
+    """Refuse, before any work, a model whose weights cannot be held: running it (the check, the
+    guard, ``measure``) holds about :data:`RUN_COPIES` copies of its weights, writing it one (a
+    graph declared without weight data gets seeded random ones, made then). The search itself
+    needs only the shapes."""
+    from tensor_eqsat.errors import ResourceError
+
+    runs = dcfg.check or dcfg.guard or dcfg.measure
+    copies = RUN_COPIES if runs else (1 if out is not None else 0)
+    weights = _weight_bytes(src.graph)
+    need, have = copies * weights, available_memory()
+    if need == 0 or have is None or need <= have:
+        return
+    what = "checking and timing it" if runs else "writing it"
+    head = (
+        f"{src.name} declares {_size(weights)} of weights; {what} needs about {_size(need)} of memory, "
+        f"and {_size(have)} is available"
+    )
+    if not runs:
+        raise ResourceError(head)
+    raise ResourceError(
+        head + " (check=False and guard=False skip running it)",
+        cli=head + " (--no-check --no-guard skip running it)",
+    )
 
 
 def _check_runtime(target: Target, guard_runtime: Runtime | None) -> tuple[str, str]:

@@ -58,3 +58,71 @@ def test_an_output_beside_the_run_files_is_written(graph_file, tmp_path, capsys)
     assert main([*argv, "-o", str(out), "--run-dir", str(rd), "--target", "a100"]) == 0
     assert out.is_file() and (rd / "settings.json").is_file()
     assert "nodes" in out.read_text()  # the graph, not the run's settings
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--cost-model", "abacus"], "unknown cost model 'abacus'"),
+        (["--cost-model", "recorded:nope"], "recorded: unknown profile 'nope'"),
+        (["--cost-model", "recorded:/no/such.sqlite"], "recorded: no such file '/no/such.sqlite'"),
+        (["--cost-model", "roofline:zzz"], "unknown device profile 'zzz'"),
+        (["--cost-model", "measured:tpu"], "measured: unknown device 'tpu'"),
+    ],
+)
+def test_a_bad_cost_model_is_refused_before_any_work(flags, message, capsys, monkeypatch):
+    _no_work(monkeypatch)
+    assert _code(["optimize", "vgg", *flags]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_too_many_runtime_threads_are_refused_before_any_work(capsys, monkeypatch):
+    from tensor_eqsat.workers import usable_cpus
+
+    _no_work(monkeypatch)
+    assert _code(["optimize", "squeezenet", "--threads", "1000", "--time-budget", "8"]) == 2
+    err = capsys.readouterr().err
+    assert f"--threads 1000: this machine has {usable_cpus()} usable CPU core(s)" in err
+
+
+def _declared_weights(path: Path, side: int) -> Path:
+    """A graph JSON declaring two side x side float32 weights without their data."""
+    from tensor_eqsat import Graph
+
+    g = Graph()
+    x = g.input((1, side), name="x")
+    y = g.matmul(g.matmul(x, g.weight((side, side), name="w1")), g.weight((side, side), name="w2"))
+    g.output(y)
+    save(g, path)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        ([], "checking and timing it needs about"),
+        (["--no-check", "--no-guard", "-o", "{tmp}/out.json"], "writing it needs about"),
+    ],
+)
+def test_weights_that_cannot_fit_in_memory_are_refused_up_front(
+    flags, message, tmp_path, capsys, monkeypatch
+):
+    deliver_module = sys.modules["tensor_eqsat.deliver"]
+    # 2 x 67 MB of declared weights, on a machine said to have 50 MB available.
+    path = _declared_weights(tmp_path / "big.json", 4096)
+    monkeypatch.setattr(deliver_module, "available_memory", lambda: 50_000_000)
+    monkeypatch.setattr(deliver_module, "optimize", lambda *a, **k: pytest.fail("the search started"))
+    argv = ["optimize", str(path), *(f.format(tmp=tmp_path) for f in flags), "--target", "a100"]
+    assert _code(argv) == 2
+    err = capsys.readouterr().err
+    assert "declares 134 MB of weights" in err and message in err and "50 MB is available" in err
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_weights_without_a_run_or_an_output_need_no_memory(tmp_path, capsys, monkeypatch):
+    deliver_module = sys.modules["tensor_eqsat.deliver"]
+    path = _declared_weights(tmp_path / "big.json", 4096)
+    monkeypatch.setattr(deliver_module, "available_memory", lambda: 50_000_000)
+    argv = ["optimize", str(path), "--no-check", "--no-guard", "--search", "saturate", "--target", "a100"]
+    assert _code(argv) == 0
