@@ -126,3 +126,39 @@ def test_weights_without_a_run_or_an_output_need_no_memory(tmp_path, capsys, mon
     monkeypatch.setattr(deliver_module, "available_memory", lambda: 50_000_000)
     argv = ["optimize", str(path), "--no-check", "--no-guard", "--search", "saturate", "--target", "a100"]
     assert _code(argv) == 0
+
+
+@pytest.mark.parametrize(
+    ("flags", "limit"),
+    [
+        (["--search", "mcts"], 30.0),
+        (["--search", "saturate"], 30.0),
+        (["--search", "mcts", "--time-limit", "20"], 600.0),
+        (["--search", "mcts", "--time-budget", "20"], 600.0),
+        (["--search", "mcts", "--ilp-time-limit", "45"], 45.0),
+    ],
+)
+def test_the_final_ilp_is_bounded_by_default(flags, limit, monkeypatch):
+    from tensor_eqsat.commands import optimize as command
+
+    seen = []
+    monkeypatch.setattr(command, "deliver", lambda source, config, **kw: seen.append(config) or 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        main(["optimize", "squeezenet", *flags])
+    (config,) = seen
+    assert config.ilp.time_limit == limit
+
+
+def test_progress_reaches_a_stderr_that_is_no_terminal(graph_file, capsys, monkeypatch):
+    import re
+
+    from tensor_eqsat.commands import optimize as command
+
+    monkeypatch.setattr(command, "PLAIN_PROGRESS_S", 0.05)
+    argv = ["optimize", str(graph_file), "--search", "mcts", "--budget", "8", "--node-limit", "400"]
+    assert main([*argv, "--target", "a100", "--no-check"]) == 0
+    err = capsys.readouterr().err
+    lines = [
+        ln for ln in err.splitlines() if re.match(r"\[\s*\d+\.\d+s\]\s+(starting|build|search|extract)", ln)
+    ]
+    assert len(lines) >= 2, err
