@@ -41,7 +41,7 @@ from typing import Any
 
 from tensor_eqsat.clock import Deadline, search_deadline
 from tensor_eqsat.config import BYTES_PER_ENODE, OptimizeConfig, Search
-from tensor_eqsat.errors import ConfigError
+from tensor_eqsat.errors import ConfigError, ResourceError
 from tensor_eqsat.extract.registry import ExtractorKind
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.optimize import OptimizeResult, optimize, rule_set_for, save_run
@@ -67,6 +67,9 @@ WRITE_RESERVE_S = 1.0
 CHECK_MARGIN = 1.5
 """The check of a result is predicted to take this many times what preparing and running the
 original took."""
+EXPORT_BYTES_PER_S = 25e6
+"""Weight bytes an ONNX export of a model without an ONNX file of its own makes, checks and
+writes per second (ViT-Large's 1.2 GB took 52 to 95 s on a loaded 2-core CPU)."""
 RUN_COPIES = 3
 """Copies of a model's weights that running it for the check or the guard holds at once (the
 graph's own, the runtime's, and the rewritten graph's)."""
@@ -270,6 +273,7 @@ def deliver(
         _check_run_dir(run_dir, out)
     src = Source.of(source, input_shapes=input_shapes, model=cfg.model)
     _check_memory(src, dcfg, out)
+    _check_write_time(src, out, deadline)
     target = cfg.resolved_target(str(src.path) if src.is_onnx else None)
     cfg = replace(cfg, target=target, model=src.model)
     guard_runtime = runtime
@@ -476,8 +480,6 @@ def _check_memory(src: Source, dcfg: DeliveryConfig, out: Path | None) -> None:
     guard, ``measure``) holds about :data:`RUN_COPIES` copies of its weights, writing it one (a
     graph declared without weight data gets seeded random ones, made then). The search itself
     needs only the shapes."""
-    from tensor_eqsat.errors import ResourceError
-
     runs = dcfg.check or dcfg.guard or dcfg.measure
     copies = RUN_COPIES if runs else (1 if out is not None else 0)
     weights = _weight_bytes(src.graph)
@@ -494,6 +496,27 @@ def _check_memory(src: Source, dcfg: DeliveryConfig, out: Path | None) -> None:
     raise ResourceError(
         head + " (check=False and guard=False skip running it)",
         cli=head + " (--no-check --no-guard skip running it)",
+    )
+
+
+def _check_write_time(src: Source, out: Path | None, deadline: Deadline) -> None:
+    """Refuse, before any work, an ONNX output that cannot be written within the time budget at
+    all: a model that is not an ONNX file gets its weights made and exported (about
+    :data:`EXPORT_BYTES_PER_S`), even when the original is handed back; an ONNX file is copied."""
+    left = deadline.left()
+    if out is None or left is None or src.is_onnx or output_format(out) is not OutputFormat.ONNX:
+        return
+    weights = _weight_bytes(src.graph)
+    predicted = weights / EXPORT_BYTES_PER_S
+    if predicted <= left:
+        return
+    head = (
+        f"writing {src.name} as ONNX makes and exports {_size(weights)} of weights, about {predicted:.0f} s "
+        f"here, and {left:.0f} s of the time budget are left"
+    )
+    raise ResourceError(
+        f"{head}: give time_budget of at least {2 * predicted:.0f} s, or write graph JSON",
+        cli=f"{head}: give --time-budget {2 * predicted:.0f} or more, or write graph JSON (-o NAME.json)",
     )
 
 

@@ -1,0 +1,42 @@
+"""deliver() refuses, before any work, what the machine cannot do within the call: weights that
+do not fit in memory, an ONNX output that cannot be written within the time budget."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import pytest
+
+from tensor_eqsat import Graph, deliver
+from tensor_eqsat.errors import ResourceError
+
+
+def _wide(side: int) -> Graph:
+    g = Graph()
+    x = g.input((1, side), name="x")
+    g.output(g.matmul(g.matmul(x, g.weight((side, side), name="w1")), g.weight((side, side), name="w2")))
+    return g
+
+
+def test_an_onnx_output_that_cannot_be_written_within_the_budget_is_refused_up_front(tmp_path, monkeypatch):
+    pytest.importorskip("onnx")
+    module = sys.modules["tensor_eqsat.deliver"]
+    # 2 x 4 MB of weights at 100 kB/s: 80 s to write, with a 5 s budget.
+    monkeypatch.setattr(module, "EXPORT_BYTES_PER_S", 100e3)
+    monkeypatch.setattr(module, "optimize", lambda *a, **k: pytest.fail("the search started"))
+    t0 = time.perf_counter()
+    with pytest.raises(
+        ResourceError, match=r"writing graph as ONNX makes and exports 8 MB of weights, about 84 s"
+    ):
+        deliver(_wide(1024), output=tmp_path / "x.onnx", time_budget=5, target="a100", search="saturate")
+    assert time.perf_counter() - t0 < 3
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_graph_json_output_or_no_budget_is_not_refused(tmp_path, monkeypatch):
+    module = sys.modules["tensor_eqsat.deliver"]
+    monkeypatch.setattr(module, "EXPORT_BYTES_PER_S", 100e3)
+    d = deliver(_wide(256), output=tmp_path / "x.json", time_budget=20, target="a100", search="saturate",
+                node_limit=60, final_extractor="greedy-dag")  # fmt: skip
+    assert d.output is not None and d.output.is_file()
