@@ -27,6 +27,7 @@ A nested setting can be overridden by its own name when that name is not also a 
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
@@ -81,6 +82,14 @@ class Search(Enum):
 
 
 ExtractorChoice = ExtractorKind | str | Extractor
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 @dataclass(frozen=True)
@@ -225,7 +234,15 @@ class OptimizeConfig:
             if not isinstance(value, Extractor):
                 object.__setattr__(self, name, parse_kind(value))
         object.__setattr__(self, "alternatives", tuple(parse_kind(k) for k in self.alternatives))
-        if not isinstance(self.node_limit, int) or self.node_limit < 1:
+        if not _is_int(self.seed) or self.seed < 0:
+            raise ConfigError(f"seed must be a non-negative integer, got {self.seed!r}")
+        for name in ("time_limit", "time_budget", "reward_time_limit"):
+            value = getattr(self, name)
+            if value is not None and not (_is_number(value) and value == value):
+                raise ConfigError(f"{name} must be a number of seconds or None, got {value!r}")
+        if self.k_multi is not None and not _is_int(self.k_multi):
+            raise ConfigError(f"k_multi must be an integer or None, got {self.k_multi!r}")
+        if not _is_int(self.node_limit) or self.node_limit < 1:
             raise ConfigError(f"node_limit must be a positive integer, got {self.node_limit!r}")
         if self.k_multi is not None and self.k_multi < 0:
             raise ConfigError(f"k_multi must be at least 0, got {self.k_multi}")

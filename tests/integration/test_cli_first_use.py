@@ -162,3 +162,18 @@ def test_progress_reaches_a_stderr_that_is_no_terminal(graph_file, capsys, monke
         ln for ln in err.splitlines() if re.match(r"\[\s*\d+\.\d+s\]\s+(starting|build|search|extract)", ln)
     ]
     assert len(lines) >= 2, err
+
+
+def test_an_interrupted_check_is_not_reported_as_no_measured_gain(graph_file, tmp_path, capsys, monkeypatch):
+    from tensor_eqsat.io.equivalence import Reference
+
+    def interrupted(self, *args, **kwargs):
+        raise KeyboardInterrupt  # the user's Ctrl-C, during the check
+
+    monkeypatch.setattr(Reference, "check", interrupted)
+    out = tmp_path / "o.json"
+    argv = ["optimize", str(graph_file), "--search", "saturate", "--node-limit", "300", "--target", "a100"]
+    assert main([*argv, "-o", str(out)]) == 130
+    err = capsys.readouterr().err
+    assert f"original model (interrupted) written to {out}" in err
+    assert "no measured gain" not in err

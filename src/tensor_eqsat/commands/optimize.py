@@ -466,7 +466,7 @@ def run(args: argparse.Namespace) -> int:
         if d.result is None:
             what = "model written unchanged"
         else:
-            what = "original model (no measured gain)" if d.kept_original else "optimized graph"
+            what = f"original model ({_why_kept(d)})" if d.kept_original else "optimized graph"
             what += " written"
         print(f"{what} to {d.output}", file=sys.stderr)
     elif args.output and not d.ok:
@@ -480,6 +480,15 @@ def run(args: argparse.Namespace) -> int:
     if args.run_dir and d.result is not None:
         print(f"run directory: {args.run_dir}", file=sys.stderr)
     return d.exit_code
+
+
+def _why_kept(d: Delivery) -> str:
+    """Why the original was handed back, in a few words for the "written" line."""
+    if d.interrupted:
+        return "interrupted"
+    if d.guard is not None and d.guard.kept_original:
+        return "no measured gain"
+    return "no predicted gain"
 
 
 def _ilp_time_limit(args: argparse.Namespace) -> float:

@@ -96,6 +96,18 @@ class TorchConfig:
                 raise ConfigError(f"{name} must be >= 0, got {value!r}")
         if not isinstance(self.seed, int) or isinstance(self.seed, bool):
             raise ConfigError(f"seed must be an integer, got {self.seed!r}")
+        if not isinstance(self.search, Mapping):
+            raise ConfigError(f"search must be a mapping of optimize() settings, got {self.search!r}")
+        from tensor_eqsat.config import OptimizeConfig
+
+        try:  # the search settings by name and value, here, not as an internal error at compile time
+            OptimizeConfig(search="auto", seed=self.seed, time_budget=self.time_budget).with_overrides(
+                **dict(self.search)
+            )
+        except TypeError as exc:
+            raise ConfigError(f"search: {exc}") from None
+        except ConfigError as exc:
+            raise ConfigError(f"search: {exc}") from None
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any] | None = None, **more: Any) -> TorchConfig:

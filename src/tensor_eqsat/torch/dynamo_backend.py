@@ -172,7 +172,8 @@ def _device(example_inputs: Sequence[Any]) -> str:
 
 
 def _check_inference(gm: Any, example_inputs: Sequence[Any]) -> None:
-    """Raise Unsupported unless the graph is an inference graph with static shapes."""
+    """Raise Unsupported unless the graph is an inference graph with static shapes and
+    non-empty inputs (a zero-size batch has nothing to optimize)."""
     import torch
 
     if torch.is_grad_enabled() and any(
@@ -182,6 +183,9 @@ def _check_inference(gm: Any, example_inputs: Sequence[Any]) -> None:
             "gradients are recorded (an input or parameter requires grad): inference only; "
             "call the model under torch.no_grad() or torch.inference_mode()"
         )
+    for i, x in enumerate(example_inputs):
+        if isinstance(x, torch.Tensor) and x.numel() == 0:
+            raise Unsupported(f"input {i} is empty (shape {tuple(x.shape)}): nothing to optimize")
     for node in gm.graph.nodes:
         if node.op != "placeholder":
             continue

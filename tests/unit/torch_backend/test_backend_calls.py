@@ -222,3 +222,27 @@ def test_a_failed_cache_write_leaves_no_temporary_file(tmp_path, monkeypatch, fa
     cache.put("k", CacheEntry(None, True, report))  # logged, not raised
     monkeypatch.undo()
     assert [p.name for p in (tmp_path / "c").iterdir()] == []
+
+
+@pytest.mark.parametrize(
+    ("search", "message"),
+    [
+        ({"foo": 1}, "search: 'foo' is not a setting"),
+        ({"search": "nope"}, "search: unknown search 'nope'"),
+        ({"node_limit": -1}, "search: node_limit must be a positive integer"),
+        (5, "search must be a mapping"),
+    ],
+)
+def test_bad_search_settings_are_a_config_error_not_an_internal_error(search, message):
+    with pytest.raises(ConfigError, match=message):
+        te_torch.TorchConfig(search=search)
+
+
+def test_a_zero_size_batch_is_handed_on_with_a_reason_not_an_internal_error():
+    model = Attention().eval()
+    compiled = torch.compile(model, backend="tensor_eqsat", dynamic=False, options=FAST)
+    empty = r"input 0 is empty \(shape \(0, 6, 32\)\)"
+    with pytest.warns(te_torch.FallbackWarning, match=empty), torch.no_grad():
+        got = compiled(torch.randn(0, 6, 32))
+    assert got.shape == (0, 6, 32)
+    assert "internal error" not in te_torch.backend.report.reason
