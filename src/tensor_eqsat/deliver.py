@@ -199,12 +199,35 @@ class Delivery:
         return 130 if self.interrupted else 0
 
     def to_dict(self) -> dict[str, Any]:
-        """The CLI's ``--json`` output, key for key."""
-        if self.result is None and self.stop is StopReason.TIME_LIMIT:
-            return {"nothing_to_optimize": False, "kept_original": True, "message": self.message,
-                    "speedup_pct": 0.0, "stop_reason": self.stop.value}  # fmt: skip
+        """The CLI's ``--json`` output, key for key. Without a search result (nothing to
+        optimize, a time budget too small, an interrupt before the search) it has the same
+        shape's head: ``target``, ``cost_model``, ``original_cost_ms`` and ``optimized_cost_ms``
+        (null: nothing was priced), ``speedup_pct`` 0, ``stop_reason``, ``message`` and
+        ``delivery``."""
+        detail = self.stop_detail
+        delivery = {
+            "stop": None if detail is None else detail.to_dict(),
+            "wall_s": self.wall_s,
+            "time_budget": self.config.auto_time_budget()
+            if self.config.search is Search.AUTO
+            else self.config.time_budget,
+            "output": None if self.output is None else str(self.output),
+            "notes": list(self.notes),
+        }
         if self.result is None:
-            return {"nothing_to_optimize": True, "message": self.message, "speedup_pct": 0.0}
+            spec = self.config.cost_model_spec()
+            return {
+                "nothing_to_optimize": self.stop is None,
+                "kept_original": True,
+                "message": self.message,
+                "target": self.target.name,
+                "cost_model": spec if isinstance(spec, str) else getattr(spec, "spec", str(spec)),
+                "original_cost_ms": None,
+                "optimized_cost_ms": None,
+                "speedup_pct": 0.0,
+                "stop_reason": None if self.stop is None else self.stop.value,
+                "delivery": delivery,
+            }
         data = self.result.to_dict()
         data["target"] = self.target.name
         data["cost_model"] = self.result.settings.cost_model
@@ -218,14 +241,7 @@ class Delivery:
             data["measured"] = self.measured
         if self.interrupted:
             data["stop_reason"] = StopReason.INTERRUPTED.value
-        detail = self.stop_detail
-        data["delivery"] = {
-            "stop": None if detail is None else detail.to_dict(),
-            "wall_s": self.wall_s,
-            "time_budget": self.config.time_budget,
-            "output": None if self.output is None else str(self.output),
-            "notes": list(self.notes),
-        }
+        data["delivery"] = delivery
         return data
 
 

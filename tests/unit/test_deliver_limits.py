@@ -40,3 +40,21 @@ def test_graph_json_output_or_no_budget_is_not_refused(tmp_path, monkeypatch):
     d = deliver(_wide(256), output=tmp_path / "x.json", time_budget=20, target="a100", search="saturate",
                 node_limit=60, final_extractor="greedy-dag")  # fmt: skip
     assert d.output is not None and d.output.is_file()
+
+
+def test_the_json_without_a_search_result_has_the_head_of_every_result(tmp_path):
+    from tensor_eqsat import zoo
+
+    d = deliver(zoo.get("vgg"), search="auto", time_budget=1.0, output=tmp_path / "vgg.json")
+    assert d.result is None and "time budget too small" in d.message
+    data = d.to_dict()
+    assert data["target"] == d.target.name and data["cost_model"] == d.config.cost_model_spec()
+    assert data["original_cost_ms"] is None and data["optimized_cost_ms"] is None
+    assert data["stop_reason"] == "time limit" and data["kept_original"] is True
+    assert data["delivery"]["time_budget"] == 1.0 and data["delivery"]["output"] == str(tmp_path / "vgg.json")
+
+
+def test_the_default_auto_budget_is_reported_not_null():
+    d = deliver(_wide(64), search="auto", target="a100", node_limit=60, final_extractor="greedy-dag")
+    assert d.config.time_budget is None
+    assert d.to_dict()["delivery"]["time_budget"] == 60.0

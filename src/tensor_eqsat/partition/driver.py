@@ -305,7 +305,10 @@ def _combine(
         },
         costing_s=report.stitch_s,
     )
-    settings = replace(heaviest.settings, model=cfg.model)
+    # The call's own limits, not the heaviest region's share of them.
+    settings = replace(
+        heaviest.settings, model=cfg.model, time_budget=cfg.time_budget, time_limit=cfg.time_limit
+    )
     wall = time.perf_counter() - t0
     log.info("partitioned %s: %d regions (%d distinct), %.4f -> %.4f ms in %.1f s", cfg.model or "graph",
              report.regions, report.distinct, original_cost, final_cost, wall)  # fmt: skip

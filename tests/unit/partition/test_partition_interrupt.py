@@ -58,3 +58,13 @@ def test_ctrl_c_during_a_partitioned_cli_run_ends_it_at_once(tmp_path):
     assert proc.returncode == 130, err[-2000:]
     assert took < 15, f"{took:.1f} s after Ctrl-C"
     assert '"stop_reason": "interrupted"' in out or '"stop": "interrupted"' in out, out[-2000:]
+
+
+def test_a_partitioned_runs_settings_hold_the_calls_budget_not_a_regions_share():
+    g = get("vit-base", layers=3, **SMALL_VIT)
+    r = optimize_partitioned(
+        g, search="auto", node_limit=400, time_budget=20, partition=PartitionConfig(target_enodes=60)
+    )
+    assert r.partition is not None and r.partition.distinct > 1
+    assert r.settings.time_budget == 20
+    assert r.settings.to_dict()["time_budget"] == 20
