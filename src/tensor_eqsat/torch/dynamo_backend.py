@@ -90,18 +90,19 @@ class WeightStamp:
             for t in self._tensors:
                 n = t.numel()
                 flat = torch.linspace(0, max(n - 1, 0), min(n, SAMPLES_PER_WEIGHT)).round().long()
-                self._index.append(torch.unravel_index(flat.to(t.device), tuple(t.shape)))
+                self._index.append(flat.to(t.device))
             self._sample = self._gather(self._tensors)
 
     def _gather(self, tensors: Sequence[Any]) -> Any:
         import torch
 
-        parts = [
-            t.detach()[i].reshape(-1).view(torch.uint8) for t, i in zip(tensors, self._index, strict=True)
-        ]
-        if len({p.device for p in parts}) > 1:
-            parts = [p.cpu() for p in parts]
-        return torch.cat(parts)
+        # torch.take reads the flat positions of any layout; one small op per tensor (a few
+        # microseconds), and no autograd record.
+        with torch.no_grad():
+            parts = [torch.take(t, i) for t, i in zip(tensors, self._index, strict=True)]
+            if len({p.device for p in parts}) > 1:
+                parts = [p.cpu() for p in parts]
+            return torch.cat(parts).view(torch.uint8)
 
     def fresh(self, current: Sequence[Any]) -> bool:
         """Whether ``current`` are the stamped tensors with the values they had."""
