@@ -177,3 +177,18 @@ def test_an_interrupted_check_is_not_reported_as_no_measured_gain(graph_file, tm
     err = capsys.readouterr().err
     assert f"original model (interrupted) written to {out}" in err
     assert "no measured gain" not in err
+
+
+def test_the_summary_does_not_add_auto_s_final_extraction_beside_its_search(graph_file, capsys):
+    import re
+
+    argv = ["optimize", str(graph_file), "--time-budget", "10", "--target", "a100", "--no-check"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    line = re.search(
+        r"wall time\s+│\s+([\d.]+) s \(search ([\d.]+) s, the winner's final extraction ([\d.]+) s of it\)",
+        out,
+    )
+    assert line is not None, out
+    wall, search, final = map(float, line.groups())
+    assert final <= search <= wall + 0.01
