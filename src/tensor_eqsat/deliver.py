@@ -426,7 +426,7 @@ def _no_time(
     why = (
         f"time budget too small: checking a result of {src.name} needs about {needed:.1f} s here, and the "
         f"budget is {budget:g} s; the original is kept unsearched (give a time budget of at least "
-        f"{2 * needed:.1f} s, or skip the check)"
+        f"{2 * needed:.1f} s, or skip the check: --no-check, DeliveryConfig(check=False))"
     )
     log.warning(why)
     written = _write_original(src, out, cfg.seed) if out is not None else None

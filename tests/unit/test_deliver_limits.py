@@ -58,3 +58,11 @@ def test_the_default_auto_budget_is_reported_not_null():
     d = deliver(_wide(64), search="auto", target="a100", node_limit=60, final_extractor="greedy-dag")
     assert d.config.time_budget is None
     assert d.to_dict()["delivery"]["time_budget"] == 60.0
+
+
+def test_the_budget_too_small_message_names_how_to_skip_the_check(tmp_path):
+    from tensor_eqsat import zoo
+
+    d = deliver(zoo.get("vgg"), search="auto", time_budget=1.0)
+    assert "time budget too small" in d.message
+    assert "--no-check" in d.message and "check=False" in d.message
