@@ -54,3 +54,16 @@ def test_the_docs_examples_time_with_the_guards_own_runs():
     guide = (ROOT / "docs" / "guide.md").read_text(encoding="utf-8")
     assert "time_alternating([g, d.graph]" not in guide
     assert not re.search(r"time_alternating\(.*blocks=2", guide)
+
+
+def test_results_open_with_what_the_default_gives():
+    from tensor_eqsat.config import AUTO_TIME_BUDGET
+    from tensor_eqsat.target.targets import default_target
+
+    text = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
+    first = text.split("\n## ")[1]  # the first section
+    command = first.split("```")[1]
+    assert "tensor-eqsat optimize MODEL --json" in command and "--no-check" not in command
+    # On this CPU (no GPU) the default for a zoo model is the recorded H200 profile.
+    assert f"target {default_target(None).name}" in command
+    assert f"{AUTO_TIME_BUDGET:g} s" in command
