@@ -167,7 +167,13 @@ def _json() -> list[str]:
     lines = ["## `optimize --json`", "", "The keys of `Delivery.to_dict()` for a `saturate` run (an `auto`"]
     lines += ["run adds `portfolio` and `settings.portfolio`; the guard adds `measured` and `guard`).", ""]
     lines += ["| key | type |", "|---|---|", *_schema(data), ""]
-    lines += ["With nothing to optimize: `{nothing_to_optimize: true, message, speedup_pct: 0.0}`.", ""]
+    idle = Graph()
+    idle.output(idle.relu(idle.input((1, 4), name="x")))
+    none = deliver(idle, target="a100").to_dict()
+    lines += ["Without a search result (nothing to optimize, a time budget too small for a checked"]
+    lines += ["search, Ctrl-C before the search) the keys are these, the costs null (nothing was"]
+    lines += ["priced) and `nothing_to_optimize` false when the budget or an interrupt ended the call:", ""]
+    lines += ["| key | type |", "|---|---|", *_schema(none), ""]
     return lines
 
 

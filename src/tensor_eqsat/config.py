@@ -27,13 +27,14 @@ A nested setting can be overridden by its own name when that name is not also a 
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
-from tensor_eqsat.cost.model import CostModel
-from tensor_eqsat.cost.spec import graph_options, parse_cost_model
+from tensor_eqsat.cost.model import CostModel, CostModelError
+from tensor_eqsat.cost.spec import check_spec, graph_options, parse_cost_model
 from tensor_eqsat.errors import ConfigError, check_positive_int, parse_enum
 from tensor_eqsat.extract.ilp import IlpBackend, IlpConfig, IlpReward
 from tensor_eqsat.extract.registry import Extractor, ExtractorKind, make_extractor, parse_kind
@@ -81,6 +82,14 @@ class Search(Enum):
 
 
 ExtractorChoice = ExtractorKind | str | Extractor
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 @dataclass(frozen=True)
@@ -211,6 +220,11 @@ class OptimizeConfig:
                 raise ConfigError(str(exc)) from None
         elif self.target is not None and not isinstance(self.target, Target):
             raise ConfigError(f"target: expected a name or a Target, got {type(self.target).__name__}")
+        if isinstance(self.cost_model, str):
+            try:
+                check_spec(self.cost_model)  # before any work, not after the e-graph is built
+            except CostModelError as exc:
+                raise ConfigError(str(exc)) from None
         if isinstance(self.search, str | Search):
             object.__setattr__(self, "search", _parse_search(self.search))
         elif not isinstance(self.search, Construction):
@@ -220,7 +234,15 @@ class OptimizeConfig:
             if not isinstance(value, Extractor):
                 object.__setattr__(self, name, parse_kind(value))
         object.__setattr__(self, "alternatives", tuple(parse_kind(k) for k in self.alternatives))
-        if not isinstance(self.node_limit, int) or self.node_limit < 1:
+        if not _is_int(self.seed) or self.seed < 0:
+            raise ConfigError(f"seed must be a non-negative integer, got {self.seed!r}")
+        for name in ("time_limit", "time_budget", "reward_time_limit"):
+            value = getattr(self, name)
+            if value is not None and not (_is_number(value) and value == value):
+                raise ConfigError(f"{name} must be a number of seconds or None, got {value!r}")
+        if self.k_multi is not None and not _is_int(self.k_multi):
+            raise ConfigError(f"k_multi must be an integer or None, got {self.k_multi!r}")
+        if not _is_int(self.node_limit) or self.node_limit < 1:
             raise ConfigError(f"node_limit must be a positive integer, got {self.node_limit!r}")
         if self.k_multi is not None and self.k_multi < 0:
             raise ConfigError(f"k_multi must be at least 0, got {self.k_multi}")

@@ -41,7 +41,7 @@ from typing import Any
 
 from tensor_eqsat.clock import Deadline, search_deadline
 from tensor_eqsat.config import BYTES_PER_ENODE, OptimizeConfig, Search
-from tensor_eqsat.errors import ConfigError
+from tensor_eqsat.errors import ConfigError, ResourceError
 from tensor_eqsat.extract.registry import ExtractorKind
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.optimize import OptimizeResult, optimize, rule_set_for, save_run
@@ -67,10 +67,21 @@ WRITE_RESERVE_S = 1.0
 CHECK_MARGIN = 1.5
 """The check of a result is predicted to take this many times what preparing and running the
 original took."""
+EXPORT_BYTES_PER_S = 25e6
+"""Weight bytes an ONNX export of a model without an ONNX file of its own makes, checks and
+writes per second (ViT-Large's 1.2 GB took 52 to 95 s on a loaded 2-core CPU)."""
+RUN_COPIES = 3
+"""Copies of a model's weights that running it for the check or the guard holds at once (the
+graph's own, the runtime's, and the rewritten graph's)."""
 PREPARE_BYTES_PER_S = 100e6
 """Weight bytes a check prepares per second (made, exported, loaded; about 12 s per GB measured
 on a loaded 2-core CPU): a model whose check alone cannot fit the time budget is handed back at
 once."""
+
+
+MAX_THREADS_PER_CORE = 4
+"""``DeliveryConfig.threads`` may be at most this many times the usable CPU cores (more than the
+cores is allowed, with the CLI's oversubscription warning)."""
 
 
 @dataclass(frozen=True)
@@ -81,7 +92,8 @@ class DeliveryConfig:
     guard: on a target that runs here, time the original against the candidates and keep the
         original unless one is faster beyond the noise. Default True.
     guard_runs: timed runs per model in the guard. Default 40.
-    threads: intra-op threads of the guard's and ``measure``'s runtime. Default 1.
+    threads: intra-op threads of the guard's and ``measure``'s runtime, at most
+        :data:`MAX_THREADS_PER_CORE` per usable CPU core. Default 1.
     measure: when the guard did not run, time the original and the model handed back on this
         machine and report it. Default False.
     measure_backend: the runtime of ``measure``: ``ort`` or ``torch``. Default ``ort``.
@@ -101,10 +113,26 @@ class DeliveryConfig:
             raise ConfigError(f"guard_runs must be at least 2, got {self.guard_runs}")
         if self.threads < 1:
             raise ConfigError(f"threads must be positive, got {self.threads}")
+        _check_threads(self.threads)
         if self.measure_runs < MEASURE_BLOCKS:
             raise ConfigError(f"measure_runs must be at least {MEASURE_BLOCKS}, got {self.measure_runs}")
         if self.measure_backend not in ("ort", "torch"):
             raise ConfigError(f"measure_backend must be ort or torch, got {self.measure_backend!r}")
+
+
+def _check_threads(threads: int) -> None:
+    """Refuse more runtime threads than :data:`MAX_THREADS_PER_CORE` per usable core: each timed
+    session would spend its time starting and scheduling threads (1000 threads on 2 cores took
+    43 s for an 8 s budget), and no measurement made so is worth having."""
+    from tensor_eqsat.workers import usable_cpus
+
+    cores = usable_cpus()
+    if threads > MAX_THREADS_PER_CORE * cores:
+        tail = (
+            f"this machine has {cores} usable CPU core(s), and more than "
+            f"{MAX_THREADS_PER_CORE * cores} runtime threads only slow every timed run down"
+        )
+        raise ConfigError(f"threads={threads}: {tail}", cli=f"--threads {threads}: {tail}")
 
 
 @dataclass(frozen=True)
@@ -171,12 +199,35 @@ class Delivery:
         return 130 if self.interrupted else 0
 
     def to_dict(self) -> dict[str, Any]:
-        """The CLI's ``--json`` output, key for key."""
-        if self.result is None and self.stop is StopReason.TIME_LIMIT:
-            return {"nothing_to_optimize": False, "kept_original": True, "message": self.message,
-                    "speedup_pct": 0.0, "stop_reason": self.stop.value}  # fmt: skip
+        """The CLI's ``--json`` output, key for key. Without a search result (nothing to
+        optimize, a time budget too small, an interrupt before the search) it has the same
+        shape's head: ``target``, ``cost_model``, ``original_cost_ms`` and ``optimized_cost_ms``
+        (null: nothing was priced), ``speedup_pct`` 0, ``stop_reason``, ``message`` and
+        ``delivery``."""
+        detail = self.stop_detail
+        delivery = {
+            "stop": None if detail is None else detail.to_dict(),
+            "wall_s": self.wall_s,
+            "time_budget": self.config.auto_time_budget()
+            if self.config.search is Search.AUTO
+            else self.config.time_budget,
+            "output": None if self.output is None else str(self.output),
+            "notes": list(self.notes),
+        }
         if self.result is None:
-            return {"nothing_to_optimize": True, "message": self.message, "speedup_pct": 0.0}
+            spec = self.config.cost_model_spec()
+            return {
+                "nothing_to_optimize": self.stop is None,
+                "kept_original": True,
+                "message": self.message,
+                "target": self.target.name,
+                "cost_model": spec if isinstance(spec, str) else getattr(spec, "spec", str(spec)),
+                "original_cost_ms": None,
+                "optimized_cost_ms": None,
+                "speedup_pct": 0.0,
+                "stop_reason": None if self.stop is None else self.stop.value,
+                "delivery": delivery,
+            }
         data = self.result.to_dict()
         data["target"] = self.target.name
         data["cost_model"] = self.result.settings.cost_model
@@ -190,14 +241,7 @@ class Delivery:
             data["measured"] = self.measured
         if self.interrupted:
             data["stop_reason"] = StopReason.INTERRUPTED.value
-        detail = self.stop_detail
-        data["delivery"] = {
-            "stop": None if detail is None else detail.to_dict(),
-            "wall_s": self.wall_s,
-            "time_budget": self.config.time_budget,
-            "output": None if self.output is None else str(self.output),
-            "notes": list(self.notes),
-        }
+        data["delivery"] = delivery
         return data
 
 
@@ -242,10 +286,10 @@ def deliver(
         deadline = Deadline.after(cfg.auto_time_budget() if cfg.search is Search.AUTO else cfg.time_budget)
     out = _check_output(output)
     if run_dir is not None:
-        from tensor_eqsat.outputs import check_output_dir
-
-        check_output_dir(run_dir, "run directory")
+        _check_run_dir(run_dir, out)
     src = Source.of(source, input_shapes=input_shapes, model=cfg.model)
+    _check_memory(src, dcfg, out)
+    _check_write_time(src, out, deadline)
     target = cfg.resolved_target(str(src.path) if src.is_onnx else None)
     cfg = replace(cfg, target=target, model=src.model)
     if src.is_onnx and isinstance(cfg.rules, str) and cfg.rules == "default":
@@ -386,7 +430,7 @@ def _no_time(
     why = (
         f"time budget too small: checking a result of {src.name} needs about {needed:.1f} s here, and the "
         f"budget is {budget:g} s; the original is kept unsearched (give a time budget of at least "
-        f"{2 * needed:.1f} s, or skip the check)"
+        f"{2 * needed:.1f} s, or skip the check: --no-check, DeliveryConfig(check=False))"
     )
     log.warning(why)
     written = _write_original(src, out, cfg.seed) if out is not None else None
@@ -406,6 +450,94 @@ def _check_output(output: str | Path | None) -> Path | None:
 
         require_onnx()
     return path
+
+
+def _check_run_dir(run_dir: str | Path, out: Path | None) -> None:
+    """Refuse an unwritable run directory, and an output that is one of its files (the run's
+    files would overwrite the model written), before any work."""
+    import os
+
+    from tensor_eqsat.optimize import RUN_FILES
+    from tensor_eqsat.outputs import OutputError, check_output_dir
+
+    check_output_dir(run_dir, "run directory")
+    if out is None:
+        return
+    directory = Path(os.path.realpath(run_dir))
+    target = Path(os.path.realpath(out))
+    if target.parent == directory and target.name in RUN_FILES:
+        raise OutputError(
+            f"output {out}: the run directory {run_dir} writes its own {target.name} there; "
+            "choose another output name or run directory"
+        )
+
+
+def available_memory() -> int | None:
+    """Bytes of memory this process can still get: ``MemAvailable`` of ``/proc/meminfo`` (Linux),
+    else physical pages free (``sysconf``), else None (unknown: nothing is refused)."""
+    import os
+
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _size(n: float) -> str:
+    """Bytes for a message: ``512 MB``, ``12.0 GB``."""
+    return f"{n / 1e9:.1f} GB" if n >= 1e9 else f"{n / 1e6:.0f} MB"
+
+
+def _check_memory(src: Source, dcfg: DeliveryConfig, out: Path | None) -> None:
+    """Refuse, before any work, a model whose weights cannot be held: running it (the check, the
+    guard, ``measure``) holds about :data:`RUN_COPIES` copies of its weights, writing it one (a
+    graph declared without weight data gets seeded random ones, made then). The search itself
+    needs only the shapes."""
+    runs = dcfg.check or dcfg.guard or dcfg.measure
+    copies = RUN_COPIES if runs else (1 if out is not None else 0)
+    weights = _weight_bytes(src.graph)
+    need, have = copies * weights, available_memory()
+    if need == 0 or have is None or need <= have:
+        return
+    what = "checking and timing it" if runs else "writing it"
+    head = (
+        f"{src.name} declares {_size(weights)} of weights; {what} needs about {_size(need)} of memory, "
+        f"and {_size(have)} is available"
+    )
+    if not runs:
+        raise ResourceError(head)
+    raise ResourceError(
+        head + " (check=False and guard=False skip running it)",
+        cli=head + " (--no-check --no-guard skip running it)",
+    )
+
+
+def _check_write_time(src: Source, out: Path | None, deadline: Deadline) -> None:
+    """Refuse, before any work, an ONNX output that cannot be written within the time budget at
+    all: a model that is not an ONNX file gets its weights made and exported (about
+    :data:`EXPORT_BYTES_PER_S`), even when the original is handed back; an ONNX file is copied."""
+    left = deadline.left()
+    if out is None or left is None or src.is_onnx or output_format(out) is not OutputFormat.ONNX:
+        return
+    weights = _weight_bytes(src.graph)
+    predicted = weights / EXPORT_BYTES_PER_S
+    if predicted <= left:
+        return
+    head = (
+        f"writing {src.name} as ONNX makes and exports {_size(weights)} of weights, about {predicted:.0f} s "
+        f"here, and {left:.0f} s of the time budget are left"
+    )
+    raise ResourceError(
+        f"{head}: give time_budget of at least {2 * predicted:.0f} s, or write graph JSON",
+        cli=f"{head}: give --time-budget {2 * predicted:.0f} or more, or write graph JSON (-o NAME.json)",
+    )
 
 
 def _check_runtime(target: Target, guard_runtime: Runtime | None) -> tuple[str, str]:

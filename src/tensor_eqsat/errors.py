@@ -101,6 +101,11 @@ class FormatError(TensorEqsatError):
     """A file could not be read: it names the file and, where known, the line or field."""
 
 
+class ResourceError(TensorEqsatError):
+    """The machine cannot do what was asked (a model whose weights do not fit in its memory):
+    refused before the work, naming what is needed and what there is."""
+
+
 class ConfigError(TensorEqsatError, ValueError):
     """A setting has a bad value or names an unknown strategy (search, extractor, rule set).
 

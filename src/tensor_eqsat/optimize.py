@@ -551,6 +551,20 @@ def _resolve_rules(rules: Any, info: Any) -> RuleSet:
     return RuleSet("custom", tuple(sorted(rules, key=lambda r: r.id)))
 
 
+RUN_FILES = (
+    "settings.json",
+    "stats.json",
+    "steps.json",
+    "original.json",
+    "optimized.json",
+    "original.dot",
+    "optimized.dot",
+    "portfolio.json",
+    "complete.json",
+)
+"""Every file :func:`save_run` may write into a run directory (the marker included)."""
+
+
 def save_run(result: OptimizeResult, directory: str | Path) -> Path:
     """Write a run directory: settings.json, stats.json (headline numbers and stats),
     steps.json (the step log), original/optimized graphs as JSON and DOT, for an ``auto`` run
@@ -569,4 +583,5 @@ def save_run(result: OptimizeResult, directory: str | Path) -> Path:
     }
     if result.portfolio is not None:
         files["portfolio.json"] = json.dumps(result.portfolio.to_dict(), indent=2) + "\n"
+    assert set(files) <= set(RUN_FILES)
     return write_dir(directory, files)

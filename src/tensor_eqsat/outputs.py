@@ -23,6 +23,7 @@ import secrets
 import stat
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 from tensor_eqsat.errors import TensorEqsatError
 
@@ -103,6 +104,41 @@ def _reason(exc: OSError) -> str:
 
 
 @contextlib.contextmanager
+def _removed_on_sigterm(tmp: Path) -> Iterator[None]:
+    """While the block runs, SIGTERM first removes ``tmp``, then takes its course (the previous
+    handler, or the default: the process ends). A ``finally`` does not run when SIGTERM ends
+    the process, so without this an interrupted write left its temporary file behind. Main
+    thread only (Python runs signal handlers there); elsewhere, or where SIGTERM is ignored,
+    nothing changes."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous == signal.SIG_IGN or previous is None:
+        yield
+        return
+
+    def on_sigterm(signum: int, frame: Any) -> None:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        signal.signal(signal.SIGTERM, previous)
+        if callable(previous):
+            previous(signum, frame)
+        else:  # SIG_DFL: end the process the way SIGTERM would have
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+    try:
+        yield
+    finally:
+        if signal.getsignal(signal.SIGTERM) is on_sigterm:
+            signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
 def atomic_target(path: str | os.PathLike[str]) -> Iterator[Path]:
     """A temporary path to write; on success it replaces ``path``'s target, on failure it is removed.
 
@@ -125,7 +161,8 @@ def atomic_target(path: str | os.PathLike[str]) -> Iterator[Path]:
         raise OutputError(f"cannot write {p}: {_reason(exc)}") from None
     os.close(fd)
     try:
-        yield tmp
+        with _removed_on_sigterm(tmp):
+            yield tmp
         with contextlib.suppress(OSError):
             # Keep an existing file's permissions, as rewriting it in place would.
             os.chmod(tmp, stat.S_IMODE(os.stat(target).st_mode))

@@ -9,6 +9,7 @@ written as soon as it is taken, so an interrupted run continues where it stopped
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import time
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from tensor_eqsat.commands._common import float_above, int_at_least, load_graph_
 from tensor_eqsat.cost.recorded import SQLITE_SUFFIXES
 from tensor_eqsat.errors import ConfigError
 from tensor_eqsat.ir.graph import Graph
+from tensor_eqsat.outputs import OutputError, check_output
 from tensor_eqsat.search.configurations import profile_models
 from tensor_eqsat.target import get_target
 
@@ -67,12 +69,33 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
 
 
+def _check_timing_file(out: Path) -> None:
+    """Refuse, before any timing, a ``-o`` that cannot be written or is not a timing file
+    (named as the timing file, not as a results database)."""
+    from urllib.parse import quote
+
+    check_output(out, "-o")
+    if not out.exists() or out.stat().st_size == 0:
+        return
+    try:
+        conn = sqlite3.connect(f"file:{quote(str(out.resolve()))}?mode=ro", uri=True)
+        try:
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        raise OutputError(f"-o {out}: not a timing file ({exc})") from None
+    if tables and "op_timings" not in tables:
+        raise OutputError(f"-o {out}: an SQLite file, but not a timing file (no op_timings table)")
+
+
 def run(args: argparse.Namespace) -> int:
     out = Path(args.output)
     if out.suffix not in SQLITE_SUFFIXES:
         raise ConfigError(f"-o {out}: a timing file must end in {', '.join(SQLITE_SUFFIXES)}")
     if out.exists() and not out.is_file():
         raise ConfigError(f"-o {out}: is not a file")
+    _check_timing_file(out)
     target = get_target(args.target)
     why = target.unavailable()
     if why is not None:
@@ -100,7 +123,10 @@ def run(args: argparse.Namespace) -> int:
             last[0] = now
             stderr.print(f"{label}: {done}/{total} configurations", highlight=False)
 
-    report = profile_models(models, cost_model, node_limit=args.node_limit, progress=progress)
+    try:
+        report = profile_models(models, cost_model, node_limit=args.node_limit, progress=progress)
+    except sqlite3.Error as exc:
+        raise OutputError(f"-o {out}: cannot write the timing file ({exc})") from None
     from tensor_eqsat.cost.recorded import read_table_file
 
     table = read_table_file(out, device=cost_model.device_key)

@@ -12,7 +12,7 @@ from typing import Any
 
 from rich.table import Table
 
-from tensor_eqsat.commands._common import print_json, stderr
+from tensor_eqsat.commands._common import print_json, stdout
 from tensor_eqsat.ir.summary import summary
 from tensor_eqsat.zoo import info, names
 
@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
             ", ".join(_shape(o) for o in r["outputs"]),
             k,
         )
-    stderr.print(table)
+    stdout.print(table)
     if any(r["k_multi_provisional"] for r in records):
-        stderr.print("* provisional k_multi (the paper's value; not yet re-derived by saturation)")
+        stdout.print("* provisional k_multi (the paper's value; not yet re-derived by saturation)")
     return 0

@@ -320,9 +320,33 @@ def _positive(value: Any) -> bool:
     return not isinstance(value, bool) and isinstance(value, int | float) and value > 0
 
 
+def _open_read_only(path: Path) -> sqlite3.Connection:
+    """A read-only connection to a timing database that creates nothing beside it.
+
+    Without a ``-wal`` file beside it every row is in the file itself, so it is opened
+    ``immutable=1``: no ``-wal`` or ``-shm`` is created (reading works on read-only storage and
+    leaves the folder as it was). With one (a writer is at work, or rows are not checkpointed
+    yet), ``mode=ro`` reads them too; where that cannot open (read-only storage: the WAL index
+    needs ``-shm``), the file alone is read, with a warning.
+    """
+    from urllib.parse import quote
+
+    uri = "file:" + quote(str(path.resolve()))
+    wal = Path(f"{path}-wal")
+    if not wal.exists():
+        return sqlite3.connect(f"{uri}?immutable=1", uri=True)
+    try:
+        conn = sqlite3.connect(f"{uri}?mode=ro", uri=True)
+        conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+        return conn
+    except sqlite3.OperationalError as exc:
+        log.warning("recorded: %s: cannot read its write-ahead log (%s); reading the file alone", path, exc)
+        return sqlite3.connect(f"{uri}?immutable=1", uri=True)
+
+
 def _from_sqlite(path: Path, device: str | None) -> TimingTable:
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        conn = _open_read_only(path)
     except sqlite3.Error as exc:
         raise CostModelError(f"recorded: {path}: cannot open timing database ({exc})") from None
     try:

@@ -27,6 +27,7 @@ choices.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -113,6 +114,47 @@ _EXTRA_OPTIONS = {
     },
     "recorded": {"mode", "device", "eager"},
 }
+
+
+@functools.lru_cache(maxsize=64)
+def check_spec(spec: str) -> None:
+    """Raise CostModelError for a spec that names no cost model, at once and without building it
+    (a measured model would import PyTorch, a recorded one read its table): an unknown name, a
+    roofline profile that does not exist, a recorded profile neither shipped nor a file, a
+    measured device of another kind. What only building can tell (a corrupt table, a missing
+    GPU) is found when the model is built.
+
+    >>> check_spec("abacus")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    tensor_eqsat.cost.model.CostModelError: unknown cost model 'abacus' (known: ...
+    """
+    import os
+
+    name, _, arg = spec.strip().partition(":")
+    if name not in COST_MODELS:
+        parse_cost_model(spec)  # the error naming every choice
+    if name in ("roofline", "unit"):
+        parse_cost_model(spec)  # cheap: a profile read, no timing
+    elif name == "recorded":
+        from tensor_eqsat.cost.recorded import SQLITE_SUFFIXES, shipped_tables
+
+        if not arg:
+            parse_cost_model(spec)
+        is_file = arg.endswith((".json", *SQLITE_SUFFIXES)) or "/" in arg or os.sep in arg
+        if is_file and not os.path.isfile(arg):
+            raise CostModelError(f"recorded: no such file {arg!r}")
+        if not is_file and arg not in shipped_tables():
+            raise CostModelError(
+                f"recorded: unknown profile {arg!r} (shipped: {', '.join(shipped_tables())}; or "
+                "recorded:FILE with .sqlite, .sqlite3, .db or .json)"
+            )
+    elif name == "measured" and arg:
+        base = arg.split(":", 1)[0]
+        if base not in ("auto", "cpu", "cuda", "ort", "ort-cpu", "ort-cuda"):
+            raise CostModelError(
+                f"measured: unknown device {arg!r} (choose from cpu, cuda, cuda:N, ort-cpu, ort-cuda)"
+            )
 
 
 def graph_options(spec: str, graph: Graph) -> dict[str, Any]:

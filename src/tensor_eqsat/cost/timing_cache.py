@@ -105,6 +105,8 @@ class TimingCache:
         self.timeout = timeout
         self.retries = retries
         self._conn: sqlite3.Connection | None = None
+        self.inserted = 0
+        """Rows this object stored (a key another process stored first is not counted)."""
 
     # -- connection ----------------------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
@@ -183,16 +185,17 @@ class TimingCache:
         """Store a time unless the key is already present; return the value the cache now holds.
 
         When another process stored the key first, its value is returned (and kept), so every
-        process prices the configuration the same.
+        process prices the configuration the same; :attr:`inserted` counts the keys stored here.
         """
         conn = self._connect()
-        self._retry(
+        cursor = self._retry(
             lambda: conn.execute(
                 "INSERT OR IGNORE INTO op_timings "
                 "(device, library, op, attrs, shapes, ms, runs, measured_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (device, library, op, attrs, shapes, float(ms), int(runs), time.time()),
             )
         )
+        self.inserted += cursor.rowcount > 0
         stored = self.get(device, library, op, attrs, shapes)
         return float(ms) if stored is None else stored
 

@@ -101,8 +101,12 @@ def export_onnx(
             names.append(name)
     else:
         names = list(output_names)
-    if len(set(names)) != len(names):
-        raise GraphError(f"export: output names are not unique: {names}")
+    # A name may be listed twice for the same tensor (valid ONNX: a model may list an output
+    # twice, and onnxruntime returns it twice); for two tensors it is an error.
+    named: dict[str, TensorRef] = {}
+    for ref, name in zip(outputs, names, strict=True):
+        if named.setdefault(name, ref) != ref:
+            raise GraphError(f"export: output names are not unique: {names}")
     # An output may keep a leaf's name only when it is that leaf (an input passed through, a
     # constant output): ONNX lists the value itself as the output.
     same = {name for ref, name in zip(outputs, names, strict=True) if _leaf_named(graph, ref, name)}
@@ -243,11 +247,13 @@ class _Exporter:
             emit(self, n, ins, outs)
         graph_outputs = []
         done: set[TensorRef] = set()
+        listed: set[str] = set()
         for ref, name in zip(self.outputs, self.output_names, strict=True):
             src = self.names[ref]
-            if src != name and (direct.get(ref) != name or ref in done):
+            if name not in listed and src != name and (direct.get(ref) != name or ref in done):
                 self.node("Identity", [src], [name])
             done.add(ref)
+            listed.add(name)
             elem = self.elem_types.get(ref, FLOAT)
             graph_outputs.append(helper.make_tensor_value_info(name, elem, list(g.shape_of(ref))))
         onnx_graph = helper.make_graph(self.nodes, "tensor_eqsat", graph_inputs, graph_outputs, self.inits)

@@ -84,7 +84,11 @@ def _element_bytes(onnx: Any, tensor: Any) -> int | None:
 
 
 def check_model_file(
-    path: str | os.PathLike[str], what: str | os.PathLike[str] | None = None, *, checker: bool = True
+    path: str | os.PathLike[str],
+    what: str | os.PathLike[str] | None = None,
+    *,
+    checker: bool = True,
+    model: onnx.ModelProto | None = None,
 ) -> None:
     """Check that the ONNX file at ``path`` loads: it parses, passes ``onnx.checker`` (unless
     ``checker`` is False: a user's own model, written back, is theirs to validate; onnxruntime
@@ -92,7 +96,9 @@ def check_model_file(
     kept in external data finds its bytes in a regular file inside the model's folder.
 
     Cheap: external data is not read, only the data files' sizes. ``what``: the name errors
-    give the file (default ``path``). Raises OutputError naming it and the reason.
+    give the file (default ``path``). ``model``: the model just written there; with the checker
+    on, the file is then parsed once (by the checker), not a second time to find external
+    tensors. Raises OutputError naming it and the reason.
     """
     onnx = require_onnx()
     path = Path(path)
@@ -101,10 +107,11 @@ def check_model_file(
     def fail(reason: str) -> OutputError:
         return OutputError(f"{name}: the written ONNX model does not load: {reason}")
 
-    try:
-        model = onnx.load(str(path), load_external_data=False)
-    except Exception as exc:
-        raise fail(f"{type(exc).__name__}: {exc}") from None
+    if model is None or not checker:
+        try:
+            model = onnx.load(str(path), load_external_data=False)
+        except Exception as exc:
+            raise fail(f"{type(exc).__name__}: {exc}") from None
     try:
         # From the file, so the checker resolves external data against the model's folder.
         if checker:
@@ -161,16 +168,28 @@ def save_model(model: onnx.ModelProto, path: str | os.PathLike[str], *, checker:
     """
     onnx = require_onnx()
     path = Path(path)
-    if model_bytes(model) > LARGE_MODEL_BYTES:
+    try:
+        # Serialized once: its length is the size (a separate ByteSize walks a 1.2 GB model for
+        # seconds), and these bytes are what is written.
+        data = model.SerializeToString()
+    except Exception:  # google.protobuf.message.EncodeError: over 2 GiB
+        data = None
+    if data is None or len(data) > LARGE_MODEL_BYTES:
         _save_with_data(onnx, model, path, checker)
         return
     with atomic_target(path) as tmp:
         try:
-            onnx.save_model(model, str(tmp))
+            _write_model(data, tmp)
         except OSError as exc:
             raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
         if tmp != path:  # a device or FIFO is written directly and cannot be read back
-            check_model_file(tmp, path, checker=checker)
+            check_model_file(tmp, path, checker=checker, model=model)
+
+
+def _write_model(data: bytes, path: Path) -> None:
+    """Write a serialized model (the one place ``save_model`` writes bytes; tests replace it)."""
+    with open(path, "wb") as f:
+        f.write(data)
 
 
 def _save_with_data(onnx: Any, model: onnx.ModelProto, path: Path, checker: bool = True) -> None:

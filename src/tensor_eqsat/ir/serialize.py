@@ -168,11 +168,17 @@ def from_dict(data: Any, source: str = "<dict>") -> Graph:
     if not isinstance(weights, dict):
         raise FormatError(f"{source}: 'weights' must be an object mapping weight names to data")
     for name, w in weights.items():
+        dtype = w.get("dtype", "float32") if isinstance(w, dict) else None
+        if dtype not in WEIGHT_DTYPES:
+            raise FormatError(
+                f"{source}: weight {name!r}: dtype {dtype!r} is not supported "
+                f"(one of {', '.join(WEIGHT_DTYPES)})"
+            )
         try:
-            arr = np.frombuffer(base64.b64decode(w["data"]), dtype="<f4").astype(np.float32)
-            arr = arr.reshape(w["shape"])
+            raw = np.frombuffer(base64.b64decode(w["data"]), dtype=WEIGHT_DTYPES[dtype])
+            arr = raw.astype(np.float32).reshape(w["shape"])
         except (KeyError, TypeError, ValueError) as exc:
-            raise FormatError(f"{source}: weight {name!r}: bad data ({exc})") from exc
+            raise FormatError(f"{source}: weight {name!r}: bad data ({dtype}: {exc})") from exc
         leaf = g._names.get(name)
         if leaf is None or g.nodes[leaf].op != "weight":
             raise FormatError(f"{source}: data given for unknown weight {name!r}")
@@ -182,6 +188,10 @@ def from_dict(data: Any, source: str = "<dict>") -> Graph:
             )
         g.weight_data[name] = arr
     return g
+
+
+WEIGHT_DTYPES = {"float32": "<f4", "float64": "<f8", "float16": "<f2"}
+"""Weight data types a graph JSON may declare (``dtype``; little-endian), read as float32."""
 
 
 def dumps(graph: Graph, *, include_weights: bool = True, indent: int | None = None) -> str:

@@ -146,24 +146,39 @@ def optimize_partitioned(
                  res.original_cost_ms, res.optimized_cost_ms, seconds)  # fmt: skip
         return res
 
+    # A Ctrl-C that a region's search caught (``auto`` hands back its best so far) ends the
+    # whole call: the regions not searched yet keep their original graph.
+    interrupted = False
     for n, key in enumerate(todo):
         left = _left(deadline, pcfg.reserve_seconds)
         share = None
         if left is not None:
             rest = sum(weight[k] for k in todo[n:])
             share = max(pcfg.min_region_seconds, left * weight[key] / rest * (1 - pcfg.overrun_margin))
-        search(n, key, share)
+        if _interrupted(search(n, key, share)):
+            interrupted = True
+            break
     # Time a search did not use (one that finished early) goes to the regions cut short: each,
     # heaviest first, is searched again from scratch when it can have at least twice its first
     # time (a search with more time goes as far as the first and further), and the better kept.
     for n, key in enumerate(todo):
         left = _left(deadline, pcfg.reserve_seconds)
+        if interrupted or key not in best:
+            break
         first = best[key][1]
         if left is None or not first.cut_short:
             continue
         share = left * (1 - pcfg.overrun_margin)
         if share >= 2 * first.seconds:
-            search(n, key, share)
+            interrupted = _interrupted(search(n, key, share))
+    template = next(iter(best.values()))[0]
+    for key in todo:
+        if key not in best:
+            rep = groups[key][0]
+            cost = cm.graph_cost(rep.graph)
+            left_out = RegionReport(key, len(groups[key]), rep.index, len(rep.nodes), 0, cost, cost, None,
+                                    0.0, StopReason.INTERRUPTED.value, None, 0, False)  # fmt: skip
+            best[key] = (_unsearched(template, rep.graph, cost), left_out)
     optimized = {k: best[k][0].graph if best[k][0].optimized_cost_ms <= best[k][0].original_cost_ms
                  else groups[k][0].graph for k in todo}  # fmt: skip
     reports = [best[k][1] for k in todo]
@@ -181,6 +196,7 @@ def optimize_partitioned(
     # 17.44 % whole).
     if (
         pcfg.whole_pass
+        and not interrupted
         and left is not None
         and left >= pcfg.whole_min_seconds
         and EGraph.from_graph(source).num_enodes < cfg.capped_node_limit()
@@ -195,7 +211,24 @@ def optimize_partitioned(
         tuple(index_of[r.key] for r in part.regions), stitched_cost, fell_back, partition_s, stitch_s,
         whole_pct, whole_won,
     )  # fmt: skip
-    return _combine(source, final, original_cost, final_cost, t0, results, groups, todo, report, cfg)
+    combined = _combine(source, final, original_cost, final_cost, t0, results, groups, todo, report, cfg)
+    return replace(combined, stop_reason=StopReason.INTERRUPTED) if interrupted else combined
+
+
+def _interrupted(res: OptimizeResult) -> bool:
+    """Whether a region's search ended on a Ctrl-C (caught by ``auto``'s portfolio)."""
+    if res.stop_reason is StopReason.INTERRUPTED:
+        return True
+    return res.portfolio is not None and res.portfolio.stop == StopReason.INTERRUPTED.value
+
+
+def _unsearched(template: OptimizeResult, graph: Graph, cost: float) -> OptimizeResult:
+    """A region left as it was (the call was interrupted before its search), shaped like the
+    searched regions' ``template``."""
+    stats = OptimizeStats(0.0, 0, {}, 0.0, 0, 0, 0.0, {"extractor": None, "status": None}, 0.0)
+    return replace(template, graph=graph, original=graph, original_cost_ms=cost, optimized_cost_ms=cost,
+                   wall_s=0.0, stop_reason=StopReason.INTERRUPTED, steps=(), rule_counts={}, stats=stats,
+                   alternatives=(), portfolio=None)  # fmt: skip
 
 
 def _unfinished(res: OptimizeResult) -> bool:
@@ -272,7 +305,10 @@ def _combine(
         },
         costing_s=report.stitch_s,
     )
-    settings = replace(heaviest.settings, model=cfg.model)
+    # The call's own limits, not the heaviest region's share of them.
+    settings = replace(
+        heaviest.settings, model=cfg.model, time_budget=cfg.time_budget, time_limit=cfg.time_limit
+    )
     wall = time.perf_counter() - t0
     log.info("partitioned %s: %d regions (%d distinct), %.4f -> %.4f ms in %.1f s", cfg.model or "graph",
              report.regions, report.distinct, original_cost, final_cost, wall)  # fmt: skip

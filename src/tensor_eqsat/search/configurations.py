@@ -194,15 +194,22 @@ def profile_models(
     from tensor_eqsat.ir.ops import get_op
 
     out: list[ProfiledModel] = []
+    cache = getattr(cost_model, "cache", None)
+
+    def count() -> int:
+        # Counted as stored in the file, not as measured: of two runs sharing a file that both
+        # time one configuration, only the one whose row was kept counts it.
+        return int(cache.inserted) if cache is not None else int(cost_model.measured)
+
     for label, model in models:
         t0 = time.perf_counter()
         needed = model_configurations(model, node_limit=node_limit)
-        before = cost_model.measured
+        before = count()
         total = len(needed.configurations)
         for i, (op, attrs, shapes) in enumerate(needed.configurations):
             cost_model.kernel_ms(get_op(op), attrs, shapes)
             if progress is not None:
                 progress(label, i + 1, total)
-        timed = cost_model.measured - before
+        timed = count() - before
         out.append(ProfiledModel(label, total, timed, total - timed, time.perf_counter() - t0))
     return out

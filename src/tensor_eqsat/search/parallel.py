@@ -48,7 +48,7 @@ from tensor_eqsat.search.mcts import (
     StepResult,
     _Node,
 )
-from tensor_eqsat.workers import kill_workers_on_sigterm, process_pool
+from tensor_eqsat.workers import kill_workers, kill_workers_on_sigterm, process_pool
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,8 @@ def worker_pool(config: MctsConfig, env: Environment) -> Iterator[Executor]:
     down (a Ray instance started here too) on exit. ConfigError if the Ray extra is missing.
 
     A process pool's workers exit with this process, even when it is killed (SIGKILL or an
-    unhandled SIGTERM), and SIGTERM kills them first (see :mod:`tensor_eqsat.workers`)."""
+    unhandled SIGTERM), and SIGTERM kills them first (see :mod:`tensor_eqsat.workers`); a
+    KeyboardInterrupt or an error in the block kills them instead of waiting for their tasks."""
     init = getattr(env, "worker_initializer", None)
     fn, args = init() if init is not None else (None, ())
     n = config.pool_workers
@@ -79,8 +80,21 @@ def worker_pool(config: MctsConfig, env: Environment) -> Iterator[Executor]:
         with RayExecutor(n, address=config.address, initializer=fn, initargs=args) as ray:
             yield ray
     else:
-        with process_pool(n, fn, args) as pool, kill_workers_on_sigterm(pool):
-            yield pool
+        pool = process_pool(n, fn, args)
+        try:
+            with kill_workers_on_sigterm(pool):
+                yield pool
+        except BaseException:
+            # Ctrl-C (or an error): the workers are killed, not joined. Joining them waits for
+            # their tasks, and a second Ctrl-C during that join left the pool's threads
+            # half shut down, which the interpreter then waited for forever at exit.
+            kill_workers(pool)
+            raise
+        try:
+            pool.shutdown(wait=True)
+        except BaseException:
+            kill_workers(pool)
+            raise
 
 
 # ---------------------------------------------------------------------------- root parallelism

@@ -14,14 +14,16 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tensor_eqsat.errors import TensorEqsatError
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.ir.serialize import dumps, loads
+from tensor_eqsat.outputs import OutputError, atomic_write
 from tensor_eqsat.target.guard import graph_fingerprint
+from tensor_eqsat.torch.report import BackendReport
 
 log = logging.getLogger(__name__)
 
@@ -92,10 +94,19 @@ class GraphCache:
         except (OSError, ValueError) as exc:
             log.warning("tensor_eqsat: ignoring unreadable cache entry %s: %s", path, exc)
             return None
-        if data.get("format") != FORMAT or data.get("version") != VERSION:
+        try:
+            if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("version") != VERSION:
+                return None
+            graph = loads(data["graph"], str(path)) if data.get("graph") is not None else None
+            kept, report = data["kept_original"], data["report"]
+            if not isinstance(kept, bool) or not isinstance(report, dict):
+                raise TypeError("kept_original must be a boolean and report an object")
+            BackendReport.from_dict(report)  # the fields a report has, or TypeError
+            entry = CacheEntry(graph, kept, dict(report))
+        except (KeyError, TypeError, ValueError, AttributeError, TensorEqsatError) as exc:
+            # Valid JSON of the wrong shape is as unusable as a truncated file: a miss, rewritten.
+            log.warning("tensor_eqsat: ignoring malformed cache entry %s: %s", path, exc)
             return None
-        graph = loads(data["graph"], str(path)) if data.get("graph") is not None else None
-        entry = CacheEntry(graph, bool(data["kept_original"]), dict(data["report"]))
         self._memory[key] = entry
         return entry, "disk"
 
@@ -110,12 +121,11 @@ class GraphCache:
             "report": entry.report,
         }
         try:
+            text = json.dumps(data)
             self.directory.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.directory, suffix=".tmp")
-            with os.fdopen(fd, "w") as f:
-                json.dump(data, f)
-            os.replace(tmp, self.directory / f"{key}.json")
-        except OSError as exc:
+            # Atomic, and a failed write removes its temporary file (tensor_eqsat.outputs).
+            atomic_write(self.directory / f"{key}.json", text)
+        except (OSError, OutputError, TypeError, ValueError) as exc:
             log.warning("tensor_eqsat: cannot write the cache in %s: %s", self.directory, exc)
 
     def clear_memory(self) -> None:

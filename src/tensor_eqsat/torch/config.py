@@ -49,6 +49,11 @@ class TorchConfig:
     cache_dir: the disk cache's folder. Default None: ``torch-backend`` in the project's cache
         folder (``$TENSOR_EQSAT_CACHE_DIR``, else the platform's).
     seed: seeds the search. Default 0.
+    check_weights: at every call, compare a few sampled elements of each weight frozen into the
+        rewritten graph with their values when it was optimized, besides the tensor's identity,
+        version counter and data pointer, so that a write through ``.data`` (which bumps no
+        version counter) runs the original graph instead of stale constants. Costs a few
+        microseconds per frozen tensor per call. Default True.
     """
 
     target: str | None = None
@@ -65,6 +70,7 @@ class TorchConfig:
     cache: bool = True
     cache_dir: str | None = None
     seed: int = 0
+    check_weights: bool = True
 
     def __post_init__(self) -> None:
         if self.target is not None and self.target not in TORCH_TARGETS:
@@ -80,13 +86,35 @@ class TorchConfig:
             raise ConfigError(f"time_budget must be a positive number of seconds, got {self.time_budget!r}")
         if not (isinstance(self.then, str) or callable(self.then)):
             raise ConfigError(f"then must be a backend name or callable, got {self.then!r}")
+        if not all(isinstance(v, int) for v in (self.guard_runs, self.guard_blocks)):
+            raise ConfigError(
+                "guard_runs and guard_blocks must be integers, "
+                f"got {self.guard_runs!r} and {self.guard_blocks!r}"
+            )
         if self.guard_blocks < 2 or self.guard_runs < self.guard_blocks:
             raise ConfigError(
                 f"need guard_runs >= guard_blocks >= 2, got {self.guard_runs} and {self.guard_blocks}"
             )
         for name in ("rtol", "atol", "min_gain_pct"):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)!r}")
+            value = getattr(self, name)
+            if not (isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)):
+                raise ConfigError(f"{name} must be a finite number, got {value!r}")
+            if value < 0:
+                raise ConfigError(f"{name} must be >= 0, got {value!r}")
+        if not isinstance(self.seed, int) or isinstance(self.seed, bool):
+            raise ConfigError(f"seed must be an integer, got {self.seed!r}")
+        if not isinstance(self.search, Mapping):
+            raise ConfigError(f"search must be a mapping of optimize() settings, got {self.search!r}")
+        from tensor_eqsat.config import OptimizeConfig
+
+        try:  # the search settings by name and value, here, not as an internal error at compile time
+            OptimizeConfig(search="auto", seed=self.seed, time_budget=self.time_budget).with_overrides(
+                **dict(self.search)
+            )
+        except TypeError as exc:
+            raise ConfigError(f"search: {exc}") from None
+        except ConfigError as exc:
+            raise ConfigError(f"search: {exc}") from None
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any] | None = None, **more: Any) -> TorchConfig:
@@ -114,11 +142,29 @@ class TorchConfig:
         return get_target(self.target or ("cuda" if device.startswith("cuda") else "torch-cpu"))
 
     def fingerprint(self) -> str:
-        """What of the settings changes the optimized graph (the cache key's part)."""
+        """What of the settings changes the decision cached for a graph (the cache key's part):
+        the search's settings, and the check's and the guard's, which decide whether the
+        rewritten graph is kept.
+
+        >>> TorchConfig(rtol=1e-3).fingerprint() != TorchConfig().fingerprint()
+        True
+        """
         then = self.then if isinstance(self.then, str) else getattr(self.then, "__name__", repr(self.then))
         search = sorted((k, repr(v)) for k, v in self.search.items())
         return repr(
-            (self.time_budget, then, self.cost_model, search, self.seed, self.guard, self.min_gain_pct)
+            (
+                self.time_budget,
+                then,
+                self.cost_model,
+                search,
+                self.seed,
+                self.guard,
+                self.min_gain_pct,
+                self.rtol,
+                self.atol,
+                self.guard_runs,
+                self.guard_blocks,
+            )
         )
 
 

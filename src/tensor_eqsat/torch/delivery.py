@@ -48,6 +48,8 @@ class Delivery:
     max_diff: the check's largest absolute output difference (None when not run).
     measured: the guard's figures (None when nothing was timed).
     compile_s: seconds spent in ``then``; guard_s: seconds timing.
+    cacheable: the decision holds for any inputs of these shapes (False when the check failed on
+        example inputs holding NaN or infinity: the next compile checks again). Default True.
     """
 
     compiled: Callable[..., Any]
@@ -57,6 +59,7 @@ class Delivery:
     measured: Measured | None
     compile_s: float
     guard_s: float
+    cacheable: bool = True
 
 
 def compile_with(then: Any, gm: Any, example_inputs: Sequence[Any]) -> Callable[..., Any]:
@@ -117,6 +120,16 @@ def compare_outputs(expected: Any, got: Any, rtol: float, atol: float) -> tuple[
     return True, worst, ""
 
 
+def _non_finite(args: Sequence[Any]) -> bool:
+    """Whether a floating-point tensor among ``args`` holds NaN or infinity."""
+    import torch
+
+    return any(
+        isinstance(x, torch.Tensor) and x.is_floating_point() and not bool(torch.isfinite(x).all())
+        for x in _flat(list(args))
+    )
+
+
 def _synchronizer(device: str) -> Callable[[], None]:
     import torch
 
@@ -168,12 +181,15 @@ def deliver_fx(
     cfg: TorchConfig,
     *,
     trusted: bool = False,
+    cached_reason: str | None = None,
 ) -> Delivery:
     """Check ``optimized`` against ``original`` (GraphModules with the same signature), hand the
     one to keep to ``cfg.then``, and on a measurable target keep the optimized one only when it
     is measured faster (see the module docstring).
 
     trusted: skip the guard's timing (a decision served from the cache); the check still runs.
+    cached_reason: with ``trusted``, what was decided when the graph was first optimized (the
+        report says it, not a measurement that may never have been made).
     """
     import torch
 
@@ -189,13 +205,17 @@ def deliver_fx(
         log.warning("tensor_eqsat: %s", reason)
         # A rewrite that changes the result is a bug in a rule or a translation: say so loudly.
         warnings.warn(f"tensor_eqsat: {reason}", RuntimeWarning, stacklevel=3)
-        return Delivery(compiled, True, reason, diff, None, time.perf_counter() - tc, 0.0)
+        cacheable = not _non_finite(args)
+        if not cacheable:
+            reason += " (the example inputs hold NaN or infinity: checked again next time)"
+        return Delivery(compiled, True, reason, diff, None, time.perf_counter() - tc, 0.0, cacheable)
     fast = compile_with(cfg.then, optimized, args)
     compile_s = time.perf_counter() - tc
     why = target.unavailable()
     if not cfg.guard or trusted or why is not None:
         if trusted:
-            reason = "served from the cache (measured faster when first optimized)"
+            first = cached_reason or "measured faster"
+            reason = f"served from the cache (when first optimized: {first})"
         elif why is not None:
             reason = f"not measured ({why})"
         else:

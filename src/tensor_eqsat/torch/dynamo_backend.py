@@ -58,13 +58,74 @@ def graph_cache(directory: str | None = None) -> GraphCache:
     return _CACHE[directory]
 
 
+SAMPLES_PER_WEIGHT = 4
+"""Elements of each frozen weight compared at every call (evenly spaced, the first and the last
+included): a write through ``.data`` leaves the tensor's version counter alone, so values are
+the only trace it leaves."""
+
+
+class WeightStamp:
+    """A cheap fingerprint of the tensors frozen into a rewritten graph, checked at every call.
+
+    A weight is stale when the argument is another tensor, its version counter moved (an
+    in-place update), its data pointer moved (``p.data = t``, ``vector_to_parameters``), or
+    one of ``SAMPLES_PER_WEIGHT`` sampled elements changed (``p.data.mul_``, ``.data.copy_``,
+    an EMA's ``.data.lerp_``: writes through ``.data`` bump no version counter). The sample is
+    compared bit for bit (a NaN weight stays equal to itself). Limits: an update through
+    ``.data`` that leaves every sampled element as it was goes unseen; the sample costs a few
+    microseconds per frozen tensor per call (one small gather each, and on a GPU one
+    synchronisation per call); ``TorchConfig(check_weights=False)`` keeps only the identity,
+    version and pointer checks.
+    """
+
+    def __init__(self, tensors: Sequence[Any], sample: bool = True) -> None:
+        import torch
+
+        self._tensors = list(tensors)
+        self._versions = [t._version for t in self._tensors]
+        self._pointers = [t.data_ptr() for t in self._tensors]
+        self._index: list[Any] = []
+        self._sample: Any = None
+        if sample and self._tensors:
+            for t in self._tensors:
+                n = t.numel()
+                flat = torch.linspace(0, max(n - 1, 0), min(n, SAMPLES_PER_WEIGHT)).round().long()
+                self._index.append(flat.to(t.device))
+            self._sample = self._gather(self._tensors)
+
+    def _gather(self, tensors: Sequence[Any]) -> Any:
+        import torch
+
+        # torch.take reads the flat positions of any layout; one small op per tensor (a few
+        # microseconds), and no autograd record.
+        with torch.no_grad():
+            parts = [torch.take(t, i) for t, i in zip(tensors, self._index, strict=True)]
+            if len({p.device for p in parts}) > 1:
+                parts = [p.cpu() for p in parts]
+            return torch.cat(parts).view(torch.uint8)
+
+    def fresh(self, current: Sequence[Any]) -> bool:
+        """Whether ``current`` are the stamped tensors with the values they had."""
+        import torch
+
+        # C-level loops for identity, versions and pointers: microseconds for hundreds of tensors.
+        if not all(map(operator.is_, current, self._tensors)):
+            return False
+        if [t._version for t in current] != self._versions:
+            return False
+        if [t.data_ptr() for t in current] != self._pointers:
+            return False
+        return self._sample is None or torch.equal(self._gather(current), self._sample)
+
+
 class Compiled:
     """What the backend returns: the delivered callable, its report, and the weight check.
 
-    frozen: (argument index, tensor, version) of every parameter or buffer whose value was
-    frozen into a constant of the rewritten graph (weights it reads as they are are not); a
-    call whose argument is another tensor, or the same tensor updated in place, runs
-    ``original`` instead (the frozen values would be stale).
+    frozen: (argument index, tensor) of every parameter or buffer whose value was frozen into a
+    constant of the rewritten graph (weights it reads as they are are not); a call whose frozen
+    arguments fail :class:`WeightStamp` (another tensor, or the same one updated in place or
+    through ``.data``) runs ``original`` instead (the frozen values would be stale), and warns
+    once. check_weights: compare sampled values too (see :class:`WeightStamp`). Default True.
     """
 
     def __init__(
@@ -72,26 +133,21 @@ class Compiled:
         fn: Callable[..., Any],
         report: BackendReport,
         original: Callable[..., Any] | None = None,
-        frozen: Sequence[tuple[int, Any, int]] = (),
+        frozen: Sequence[tuple[int, Any]] = (),
+        *,
+        check_weights: bool = True,
     ) -> None:
         self.fn = fn
         self.report = report
         self._original = original
         self._frozen = tuple(frozen)
-        self._index = [i for i, _, _ in self._frozen]
-        self._tensors = [t for _, t, _ in self._frozen]
-        self._versions = [v for _, _, v in self._frozen]
+        self._index = [i for i, _ in self._frozen]
+        self._stamp = WeightStamp([t for _, t in self._frozen], sample=check_weights)
         self._warned = False
 
     def __call__(self, *args: Any) -> Any:
-        if self._frozen:
-            current = [args[i] for i in self._index]
-            # C-level loops: the check costs microseconds even for hundreds of tensors.
-            if (
-                not all(map(operator.is_, current, self._tensors))
-                or [t._version for t in current] != self._versions
-            ):
-                return self._stale(args)
+        if self._frozen and not self._stamp.fresh([args[i] for i in self._index]):
+            return self._stale(args)
         return self.fn(*args)
 
     def _stale(self, args: Sequence[Any]) -> Any:
@@ -117,7 +173,8 @@ def _device(example_inputs: Sequence[Any]) -> str:
 
 
 def _check_inference(gm: Any, example_inputs: Sequence[Any]) -> None:
-    """Raise Unsupported unless the graph is an inference graph with static shapes."""
+    """Raise Unsupported unless the graph is an inference graph with static shapes and
+    non-empty inputs (a zero-size batch has nothing to optimize)."""
     import torch
 
     if torch.is_grad_enabled() and any(
@@ -127,6 +184,9 @@ def _check_inference(gm: Any, example_inputs: Sequence[Any]) -> None:
             "gradients are recorded (an input or parameter requires grad): inference only; "
             "call the model under torch.no_grad() or torch.inference_mode()"
         )
+    for i, x in enumerate(example_inputs):
+        if isinstance(x, torch.Tensor) and x.numel() == 0:
+            raise Unsupported(f"input {i} is empty (shape {tuple(x.shape)}): nothing to optimize")
     for node in gm.graph.nodes:
         if node.op != "placeholder":
             continue
@@ -229,9 +289,11 @@ def _compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> 
         "ops_opaque": tr.ops_opaque,
         "opaque_ops": dict(tr.unmapped.most_common()),
     }
+    cached_reason: str | None = None
     if hit is not None:
         entry, where = hit
         old = BackendReport.from_dict(entry.report)
+        cached_reason = old.reason
         base |= {
             "rules_applied": old.rules_applied,
             "predicted_gain_pct": old.predicted_gain_pct,
@@ -267,7 +329,9 @@ def _compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> 
             return handed_on(report)
     try:
         new_gm = rebuild(tr, optimized, device)
-        delivery = deliver_fx(gm, new_gm, inputs, target, device, cfg, trusted=hit is not None)
+        delivery = deliver_fx(
+            gm, new_gm, inputs, target, device, cfg, trusted=hit is not None, cached_reason=cached_reason
+        )
     except (GraphError, TensorEqsatError) as exc:
         reason = f"the rewritten graph could not be rebuilt ({exc}): original kept"
         delivery = Delivery(compile_with(cfg.then, gm, inputs), True, reason, None, None, 0.0, 0.0)
@@ -286,7 +350,7 @@ def _compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> 
         max_diff=delivery.max_diff,
         seconds=seconds,
     )
-    if cache is not None and hit is None:
+    if cache is not None and hit is None and delivery.cacheable:
         cache.put(
             key,
             CacheEntry(
@@ -299,8 +363,8 @@ def _compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> 
     if delivery.kept_original:
         return Compiled(delivery.compiled, report)
     index = {p.name: i for i, p in enumerate(tr.placeholders)}
-    frozen = [(index[name], tr.frozen[name], tr.frozen[name]._version) for name in new_gm.meta[FROZEN_META]]
-    return Compiled(delivery.compiled, report, original=gm, frozen=frozen)
+    frozen = [(index[name], tr.frozen[name]) for name in new_gm.meta[FROZEN_META]]
+    return Compiled(delivery.compiled, report, original=gm, frozen=frozen, check_weights=cfg.check_weights)
 
 
 def backend(
@@ -343,19 +407,42 @@ def register() -> None:
     registry.register_backend(compiler_fn=backend, name=BACKEND_NAME)
 
 
+def _signature(flat: Sequence[Any]) -> list[Any]:
+    """What a call's flat inputs must match to run a graph specialised on them: each tensor's
+    shape, dtype and device; any other leaf's value."""
+    import torch
+
+    return [
+        ("tensor", tuple(x.shape), x.dtype, x.device) if isinstance(x, torch.Tensor) else ("value", x)
+        for x in flat
+    ]
+
+
+def _describe(sig: Sequence[Any]) -> str:
+    return ", ".join(
+        f"{tuple(s[1])} {str(s[2]).removeprefix('torch.')} on {s[3]}" if s[0] == "tensor" else repr(s[1])
+        for s in sig
+    )
+
+
 def _module_class() -> Any:
     import torch
 
     class TensorEqsatModule(torch.nn.Module):
         """A module running an optimized graph: the original's calling convention (positional
         and keyword tensors), the weights frozen as they were at optimization; ``report`` says
-        what was done."""
+        what was done. The graph is specialised on the example inputs: a call whose tensors
+        differ in shape, dtype or device (or whose other arguments differ) raises
+        TensorEqsatError instead of computing something else."""
 
-        def __init__(self, fn: Any, in_spec: Any, out_spec: Any, report: BackendReport) -> None:
+        def __init__(
+            self, fn: Any, in_spec: Any, out_spec: Any, report: BackendReport, signature: Sequence[Any]
+        ) -> None:
             super().__init__()
             self.fn = fn
             self._in_spec = in_spec
             self._out_spec = out_spec
+            self._signature = list(signature)
             self.report = report
 
         def forward(self, *args: Any, **kwargs: Any) -> Any:
@@ -365,6 +452,12 @@ def _module_class() -> Any:
             if spec != self._in_spec:
                 raise TensorEqsatError(
                     f"inputs are structured as {spec}, the module was optimized for {self._in_spec}"
+                )
+            sig = _signature(flat)
+            if sig != self._signature:
+                raise TensorEqsatError(
+                    f"inputs are {_describe(sig)}; the module was optimized for {_describe(self._signature)} "
+                    "(call optimize_module again with examples of the new shapes)"
                 )
             with torch.no_grad():
                 out = self.fn(*flat)
@@ -383,7 +476,9 @@ def optimize_module(model: Any, example_inputs: Any, config: TorchConfig | None 
 
     The model is captured whole by Dynamo (``torch._dynamo.export``: no graph breaks), with
     its weights frozen. A model in training mode is returned as it is, with one warning.
-    Raises TensorEqsatError when the model cannot be captured as one graph.
+    Raises TensorEqsatError when the model cannot be captured as one graph. The module it
+    returns runs inputs of the examples' shapes, dtypes and devices only, and raises
+    TensorEqsatError for others.
     """
     import torch
     import torch.fx
@@ -417,7 +512,11 @@ def optimize_module(model: Any, example_inputs: Any, config: TorchConfig | None 
         compiled = compile_graph(gm, flat, cfg)
     out_spec = info.out_spec
     return _module_class()(
-        compiled, in_spec if info.in_spec is None else info.in_spec, out_spec, compiled.report
+        compiled,
+        in_spec if info.in_spec is None else info.in_spec,
+        out_spec,
+        compiled.report,
+        _signature(flat),
     )
 
 

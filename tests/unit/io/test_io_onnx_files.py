@@ -107,10 +107,10 @@ def test_copy_model_names_a_source_whose_data_is_missing(tmp_path):
 
 
 def test_save_model_refuses_a_file_that_does_not_load_and_leaves_nothing(tmp_path, monkeypatch):
-    def broken(model, path, *args, **kwargs):  # a writer that leaves a truncated file
-        Path(path).write_bytes(model.SerializeToString()[:20])
+    def broken(data, path):  # a writer that leaves a truncated file
+        Path(path).write_bytes(data[:20])
 
-    monkeypatch.setattr(onnx, "save_model", broken)
+    monkeypatch.setattr(onnx_files, "_write_model", broken)
     with pytest.raises(OutputError, match=r"m\.onnx: the written ONNX model does not load"):
         save_model(_model(), tmp_path / "m.onnx")
     assert list(tmp_path.iterdir()) == []
@@ -119,7 +119,7 @@ def test_save_model_refuses_a_file_that_does_not_load_and_leaves_nothing(tmp_pat
 def test_save_model_keeps_the_old_file_when_the_new_one_does_not_load(tmp_path, monkeypatch):
     onnx.save_model(_model(), str(tmp_path / "m.onnx"))
     before = (tmp_path / "m.onnx").read_bytes()
-    monkeypatch.setattr(onnx, "save_model", lambda model, path, *a, **k: Path(path).write_bytes(b"junk"))
+    monkeypatch.setattr(onnx_files, "_write_model", lambda data, path: Path(path).write_bytes(b"junk"))
     with pytest.raises(OutputError):
         save_model(_model(), tmp_path / "m.onnx")
     assert (tmp_path / "m.onnx").read_bytes() == before and _leftovers(tmp_path) == []
