@@ -19,6 +19,12 @@ two folded convs needs the folds first; then the ILP), with
 priced by ``--cost-model``; printed per run: the predicted gain, the rules applied by id (in the
 optimized graph: the new ops it holds) and the wall time.
 
+``--onnx`` instead exports each HF model with torch's exporter and optimizes the file as
+``tensor-eqsat optimize model.onnx`` does (target ``ort-cpu``, its ONNX Runtime cost model, the
+numeric check against the file, the never-slower guard), with ``taso-transformer`` and with
+``taso-inference``: the inference rules applied, the predicted gain, whether the outputs are
+equal, the measured gain and noise, and whether the file was kept.
+
 ``--coverage`` maps, for this script only, three FX calls the importer leaves opaque today
 (``softmax(..., dtype=float32)`` on a float32 tensor, ``.to(float32)`` and ``.type(float32)`` of
 one): HF ViT, GPT-2 and Llama write their attention with them, and until the importer maps them
@@ -171,6 +177,41 @@ def run(name: str, args: argparse.Namespace) -> list[dict[str, Any]]:
     return rows
 
 
+def run_onnx(name: str, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The model exported by torch's exporter and optimized as ``tensor-eqsat optimize
+    model.onnx`` does it (target ``ort-cpu``, the numeric check, the never-slower guard), with
+    ``taso-transformer`` and with ``taso-inference``."""
+    import tempfile
+
+    from tensor_eqsat.deliver import DeliveryConfig, deliver
+    from tensor_eqsat.io.from_torch import torch_to_onnx
+    from tensor_eqsat.io.onnx_files import save_model
+
+    model, inputs = hf_model(name)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        path = f"{tmp}/{name}.onnx"
+        save_model(torch_to_onnx(model.eval(), inputs), path)
+        for rules in ("taso-transformer", "taso-inference"):
+            t0 = time.perf_counter()
+            d = deliver(path, rules=rules, time_budget=args.time_budget, seed=0, delivery=DeliveryConfig())
+            r, g = d.result, d.guard
+            row = {
+                "model": name, "onnx": True, "rules": rules,
+                "predicted_pct": round(r.speedup_pct, 2) if r else 0.0,
+                "applied": {k: v for k, v in sorted(r.rule_counts.items()) if k >= 300} if r else {},
+                "equal": bool(d.ok), "kept_original": d.kept_original,
+                "measured_pct": round(g.measured.speedup_pct, 2) if g else None,
+                "noise_pct": round(g.measured.noise_pct, 2) if g else None,
+                "best_candidate_pct": round(max((c.speedup_pct for c in g.candidates), default=0.0), 2)
+                if g else None,
+                "wall_s": round(time.perf_counter() - t0, 1),
+            }  # fmt: skip
+            rows.append(row)
+            print(f"== {name} onnx {rules}: {row}", flush=True)
+    return rows
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("models", nargs="*", default=list(HF_MODELS))
@@ -186,11 +227,15 @@ def main() -> None:
         help="iterations with multi rules (a merge of folded convs needs the fold first)",
     )
     p.add_argument("--coverage", action="store_true", help="map softmax(dtype)/.to/.type (see above)")
+    p.add_argument(
+        "--onnx", action="store_true", help="export with torch.onnx and optimize the file (see above)"
+    )
     p.add_argument("--json", default=None)
     args = p.parse_args()
     if args.coverage:
         add_coverage()
-    rows = [row for m in args.models for row in run(m, args)]
+    one = run_onnx if args.onnx else run
+    rows = [row for m in args.models for row in one(m, args)]
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")

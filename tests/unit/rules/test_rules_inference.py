@@ -4,16 +4,23 @@ biased Q/K/V projections, eager attention)."""
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
 import pytest
 
+from tensor_eqsat import zoo
+from tensor_eqsat.egraph import from_graph
+from tensor_eqsat.egraph.convert import to_graph
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.ir.interpreter import run
 from tensor_eqsat.optimize import optimize
 from tensor_eqsat.rules.instantiate import Instance
 from tensor_eqsat.rules.loader import parse_rules
+from tensor_eqsat.rules.rewrites import runner_rules
 from tensor_eqsat.rules.sets import load_rule_set
 from tensor_eqsat.rules.soundness import check_instance, verify_rule
+from tensor_eqsat.search.runner import Runner
 
 INFERENCE = [r for r in load_rule_set("taso-inference") if r.id >= 300]
 
@@ -181,3 +188,46 @@ def test_a_mask_that_enlarges_the_scores_is_not_fused():
     res = optimize(h, search="saturate", rules="taso-inference", cost_model="recorded:h200")
     assert "attention" not in res.graph.op_counts()
     assert res.graph.op_counts()["softmax"] == 1
+
+
+def _random_extractions_compute_the_same(
+    graph: Graph, k_multi: int, new_op: str, choices: int = 4, node_limit: int = 2500
+) -> None:
+    """Saturate with taso-inference, then pick one e-node per class at random: every such graph
+    computes the original outputs (the rules' right sides are exact in the engine too)."""
+    expected = run(graph, seed=1)
+    egraph = from_graph(graph)
+    single, multi = runner_rules(load_rule_set("taso-inference"))
+    Runner(single, multi, node_limit=node_limit, iter_limit=6, time_limit=30.0, k_multi=k_multi).run(egraph)
+    assert any(n.op == new_op for cid in egraph.class_ids() for n in egraph.nodes(cid))
+    different = 0
+    for seed in range(choices):
+        rng = random.Random(seed)
+        choice = {}
+        for cid in egraph.class_ids():
+            nodes = [n for n in egraph.nodes(cid) if not egraph.is_blacklisted(n)]
+            choice[cid] = rng.choice(nodes)
+        extracted = to_graph(egraph, choice)
+        different += extracted.op_counts() != graph.op_counts()
+        for a, b in zip(expected, run(extracted, seed=1), strict=True):
+            assert float(np.max(np.abs(a - b))) <= 1e-4 * max(1.0, float(np.max(np.abs(a)))), seed
+    assert different > 0
+
+
+def test_saturated_conv_bn_network_extracts_soundly():
+    _random_extractions_compute_the_same(conv_bn_relu_net(c=4, blocks=1), k_multi=2, new_op="bnfold_weight")
+
+
+def test_saturated_attention_layer_extracts_soundly():
+    _random_extractions_compute_the_same(
+        bert_like_attention(seq=4, hidden=8, heads=2), k_multi=2, new_op="attention"
+    )
+
+
+def test_saturated_zoo_mobilenet_extracts_soundly():
+    _random_extractions_compute_the_same(
+        zoo.get("mobilenetv2", image=16, width_divisor=16, classes=8),
+        k_multi=1,
+        new_op="bnfold_bias",
+        node_limit=8000,
+    )
