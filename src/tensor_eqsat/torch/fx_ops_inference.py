@@ -140,8 +140,11 @@ def build() -> None:
         from tensor_eqsat.torch.fx_import import _example
 
         items = list(index) if isinstance(index, tuple) else [index]
-        if any(not (i is None or i is Ellipsis or isinstance(i, int | slice)) for i in items):
-            raise NotMapped("advanced indexing")
+        if any(
+            isinstance(i, bool) or not (i is None or i is Ellipsis or isinstance(i, int | slice))
+            for i in items
+        ):
+            raise NotMapped("advanced indexing")  # a bool index adds a dim: not basic either
         if sum(i is Ellipsis for i in items) > 1:
             raise NotMapped("two ellipses")
         used = sum(1 for i in items if i is not None and i is not Ellipsis)

@@ -293,3 +293,9 @@ def test_opaque_tensor_ops_are_ordered_only_by_effectful_calls():
     assert reads(c, enter) and reads(leave, enter) and reads(leave, c)
     with torch.no_grad():
         close(gm(*ex), rebuild(tr, g)(*ex))
+
+
+def test_integer_indexing_maps_and_bool_or_tensor_indexing_stays_opaque():
+    idx = torch.tensor([0, 2])
+    tr = roundtrip(lambda x: (x[1], x[:, -1], x[True], x[:, idx]), torch.randn(3, 4))
+    assert tr.mapped["getitem"] == 2 and tr.unmapped["getitem"] == 2
