@@ -44,8 +44,13 @@ def run(args: argparse.Namespace) -> int:
         table.add_row(op, str(n))
     stdout.print(table)
     lines = [f"nodes {info['nodes']}, weights {info['weights']}, parameters {info['parameters']:,}"]
-    lines += [f"input  {inp['name']}: {tuple(inp['shape'])}" for inp in info["inputs"]]
-    lines += [f"output {i}: {tuple(shape)}" for i, shape in enumerate(info["outputs"])]
+    if info["weight_dtypes"]:
+        lines.append("weight dtypes: " + ", ".join(f"{d} {n}" for d, n in info["weight_dtypes"].items()))
+    lines += [f"input  {inp['name']}: {tuple(inp['shape'])} {inp['dtype']}" for inp in info["inputs"]]
+    lines += [
+        f"output {i}: {tuple(shape)} {dtype}"
+        for i, (shape, dtype) in enumerate(zip(info["outputs"], info["output_dtypes"], strict=True))
+    ]
     for line in lines:
         stdout.print(line, markup=False, highlight=False)
     return 0

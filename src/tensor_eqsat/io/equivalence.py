@@ -170,9 +170,9 @@ def _prepare(source: Any, backend: str, seed: int, device: str = "cpu") -> _Side
         from tensor_eqsat.io.torch_exec import TorchProgram
 
         prog = TorchProgram(graph, device=device, seed=seed)
-        return _Side(
-            specs, lambda feed: [t.detach().cpu().numpy() for t in prog(feed)], "torch", graph_inputs(graph)
-        )
+        from tensor_eqsat.io.torch_exec import to_numpy
+
+        return _Side(specs, lambda feed: [to_numpy(t) for t in prog(feed)], "torch", graph_inputs(graph))
     if backend != "interpreter":
         raise TensorEqsatError(f"unknown backend {backend!r} (expected one of {', '.join(BACKENDS)})")
     outs = observable_outputs(graph)
