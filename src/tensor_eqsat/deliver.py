@@ -43,6 +43,8 @@ from tensor_eqsat.clock import Deadline, search_deadline
 from tensor_eqsat.config import BYTES_PER_ENODE, OptimizeConfig, Search
 from tensor_eqsat.errors import ConfigError
 from tensor_eqsat.extract.registry import ExtractorKind
+from tensor_eqsat.ir.cast import precision
+from tensor_eqsat.ir.dtypes import DType
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.optimize import OptimizeResult, optimize, rule_set_for, save_run
 from tensor_eqsat.search.construction import ProgressFn
@@ -278,7 +280,12 @@ def deliver(
             f"memory_limit of {cfg.memory_limit:,} bytes" + tail,
             cli=f"--memory-limit {cfg.memory_limit:,} bytes" + tail,
         )
-    check_backend, check_device = _check_runtime(target, guard_runtime)
+    check_backend, check_device = _check_runtime(target, guard_runtime, precision(src.graph))
+    if check_device == "cuda" and _target_uses_tf32():
+        notes.append(
+            "the target runs float32 convolutions in TF32 (PyTorch's default); "
+            "the check compared with TF32 off, against float32"
+        )
     reference, after_search = None, 0.0
     if dcfg.check:
         from tensor_eqsat.io.equivalence import Reference
@@ -404,19 +411,33 @@ def _check_output(output: str | Path | None) -> Path | None:
     return path
 
 
-def _check_runtime(target: Target, guard_runtime: Runtime | None) -> tuple[str, str]:
+def _check_runtime(
+    target: Target, guard_runtime: Runtime | None, dtype: DType = DType.FLOAT32
+) -> tuple[str, str]:
     """Where the numeric check runs: (backend, device) for :class:`~tensor_eqsat.io.equivalence.Reference`.
 
-    On a GPU target that runs here, PyTorch on the GPU; elsewhere onnxruntime on the CPU where it
-    is installed (several times faster than the numpy reference interpreter on conv-heavy models:
-    Inception-v3's three trials take about 3 s against 14 s), else the interpreter. Both models
-    run in the same executor, so a rewrite that changes what the graph computes shows either way.
+    On a GPU target that runs here, PyTorch on the GPU (with TF32 off); elsewhere onnxruntime on
+    the CPU where it is installed (several times faster than the numpy reference interpreter on
+    conv-heavy models: Inception-v3's three trials take about 3 s against 14 s), else the
+    interpreter. A float16 or bfloat16 model is checked in the interpreter on a CPU (onnxruntime's
+    CPU kernels lack bfloat16 and most float16 ones; the interpreter rounds as GPU kernels do).
+    Both models run in the same executor, so a rewrite that changes what the graph computes shows
+    either way.
     """
     if target.device == "cuda" and guard_runtime is not None:
         return "torch", "cuda"
+    if dtype is not DType.FLOAT32:
+        return "interpreter", "cpu"
     if importlib.util.find_spec("onnxruntime") is not None:
         return "ort", "cpu"
     return "interpreter", "cpu"
+
+
+def _target_uses_tf32() -> bool:
+    """True when PyTorch here would run float32 CUDA work in TF32 (see ``uses_tf32``)."""
+    from tensor_eqsat.io.torch_exec import require_torch, uses_tf32
+
+    return uses_tf32(require_torch(), "cuda")
 
 
 def _nothing_to_optimize(src: Source, egraph: Any, cfg: OptimizeConfig) -> str | None:

@@ -202,6 +202,29 @@ def run_torch(
     return [to_numpy(o) for o in outs]
 
 
+@contextlib.contextmanager
+def tf32_disabled(torch: Any) -> Iterator[None]:
+    """Run the block with TF32 off for CUDA matmuls and cuDNN convolutions, restoring the
+    settings after: the numeric check compares float32 with float32 (TF32 rounds operands to 10
+    mantissa bits, which PyTorch does for convolutions by default). A no-op for CPU work."""
+    matmul, cudnn = torch.backends.cuda.matmul, torch.backends.cudnn
+    saved = (matmul.allow_tf32, cudnn.allow_tf32)
+    matmul.allow_tf32 = cudnn.allow_tf32 = False
+    try:
+        yield
+    finally:
+        matmul.allow_tf32, cudnn.allow_tf32 = saved
+
+
+def uses_tf32(torch: Any, device: str) -> bool:
+    """True when float32 work on ``device`` runs on TF32 tensor cores with PyTorch's current
+    settings (convolutions by default, matmuls when ``allow_tf32`` or the float32 matmul
+    precision says so); False on CPU."""
+    if not str(device).startswith("cuda"):
+        return False
+    return bool(torch.backends.cudnn.allow_tf32 or torch.backends.cuda.matmul.allow_tf32)
+
+
 def to_numpy(t: Any) -> np.ndarray:
     """A tensor as numpy: bfloat16 (which numpy lacks) as its float32 values."""
     t = t.detach().cpu()
