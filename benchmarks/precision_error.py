@@ -25,7 +25,6 @@ import numpy as np
 from tensor_eqsat import zoo
 from tensor_eqsat.io.equivalence import Reference
 from tensor_eqsat.io.plan import observable_outputs
-from tensor_eqsat.ir import ops_matmul, ops_window
 from tensor_eqsat.ir.cast import cast_graph
 from tensor_eqsat.ir.dtypes import tolerance
 from tensor_eqsat.ir.interpreter import run_all
@@ -50,8 +49,7 @@ def tf32_kernels() -> Iterator[None]:
     saved = {}
     for name in ("conv2d", "matmul"):
         spec = opspec.lookup(name)
-        saved[name] = spec
-        compute = spec.compute
+        compute = saved[name] = spec.compute
 
         def rounded(xs, a, compute=compute):  # type: ignore[no-untyped-def]
             return compute([round_tf32(x) for x in xs], a)
@@ -60,10 +58,8 @@ def tf32_kernels() -> Iterator[None]:
     try:
         yield
     finally:
-        for name, spec in saved.items():
-            module = ops_window if name == "conv2d" else ops_matmul
-            original = next(s for s in module.SPECS if s.name == name)
-            object.__setattr__(spec, "compute", original.compute)
+        for name, compute in saved.items():
+            object.__setattr__(opspec.lookup(name), "compute", compute)
 
 
 def scaled_error(got: np.ndarray, want: np.ndarray, scale_floor: float) -> float:

@@ -211,6 +211,7 @@ def deliver(
     output: str | Path | None = None,
     run_dir: str | Path | None = None,
     input_shapes: dict[str, tuple[int, ...]] | None = None,
+    dtype: str | None = None,
     deadline: Deadline | None = None,
     progress: ProgressFn | None = None,
     runtime: Runtime | None = None,
@@ -225,6 +226,9 @@ def deliver(
         else graph JSON. Checked for writability before any work. Default: not written.
     run_dir: write the run's settings, statistics, step log and both graphs here.
     input_shapes: static shapes for ONNX inputs with symbolic dims.
+    dtype: run the model in this precision (``fp16``, ``bf16``, ``fp32``): its floating inputs and
+        weights cast to it, the check against its float32 reference with the dtype's tolerance.
+        Default None: the model's own precision.
     deadline: the call's clock. Default: one made now from ``time_budget`` (``auto``: 60 s).
     progress: receives :class:`~tensor_eqsat.search.construction.Progress` events.
     runtime: the guard's runtime. Default: the target's (tests pass a fake one).
@@ -247,7 +251,7 @@ def deliver(
         from tensor_eqsat.outputs import check_output_dir
 
         check_output_dir(run_dir, "run directory")
-    src = Source.of(source, input_shapes=input_shapes, model=cfg.model)
+    src = Source.of(source, input_shapes=input_shapes, model=cfg.model, dtype=dtype)
     target = cfg.resolved_target(str(src.path) if src.is_onnx else None)
     cfg = replace(cfg, target=target, model=src.model)
     guard_runtime = runtime

@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tensor_eqsat.commands._common import (
+    add_dtype_argument,
     add_input_shape_argument,
     input_shapes_arg,
     load_graph_arg,
@@ -27,11 +28,12 @@ HELP = "summarise a graph file (.json) or zoo model: op counts, parameters, shap
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("graph", metavar="GRAPH", help="graph JSON file, ONNX file or zoo model name")
     add_input_shape_argument(p)
+    add_dtype_argument(p)
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
 
 
 def run(args: argparse.Namespace) -> int:
-    g = load_graph_arg(args.graph, input_shapes=input_shapes_arg(args))
+    g = load_graph_arg(args.graph, input_shapes=input_shapes_arg(args), dtype=args.dtype)
     info = summary(g)
     if args.json:
         print_json(info)
