@@ -138,8 +138,13 @@ def round_bf16(arr: np.ndarray) -> np.ndarray:
     """
     shape = np.shape(arr)
     flat = np.ascontiguousarray(arr, dtype=np.float32).reshape(-1)  # (a 0-d array becomes 1-d here)
-    bits = flat.view(np.uint32).astype(np.uint64)
-    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000).astype(np.uint32).view(np.float32)
+    bits = flat.view(np.uint32)
+    # In uint32: only NaNs (fixed below) can wrap around; the largest finite values round to inf.
+    lsb = (bits >> 16) & 1
+    lsb += 0x7FFF
+    lsb += bits
+    lsb &= 0xFFFF0000
+    rounded = lsb.view(np.float32)
     nan = np.isnan(flat)
     if nan.any():
         rounded = np.where(nan, np.float32(np.nan), rounded)

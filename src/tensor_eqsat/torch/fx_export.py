@@ -141,7 +141,7 @@ class _Builder:
                     name = self.graph.name_of(n.id)
                     if name not in self.graph.weight_data:
                         raise GraphError(f"weight {name!r} has no data")
-                    values[(n.id, 0)] = ctx.tensor(self.graph.weight_data[name])
+                    values[(n.id, 0)] = ctx.tensor(self.graph.weight_data[name], n.dtypes[0])
                     continue
                 in_shapes = [self.graph.shape_of(r) for r in n.inputs]
                 step = torch_step(ctx, n.spec, n.attrs, in_shapes)
