@@ -150,3 +150,37 @@ def test_the_analysis_carries_dtypes_and_refuses_to_merge_different_ones():
     f32 = eg.add(ENode("input", ((2, 2), "b", "float32"), ()))
     with pytest.raises(DTypeError):
         eg.add(ENode("ewadd", (), (f16, f32)))
+
+
+def test_an_opaque_node_has_the_dtypes_its_payload_declares():
+    pytest.importorskip("onnx")
+    import base64
+
+    from onnx import TensorProto, helper
+
+    from tensor_eqsat.ir.ops import encode_shapes
+
+    node = helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT16)
+    graph = helper.make_graph(
+        [node],
+        "cast",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [2, 3])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    payload = base64.b64encode(model.SerializeToString()).decode()
+    g = Graph()
+    x = g.input((2, 3), name="x")
+    (y,) = g.add(
+        "opaque",
+        [x],
+        op_type="Cast",
+        payload=payload,
+        input_shapes=encode_shapes([(2, 3)]),
+        output_shapes=encode_shapes([(2, 3)]),
+    )
+    assert y.dtype == "float16"
+    z = g.relu(y)  # a float16 op after the cast
+    g.output(z)
+    (out,) = run(g, {"x": np.array([[1, -2, 3], [4, 5, -6]], np.float32)})
+    assert out.dtype == np.float16 and out.tolist() == [[1, 0, 3], [4, 5, 0]]
