@@ -42,7 +42,7 @@ from tensor_eqsat.cost.execution import DEFAULT_EAGER, EagerLaunch, ExecutionMod
 from tensor_eqsat.cost.fitted import FittedRoofline
 from tensor_eqsat.cost.model import CostModelError, KernelCostModel, WeightOps
 from tensor_eqsat.cost.steady import FloorCorrection, steady_state
-from tensor_eqsat.cost.timing_cache import encode_attrs, shapes_key
+from tensor_eqsat.cost.timing_cache import encode_attrs, key_dtype, shapes_key
 from tensor_eqsat.errors import TensorEqsatError
 from tensor_eqsat.ir.dtypes import DType
 from tensor_eqsat.ir.ops import get_op
@@ -340,7 +340,8 @@ def _from_sqlite(path: Path, device: str | None) -> TimingTable:
             "SELECT device, library, COUNT(*) FROM op_timings GROUP BY device, library ORDER BY 3 DESC"
         ).fetchall()
         if device is not None:
-            groups = [g for g in groups if device == g[0] or device in g[0]]
+            exact = [g for g in groups if device == g[0]]
+            groups = exact or [g for g in groups if device in g[0]]
         if not groups:
             what = f" for device {device!r}" if device is not None else ""
             raise CostModelError(f"recorded: {path}: the timing table has no entries{what}")
@@ -361,7 +362,9 @@ def _from_sqlite(path: Path, device: str | None) -> TimingTable:
         conn.close()
     entries = {(op, a, s): float(ms) for op, a, s, ms, _ in rows}
     recorded_at = {(op, a, s): float(t) for op, a, s, _, t in rows}
-    return TimingTable.steady(path.stem, dev, lib, str(path), entries, recorded_at)
+    table = TimingTable.steady(path.stem, dev, lib, str(path), entries, recorded_at)
+    dtype = key_dtype(dev)
+    return table if dtype == "float32" else dataclasses.replace(table, dtype=dtype)
 
 
 def export_table(table: TimingTable, path: str | os.PathLike[str], **meta: Any) -> Path:
