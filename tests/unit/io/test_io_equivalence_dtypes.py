@@ -137,7 +137,11 @@ def test_a_correct_rewrite_rounded_like_tf32_passes_with_the_tf32_tolerance(tf32
     report = ref.check(candidate)
     assert report.ok and report.tf32, report.summary()
     assert "TF32" in report.summary()
-    target = [n.id for n in g.nodes if n.op in ("conv2d", "matmul")][len(g.nodes) // 8]
+    # The last product: a sign flip deep in a random-weight MobileNet can shrink below 1 % of the
+    # output's scale on its way out (a ReLU6 or a small batch-norm scale swallows it), which no
+    # reduced-precision tolerance can tell from rounding.
+    live = candidate.live_nodes()
+    target = [n.id for n in candidate.nodes if n.op in ("conv2d", "matmul") and n.id in live][-1]
     flipped = rebuild(candidate, lambda h, n, outs: (h.smul(outs[0], -1.0),) if n.id == target else outs)
     assert not ref.check(flipped).ok
 
