@@ -350,3 +350,21 @@ def test_progress_names_the_region_and_counts_from_the_start():
     )  # fmt: skip
     assert events and all(e.rule is not None and e.rule.startswith("region 1/1") for e in events)
     assert [e.at for e in events] == sorted(e.at for e in events)  # one clock across regions
+
+
+def test_regions_keep_the_dtype_of_their_inputs_and_weights():
+    from tensor_eqsat.ir.cast import cast_graph, precision
+    from tensor_eqsat.partition.cuts import activation_order, weight_only_nodes
+    from tensor_eqsat.partition.regions import ReaderIndex, build_region
+
+    g = Graph()
+    x = g.input((2, 4), name="x")
+    y = g.matmul(x, g.weight((4, 4), name="a"))
+    g.output(g.matmul(y, g.weight((4, 4), name="b")))
+    h = cast_graph(g, "bf16")
+    order, fixed = activation_order(h), weight_only_nodes(h)
+    index = ReaderIndex(h, order)
+    second = build_region(h, order, 1, 2, fixed, index)
+    # A region of a bf16 graph is a bf16 graph: it is priced and rewritten in bf16.
+    assert precision(second.graph).value == "bfloat16"
+    assert {d for n in second.graph.nodes for d in n.dtypes} == {"bfloat16"}
