@@ -368,3 +368,17 @@ def test_regions_keep_the_dtype_of_their_inputs_and_weights():
     # A region of a bf16 graph is a bf16 graph: it is priced and rewritten in bf16.
     assert precision(second.graph).value == "bfloat16"
     assert {d for n in second.graph.nodes for d in n.dtypes} == {"bfloat16"}
+
+
+def test_a_reduced_precision_graph_is_priced_in_its_dtype_when_partitioned():
+    from tensor_eqsat.ir.cast import cast_graph
+
+    g = cast_graph(chain(3), "bf16")
+    r = optimize_partitioned(g, search="saturate", node_limit=200, time_limit=10,
+                             partition=PartitionConfig(target_enodes=5))  # fmt: skip
+    assert r.partition is not None
+    bf16 = OptimizeConfig().cost_model_object(g)
+    assert bf16.dtype.value == "bfloat16"
+    assert r.original_cost_ms == pytest.approx(bf16.graph_cost(g))
+    assert r.original_cost_ms < OptimizeConfig().cost_model_object().graph_cost(chain(3))
+    assert verify(g, r.graph).ok
