@@ -193,7 +193,7 @@ def measure_model(
     """Deliver one zoo model as a user gets it and time the original against what was handed back
     (the original itself when the guard kept it)."""
     from tensor_eqsat.deliver import deliver
-    from tensor_eqsat.io.torch_exec import TorchProgram, require_torch
+    from tensor_eqsat.io.torch_exec import TorchProgram, require_torch, to_numpy
 
     torch = require_torch()
     t0 = time.perf_counter()
@@ -203,8 +203,9 @@ def measure_model(
     # What the shipped h200 profile predicts for the graph handed back: on an H200 this tests the
     # profile itself (the default prediction of every machine without a GPU).
     from tensor_eqsat.cost.recorded import RecordedCostModel
+    from tensor_eqsat.ir.cast import precision
 
-    profile = RecordedCostModel("h200")
+    profile = RecordedCostModel("h200").with_dtype(precision(d.source.graph))
     before, after = profile.graph_cost(d.source.graph), profile.graph_cost(d.graph)
     row.profile_pct = pct(before, after)
     if d.kept_original:
@@ -216,7 +217,7 @@ def measure_model(
     optimized = TorchProgram(d.graph, device=device)
     feed = original.random_inputs(0)
     with torch.inference_mode():
-        outs = [[t.detach().cpu().numpy() for t in p(feed)] for p in (original, optimized)]
+        outs = [[to_numpy(t) for t in p(feed)] for p in (original, optimized)]
     row.max_rel_err = max_rel_err(outs[0], outs[1])
     clock = Clock(torch, device)
     programs = [clock.eager(lambda p=p: p(feed)) for p in (original, optimized, original)]
@@ -306,6 +307,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--smoke", action="store_true", help="CPU, 2 small models, tiny run counts")
     ap.add_argument("--out", type=Path, default=REPO / "docs" / "results-gpu.md", help="the report")
     ap.add_argument("--max-seconds", type=float, default=330.0, help="skip phases that would start later")
+    ap.add_argument(
+        "--dtype",
+        choices=("fp32", "fp16", "bf16"),
+        default=None,
+        help="build every model in this precision (default: the zoo's fp32); the check compares "
+        "with its float32 reference at the dtype's tolerance",
+    )
     args = ap.parse_args(argv)
     from tensor_eqsat.io.torch_exec import require_torch
 
@@ -322,6 +330,8 @@ def main(argv: list[str] | None = None) -> int:
         device, protocol, optimize_kw = "cuda", FULL, dict(OPTIMIZE)
         models = args.models or zoo.names()
         torch.backends.cudnn.benchmark = True
+    if args.dtype is not None:
+        optimize_kw["dtype"] = args.dtype
     unknown = [m for m in models if m not in zoo.names()]
     if unknown:
         print(f"error: unknown zoo models {unknown} (models: {', '.join(zoo.names())})", file=sys.stderr)
@@ -353,7 +363,9 @@ def main(argv: list[str] | None = None) -> int:
         else f"CPU ({platform.processor() or platform.machine()})",
         "torch": torch.__version__,
         "python": platform.python_version(),
-        "command": "python benchmarks/gpu.py" + (" --smoke" if args.smoke else ""),
+        "command": "python benchmarks/gpu.py"
+        + (" --smoke" if args.smoke else "")
+        + (f" --dtype {args.dtype}" if args.dtype else ""),
         "optimize": ", ".join(f"{k}={v!r}" for k, v in optimize_kw.items()),
         "protocol": protocol,
         "skipped": skipped,

@@ -33,11 +33,12 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
-from tensor_eqsat.cost.model import CostModel, CostModelError
+from tensor_eqsat.cost.model import CostModel, CostModelError, KernelCostModel
 from tensor_eqsat.cost.spec import check_spec, graph_options, parse_cost_model
 from tensor_eqsat.errors import ConfigError, check_positive_int, parse_enum
 from tensor_eqsat.extract.ilp import IlpBackend, IlpConfig, IlpReward
 from tensor_eqsat.extract.registry import Extractor, ExtractorKind, make_extractor, parse_kind
+from tensor_eqsat.ir.cast import precision
 from tensor_eqsat.rules.rule_spec import RuleSpec
 from tensor_eqsat.rules.sets import RuleSet
 from tensor_eqsat.search.construction import Construction, MctsConstruction, Saturation
@@ -390,7 +391,11 @@ class OptimizeConfig:
         if not isinstance(spec, str):
             return spec
         options = graph_options(spec, graph) if graph is not None else {}
-        return parse_cost_model(spec, **options)
+        model = parse_cost_model(spec, **options)
+        if graph is not None and isinstance(model, KernelCostModel):
+            # A float16 or bfloat16 graph is priced in its precision (DESIGN.md decision 17).
+            model = model.with_dtype(precision(graph))
+        return model
 
     def mcts_settings(self) -> MctsConfig:
         """The MCTS settings as used: ``mcts`` with this config's time limit."""

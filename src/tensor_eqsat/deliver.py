@@ -43,6 +43,8 @@ from tensor_eqsat.clock import Deadline, search_deadline
 from tensor_eqsat.config import BYTES_PER_ENODE, OptimizeConfig, Search
 from tensor_eqsat.errors import ConfigError, ResourceError
 from tensor_eqsat.extract.registry import ExtractorKind
+from tensor_eqsat.ir.cast import precision
+from tensor_eqsat.ir.dtypes import DType
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.optimize import OptimizeResult, optimize, rule_set_for, save_run
 from tensor_eqsat.search.construction import ProgressFn
@@ -253,6 +255,7 @@ def deliver(
     output: str | Path | None = None,
     run_dir: str | Path | None = None,
     input_shapes: dict[str, tuple[int, ...]] | None = None,
+    dtype: str | None = None,
     deadline: Deadline | None = None,
     progress: ProgressFn | None = None,
     runtime: Runtime | None = None,
@@ -267,6 +270,9 @@ def deliver(
         else graph JSON. Checked for writability before any work. Default: not written.
     run_dir: write the run's settings, statistics, step log and both graphs here.
     input_shapes: static shapes for ONNX inputs with symbolic dims.
+    dtype: run the model in this precision (``fp16``, ``bf16``, ``fp32``): its floating inputs and
+        weights cast to it, the check against its float32 reference with the dtype's tolerance.
+        Default None: the model's own precision.
     deadline: the call's clock. Default: one made now from ``time_budget`` (``auto``: 60 s).
     progress: receives :class:`~tensor_eqsat.search.construction.Progress` events.
     runtime: the guard's runtime. Default: the target's (tests pass a fake one).
@@ -287,7 +293,7 @@ def deliver(
     out = _check_output(output)
     if run_dir is not None:
         _check_run_dir(run_dir, out)
-    src = Source.of(source, input_shapes=input_shapes, model=cfg.model)
+    src = Source.of(source, input_shapes=input_shapes, model=cfg.model, dtype=dtype)
     _check_memory(src, dcfg, out)
     _check_write_time(src, out, deadline)
     target = cfg.resolved_target(str(src.path) if src.is_onnx else None)
@@ -326,7 +332,12 @@ def deliver(
             f"memory_limit of {cfg.memory_limit:,} bytes" + tail,
             cli=f"--memory-limit {cfg.memory_limit:,} bytes" + tail,
         )
-    check_backend, check_device = _check_runtime(target, guard_runtime)
+    check_backend, check_device = _check_runtime(target, guard_runtime, precision(src.graph))
+    if check_device == "cuda" and _target_uses_tf32():
+        notes.append(
+            "the target runs float32 convolutions in TF32 (PyTorch's default); "
+            "the check compared with TF32 off, against float32"
+        )
     reference, after_search = None, 0.0
     if dcfg.check:
         from tensor_eqsat.io.equivalence import Reference
@@ -540,19 +551,33 @@ def _check_write_time(src: Source, out: Path | None, deadline: Deadline) -> None
     )
 
 
-def _check_runtime(target: Target, guard_runtime: Runtime | None) -> tuple[str, str]:
+def _check_runtime(
+    target: Target, guard_runtime: Runtime | None, dtype: DType = DType.FLOAT32
+) -> tuple[str, str]:
     """Where the numeric check runs: (backend, device) for :class:`~tensor_eqsat.io.equivalence.Reference`.
 
-    On a GPU target that runs here, PyTorch on the GPU; elsewhere onnxruntime on the CPU where it
-    is installed (several times faster than the numpy reference interpreter on conv-heavy models:
-    Inception-v3's three trials take about 3 s against 14 s), else the interpreter. Both models
-    run in the same executor, so a rewrite that changes what the graph computes shows either way.
+    On a GPU target that runs here, PyTorch on the GPU (with TF32 off); elsewhere onnxruntime on
+    the CPU where it is installed (several times faster than the numpy reference interpreter on
+    conv-heavy models: Inception-v3's three trials take about 3 s against 14 s), else the
+    interpreter. A float16 or bfloat16 model is checked in the interpreter on a CPU (onnxruntime's
+    CPU kernels lack bfloat16 and most float16 ones; the interpreter rounds as GPU kernels do).
+    Both models run in the same executor, so a rewrite that changes what the graph computes shows
+    either way.
     """
     if target.device == "cuda" and guard_runtime is not None:
         return "torch", "cuda"
+    if dtype is not DType.FLOAT32:
+        return "interpreter", "cpu"
     if importlib.util.find_spec("onnxruntime") is not None:
         return "ort", "cpu"
     return "interpreter", "cpu"
+
+
+def _target_uses_tf32() -> bool:
+    """True when PyTorch here would run float32 CUDA work in TF32 (see ``uses_tf32``)."""
+    from tensor_eqsat.io.torch_exec import require_torch, uses_tf32
+
+    return uses_tf32(require_torch(), "cuda")
 
 
 def _nothing_to_optimize(src: Source, egraph: Any, cfg: OptimizeConfig) -> str | None:

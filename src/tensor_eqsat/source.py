@@ -64,7 +64,8 @@ class Source:
     kind: what it is. graph: the model in the IR (an ONNX file imported, opaque regions kept).
     name: how messages name it (the zoo name, the path, or ``"graph"``). model: the zoo name for
     a zoo model, else None. path: the file, for JSON and ONNX. input_shapes: the static shapes
-    given for ONNX inputs with symbolic dims.
+    given for ONNX inputs with symbolic dims. dtype: the precision the model was cast to
+    (``--dtype``), None when it is used as it came.
     """
 
     kind: SourceKind
@@ -73,6 +74,7 @@ class Source:
     model: str | None = None
     path: Path | None = None
     input_shapes: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    dtype: str | None = None
 
     @classmethod
     def of(
@@ -82,6 +84,7 @@ class Source:
         input_shapes: Mapping[str, Sequence[int]] | None = None,
         strict: bool = False,
         model: str | None = None,
+        dtype: str | None = None,
     ) -> Source:
         """The source ``source`` names: a Source (returned as it is), a Graph, a zoo model name, or
         the path of a ``.json`` or ``.onnx`` file (suffixes in any case).
@@ -89,7 +92,10 @@ class Source:
         input_shapes: static shapes for ONNX inputs with symbolic dims (``--input-shape``);
             FormatError for other sources. strict: refuse ONNX operators the IR does not model
             instead of keeping them as opaque nodes. model: the zoo name of an in-memory Graph
-            built from the zoo (its rule set and k_multi).
+            built from the zoo (its rule set and k_multi). dtype: cast the model's floating inputs
+            and weights to this precision (``float16``/``fp16``, ``bfloat16``/``bf16``,
+            ``float32``), as :func:`~tensor_eqsat.ir.cast.cast_graph` does; None (default) keeps
+            the model's own. A zoo model is then built in that precision.
 
         Raises FormatError naming the argument when it is none of these.
 
@@ -97,6 +103,9 @@ class Source:
         (<SourceKind.ZOO: 'zoo'>, True)
         """
         shapes = {k: tuple(int(d) for d in v) for k, v in (input_shapes or {}).items()}
+        if dtype is not None:
+            src = cls.of(source, input_shapes=input_shapes, strict=strict, model=model)
+            return src.cast(dtype)
         if isinstance(source, Source):
             return source
         if isinstance(source, Graph):
@@ -131,6 +140,28 @@ class Source:
             raise FormatError(f"{spec}: no such file")
         raise FormatError(f"{spec}: no such file or zoo model (models: {', '.join(names)})")
 
+    def cast(self, dtype: str) -> Source:
+        """This source in precision ``dtype`` (itself when it is in that precision already);
+        FormatError for an unknown dtype name."""
+        from dataclasses import replace
+
+        from tensor_eqsat.ir.cast import cast_graph, precision
+        from tensor_eqsat.ir.dtypes import DType
+
+        try:
+            target = DType.parse(dtype)
+        except ValueError as exc:
+            raise FormatError(f"{self.name}: {exc}") from None
+        if not target.is_float:
+            raise FormatError(
+                f"{self.name}: --dtype must be a floating dtype (fp32, fp16, bf16), got {dtype!r}"
+            )
+        if precision(self.graph) is target and all(
+            DType(n.dtypes[0]) in (target, DType.INT64) for n in self.graph.nodes if n.spec.is_leaf
+        ):
+            return self
+        return replace(self, graph=cast_graph(self.graph, target), dtype=target.value)
+
     @property
     def is_onnx(self) -> bool:
         """Whether the user brought an ONNX file."""
@@ -148,7 +179,7 @@ class Source:
         """What results are checked and timed against: the user's ONNX file itself (a copy with
         the static input shapes, when they were given), so an import or export bug cannot hide
         behind a round trip through the IR; the graph otherwise."""
-        if not self.is_onnx:
+        if not self.is_onnx or self.dtype is not None:  # a cast model is checked as the graph
             return self.graph
         assert self.path is not None
         if not self.input_shapes:

@@ -66,7 +66,9 @@ def test_int64_token_ids_with_input_shape_optimize_verify_and_export(tmp_path, c
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
     # The other commands that read ONNX take the option too.
     assert main(["show", str(src), "--input-shape", "input_ids=2,5", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["inputs"] == [{"name": "input_ids", "shape": [2, 5]}]
+    assert json.loads(capsys.readouterr().out)["inputs"] == [
+        {"name": "input_ids", "shape": [2, 5], "dtype": "int64"}
+    ]
     assert main(["cost", str(src), "--input-shape", "input_ids=2,5", "--json"]) == 0
     capsys.readouterr()
     assert main(["verify", str(src), str(out), "--input-shape", "input_ids=2,5", "--json"]) == 0

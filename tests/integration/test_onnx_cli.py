@@ -61,4 +61,4 @@ def test_show_reads_onnx(files, capsys):
     assert main(["show", str(a), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["ops"] == {"conv2d": 1}
-    assert out["inputs"] == [{"name": "x", "shape": [1, 3, 8, 8]}]
+    assert out["inputs"] == [{"name": "x", "shape": [1, 3, 8, 8], "dtype": "float32"}]

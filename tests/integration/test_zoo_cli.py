@@ -14,7 +14,8 @@ def test_zoo_json_lists_all_13_models(capsys):
     assert [r["name"] for r in records] == zoo.names()
     by_name = {r["name"]: r for r in records}
     assert by_name["resnet50"]["ops"] == {"conv2d": 52, "ewadd": 16, "relu": 16}
-    assert by_name["resnet50"]["inputs"] == [{"name": "input_0", "shape": [1, 64, 56, 56]}]
+    expected = [{"name": "input_0", "shape": [1, 64, 56, 56], "dtype": "float32"}]
+    assert by_name["resnet50"]["inputs"] == expected
     assert by_name["resnet50"]["outputs"] == [[1, 2048, 7, 7]]
     assert by_name["vit-base"]["parameters"] == 86_567_656
     assert by_name["vit-huge"]["k_multi"] == 1 and by_name["vit-huge"]["k_multi_provisional"]

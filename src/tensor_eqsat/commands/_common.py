@@ -224,6 +224,22 @@ def add_input_shape_argument(p: argparse.ArgumentParser) -> None:
     )
 
 
+DTYPE_CHOICES = ("fp32", "fp16", "bf16", "float32", "float16", "bfloat16")
+
+
+def add_dtype_argument(p: argparse.ArgumentParser) -> None:
+    """The ``--dtype`` of commands that read a model: cast it (a zoo model: build it) in that
+    precision."""
+    p.add_argument(
+        "--dtype",
+        choices=DTYPE_CHOICES,
+        default=None,
+        metavar="{fp32,fp16,bf16}",
+        help="run the model in this precision: its floating inputs and weights cast to it "
+        "(default: the model's own; the zoo's is fp32)",
+    )
+
+
 def input_shapes_arg(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
     """The ``--input-shape`` values as a dict; FormatError when a name is given twice."""
     out: dict[str, tuple[int, ...]] = {}
@@ -265,7 +281,11 @@ def zoo_model_name(spec: str) -> str | None:
 
 
 def load_graph_arg(
-    spec: str, *, strict: bool = False, input_shapes: Mapping[str, Sequence[int]] | None = None
+    spec: str,
+    *,
+    strict: bool = False,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    dtype: str | None = None,
 ) -> Graph:
     """A graph from a CLI argument: a ``.json`` graph file, an ``.onnx`` model or a zoo model name
     (decided by :meth:`tensor_eqsat.source.Source.of`, suffixes in any case).
@@ -273,8 +293,8 @@ def load_graph_arg(
     strict: for ONNX files, refuse operators the IR does not model instead of keeping them as
     opaque nodes. input_shapes: static shapes for ONNX inputs with symbolic dims
     (``--input-shape``); an error for other files. Raises FormatError naming the argument when
-    it is none of these.
+    it is none of these. dtype: cast the model to this precision (``--dtype``); None keeps its own.
     """
     from tensor_eqsat.source import Source
 
-    return Source.of(spec, input_shapes=input_shapes, strict=strict).graph
+    return Source.of(spec, input_shapes=input_shapes, strict=strict, dtype=dtype).graph

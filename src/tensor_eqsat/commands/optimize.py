@@ -42,6 +42,7 @@ from rich.text import Text
 
 from tensor_eqsat.clock import Deadline
 from tensor_eqsat.commands._common import (
+    add_dtype_argument,
     add_input_shape_argument,
     byte_size,
     input_shapes_arg,
@@ -60,6 +61,7 @@ from tensor_eqsat.deliver import MEASURE_BLOCKS, Delivery, DeliveryConfig, deliv
 from tensor_eqsat.errors import ConfigError
 from tensor_eqsat.extract.ilp import IlpConfig
 from tensor_eqsat.extract.registry import ExtractorKind
+from tensor_eqsat.ir.cast import precision
 from tensor_eqsat.optimize import OptimizeResult, Progress
 from tensor_eqsat.outputs import check_output, check_output_dir
 from tensor_eqsat.rules.sets import rule_set_names
@@ -192,6 +194,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help=f"rule set (default, {', '.join(rule_set_names())}) or a rule file "
         "(default: the paper's per zoo model, taso-inference for an ONNX file)",
     )
+    add_dtype_argument(p)
     p.add_argument(
         "--target",
         choices=target_names(),
@@ -436,6 +439,7 @@ def run(args: argparse.Namespace) -> int:
             output=args.output,
             run_dir=args.run_dir,
             input_shapes=input_shapes_arg(args) or None,
+            dtype=args.dtype,
             deadline=deadline,
             progress=line,
         )
@@ -561,6 +565,7 @@ def _summary_table(name: str, d: Delivery) -> Table:
         search += f" (k_multi {s.k_multi})"
     rows = [
         ("target", _target_line(target, guard is not None, str(s.cost_model))),
+        ("precision", precision(d.source.graph).short),
         ("search", search),
         ("final extractor", f"{s.final_extractor} ({status})"),
         ("cost model", str(s.cost_model)),

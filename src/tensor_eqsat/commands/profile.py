@@ -13,9 +13,17 @@ import sqlite3
 import time
 from pathlib import Path
 
-from tensor_eqsat.commands._common import float_above, int_at_least, load_graph_arg, print_json, stderr
+from tensor_eqsat.commands._common import (
+    add_dtype_argument,
+    float_above,
+    int_at_least,
+    load_graph_arg,
+    print_json,
+    stderr,
+)
 from tensor_eqsat.cost.recorded import SQLITE_SUFFIXES
 from tensor_eqsat.errors import ConfigError
+from tensor_eqsat.ir.dtypes import DType
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.outputs import OutputError, check_output
 from tensor_eqsat.search.configurations import profile_models
@@ -66,6 +74,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=1.0,
         help="stop timing one op after this many seconds of runs (default: %(default)s)",
     )
+    add_dtype_argument(p)
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
 
 
@@ -105,6 +114,9 @@ def run(args: argparse.Namespace) -> int:
 
     names = args.models or zoo.names()
     models: list[tuple[str, str | Graph]] = []
+    # The configurations (op, attributes, shapes) are the same in every precision; the cost
+    # model times them in the dtype asked for, under that dtype's key.
+    dtype = DType.parse(args.dtype) if args.dtype else DType.FLOAT32
     for spec in names:
         models.append((spec, spec if spec in zoo.names() else load_graph_arg(spec)))
     cost_model = MeasuredCostModel(
@@ -113,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
         repeats=args.repeats,
         warmup=args.warmup,
         max_seconds=args.max_seconds,
-    )
+    ).with_dtype(dtype)
     t0 = time.perf_counter()
     last = [0.0]
 
@@ -129,11 +141,12 @@ def run(args: argparse.Namespace) -> int:
         raise OutputError(f"-o {out}: cannot write the timing file ({exc})") from None
     from tensor_eqsat.cost.recorded import read_table_file
 
-    table = read_table_file(out, device=cost_model.device_key)
+    table = read_table_file(out, device=cost_model.timing_key)
     floor = table.correction.to_dict() if table.correction is not None else None
     summary = {
         "output": str(out),
-        "device": cost_model.device_key,
+        "device": cost_model.timing_key,
+        "dtype": dtype.value,
         "library": cost_model.library,
         "models": [r.to_dict() for r in report],
         "timed": sum(r.timed for r in report),
@@ -161,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
     elif floor is not None:
         stderr.print(f"launch floor: priced as recorded ({floor['reason']})", highlight=False)
     print(
-        f"recorded {summary['timed']} new timings in {out} ({cost_model.device_key}); "
+        f"recorded {summary['timed']} new timings in {out} ({cost_model.timing_key}); "
         f"price graphs with: --cost-model recorded:{out}"
     )
     return 0

@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tensor_eqsat.commands._common import (
+    add_dtype_argument,
     add_input_shape_argument,
     input_shapes_arg,
     load_graph_arg,
@@ -27,11 +28,12 @@ HELP = "summarise a graph file (.json) or zoo model: op counts, parameters, shap
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("graph", metavar="GRAPH", help="graph JSON file, ONNX file or zoo model name")
     add_input_shape_argument(p)
+    add_dtype_argument(p)
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
 
 
 def run(args: argparse.Namespace) -> int:
-    g = load_graph_arg(args.graph, input_shapes=input_shapes_arg(args))
+    g = load_graph_arg(args.graph, input_shapes=input_shapes_arg(args), dtype=args.dtype)
     info = summary(g)
     if args.json:
         print_json(info)
@@ -44,8 +46,13 @@ def run(args: argparse.Namespace) -> int:
         table.add_row(op, str(n))
     stdout.print(table)
     lines = [f"nodes {info['nodes']}, weights {info['weights']}, parameters {info['parameters']:,}"]
-    lines += [f"input  {inp['name']}: {tuple(inp['shape'])}" for inp in info["inputs"]]
-    lines += [f"output {i}: {tuple(shape)}" for i, shape in enumerate(info["outputs"])]
+    if info["weight_dtypes"]:
+        lines.append("weight dtypes: " + ", ".join(f"{d} {n}" for d, n in info["weight_dtypes"].items()))
+    lines += [f"input  {inp['name']}: {tuple(inp['shape'])} {inp['dtype']}" for inp in info["inputs"]]
+    lines += [
+        f"output {i}: {tuple(shape)} {dtype}"
+        for i, (shape, dtype) in enumerate(zip(info["outputs"], info["output_dtypes"], strict=True))
+    ]
     for line in lines:
         stdout.print(line, markup=False, highlight=False)
     return 0

@@ -26,8 +26,18 @@ HELP = "check numerically that two models (.onnx or .json) compute the same outp
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("original", metavar="A", help="the reference model: .onnx or .json graph file")
     p.add_argument("optimized", metavar="B", help="the model to check: .onnx or .json graph file")
-    p.add_argument("--rtol", type=non_negative_float, default=1e-3, help="relative tolerance (default 1e-3)")
-    p.add_argument("--atol", type=non_negative_float, default=1e-4, help="absolute tolerance (default 1e-4)")
+    p.add_argument(
+        "--rtol",
+        type=non_negative_float,
+        default=None,
+        help="relative tolerance (default: the original's precision's: 1e-3 for fp32, 2e-2 fp16, 1e-1 bf16)",
+    )
+    p.add_argument(
+        "--atol",
+        type=non_negative_float,
+        default=None,
+        help="absolute tolerance (default: the original's precision's: 1e-4 for fp32, 1e-3 fp16, 1e-2 bf16)",
+    )
     p.add_argument("--trials", type=positive_int, default=3, help="random input draws (default 3)")
     p.add_argument("--seed", type=seed, default=0, help="seed of inputs and data-less weights (default 0)")
     p.add_argument(

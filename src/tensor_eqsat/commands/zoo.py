@@ -12,7 +12,8 @@ from typing import Any
 
 from rich.table import Table
 
-from tensor_eqsat.commands._common import print_json, stdout
+from tensor_eqsat.commands._common import add_dtype_argument, print_json, stdout
+from tensor_eqsat.ir.cast import cast_graph
 from tensor_eqsat.ir.summary import summary
 from tensor_eqsat.zoo import info, names
 
@@ -23,12 +24,15 @@ HELP = "list the benchmark models: op counts, parameters, input/output shapes, k
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("models", nargs="*", metavar="MODEL", help="models to list (default: all)")
     p.add_argument("--json", action="store_true", help="print a JSON list on stdout")
+    add_dtype_argument(p)
 
 
-def describe(name: str) -> dict[str, Any]:
-    """The JSON record of one model at its default (paper) parameters."""
+def describe(name: str, dtype: str | None = None) -> dict[str, Any]:
+    """The JSON record of one model at its default (paper) parameters, in precision ``dtype``
+    (default None: the zoo's float32)."""
     model = info(name)
-    data = summary(model.build())
+    graph = model.build()
+    data = summary(graph if dtype is None else cast_graph(graph, dtype))
     return {
         "name": model.name,
         "title": model.title,
@@ -46,7 +50,7 @@ def _shape(shape: list[int]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    records = [describe(name) for name in (args.models or names())]
+    records = [describe(name, args.dtype) for name in (args.models or names())]
     if args.json:
         print_json(records)
         return 0
@@ -57,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
     table.add_column("parameters", justify="right", no_wrap=True)
     table.add_column("inputs", overflow="fold")
     table.add_column("outputs", overflow="fold")
+    table.add_column("dtype", no_wrap=True)
     table.add_column("k_multi", justify="right")
     for r in records:
         ops = r["ops"]
@@ -68,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
             f"{r['parameters']:,}",
             ", ".join(_shape(i["shape"]) for i in r["inputs"]),
             ", ".join(_shape(o) for o in r["outputs"]),
+            ", ".join(sorted(set(r["output_dtypes"]))),
             k,
         )
     stdout.print(table)

@@ -96,11 +96,14 @@ def parent_group(group: str) -> str:
     return POOLED
 
 
-def features(spec: OpSpec, attrs: Attrs, in_shapes: Sequence[Shape]) -> tuple[float, float, float, float]:
-    """(1, GFLOPs, GB, has_activation) of one configuration: the fit's regressors."""
+def features(
+    spec: OpSpec, attrs: Attrs, in_shapes: Sequence[Shape], itemsize: int = 4
+) -> tuple[float, float, float, float]:
+    """(1, GFLOPs, GB, has_activation) of one configuration: the fit's regressors (GB for
+    ``itemsize`` bytes per element, default 4)."""
     shapes = tuple(tuple(s) for s in in_shapes)
     flops = spec.flop_count(shapes, attrs)
-    nbytes = spec.byte_count(shapes, attrs)
+    nbytes = spec.byte_count(shapes, attrs, itemsize)
     act = 0.0
     if "activation" in spec.attr_names:
         act = float(spec.attr(attrs, "activation") != "none")
@@ -225,10 +228,24 @@ class FittedRoofline:
         spec = get_op(op)
         return self.price_spec(spec, attrs, in_shapes)
 
-    def price_spec(self, spec: OpSpec, attrs: Attrs, in_shapes: Sequence[Shape]) -> float:
-        """:meth:`price` for an OpSpec already looked up."""
+    def price_spec(
+        self,
+        spec: OpSpec,
+        attrs: Attrs,
+        in_shapes: Sequence[Shape],
+        *,
+        itemsize: int = 4,
+        compute_scale: float = 1.0,
+    ) -> float:
+        """:meth:`price` for an OpSpec already looked up.
+
+        itemsize: bytes per element of the priced dtype. Default 4 (what tables record).
+        compute_scale: factor on the FLOP term, for a dtype whose units run faster or slower than
+            the table's (:func:`~tensor_eqsat.cost.dtype_rates.compute_scale`). Default 1.
+        """
         fit = self.group_for(fit_group(spec, in_shapes))
-        return max(fit.predict(features(spec, attrs, in_shapes)), 1e-6)
+        one, gflops, gb, act = features(spec, attrs, in_shapes, itemsize)
+        return max(fit.predict((one, gflops * compute_scale, gb, act)), 1e-6)
 
     def to_dict(self) -> dict[str, Any]:
         """The coefficients of every group, JSON-ready."""

@@ -40,7 +40,7 @@ from typing import Any
 
 from tensor_eqsat.cost.execution import DEFAULT_EAGER, ExecutionMode
 from tensor_eqsat.cost.model import CostModelError, KernelCostModel, WeightOps
-from tensor_eqsat.cost.timing_cache import TimingCache, encode_attrs, shapes_key
+from tensor_eqsat.cost.timing_cache import TimingCache, device_key_for, encode_attrs, shapes_key
 from tensor_eqsat.cost.torch_kernels import build_kernel, has_kernel
 from tensor_eqsat.ir.opspec import Attrs, OpSpec
 from tensor_eqsat.ir.types import Shape
@@ -171,6 +171,20 @@ class MeasuredCostModel(KernelCostModel):
         except (RuntimeError, ValueError) as exc:
             raise CostModelError(f"measured: bad device {device!r} ({exc})") from None
 
+    @property
+    def timing_key(self) -> str:
+        """The timing cache's device key of this model's timings: the device's, tagged with the
+        dtype for float16 and bfloat16 (:func:`~tensor_eqsat.cost.timing_cache.device_key_for`)."""
+        return device_key_for(self.device_key, self.dtype.value)
+
+    def with_dtype(self, dtype: Any) -> MeasuredCostModel:
+        """This model timing ops in ``dtype`` (its own cache entries; see the base class)."""
+        out = super().with_dtype(dtype)
+        assert isinstance(out, MeasuredCostModel)
+        if out is not self:
+            out._stored = None
+        return out
+
     def _device_key(self) -> str:
         if self.device.type == "cuda":
             idx = self.device.index if self.device.index is not None else self.torch.cuda.current_device()
@@ -184,14 +198,14 @@ class MeasuredCostModel(KernelCostModel):
         akey, skey = encode_attrs(attrs), shapes_key(in_shapes)
         if self.cache is not None:
             if self._stored is None:
-                self._stored = self.cache.load(self.device_key, self.library)
+                self._stored = self.cache.load(self.timing_key, self.library)
             hit = self._stored.get((spec.name, akey, skey))
             if hit is not None:
                 return hit
         ms, runs = self.time_op(spec, attrs, in_shapes)
         self.measured += 1
         if self.cache is not None and self._stored is not None:
-            ms = self.cache.put(self.device_key, self.library, spec.name, akey, skey, ms, runs)
+            ms = self.cache.put(self.timing_key, self.library, spec.name, akey, skey, ms, runs)
             self._stored[(spec.name, akey, skey)] = ms
         return ms
 
@@ -199,7 +213,7 @@ class MeasuredCostModel(KernelCostModel):
         """Time one configuration now (no caches): (median milliseconds, number of timed runs)."""
         torch = self.torch
         with self._threads(), torch.inference_mode():
-            kernel = build_kernel(torch, spec, attrs, in_shapes, self.device, self.seed)
+            kernel = build_kernel(torch, spec, attrs, in_shapes, self.device, self.seed, self.dtype.value)
             times = self._time_cuda(kernel) if self.device.type == "cuda" else self._time_cpu(kernel)
         ms = statistics.median(times)
         log.debug("measured %s %s %s: %.4f ms (%d runs)", spec.name, attrs, in_shapes, ms, len(times))

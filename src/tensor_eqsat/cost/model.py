@@ -30,6 +30,7 @@ model), and a critical-path (parallel) graph cost (the paper's figures are TASO'
 from __future__ import annotations
 
 import abc
+import copy
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from tensor_eqsat.cost.execution import EagerLaunch
 from tensor_eqsat.errors import GraphError, TensorEqsatError
+from tensor_eqsat.ir.dtypes import DType
 from tensor_eqsat.ir.graph import Graph, Node
 from tensor_eqsat.ir.ops import get_op
 from tensor_eqsat.ir.opspec import PROJECTION, Attrs, OpSpec
@@ -99,6 +101,9 @@ class KernelCostModel(abc.ABC):
 
     spec: str = "kernel"
     """The cost-model spec string this instance answers to (``"roofline:a100"`` ...)."""
+
+    dtype: DType = DType.FLOAT32
+    """The precision priced: bytes and compute rates of this dtype (see :meth:`with_dtype`)."""
 
     def __init__(self, *, weight_ops: WeightOps | str = WeightOps.FOLD, taso_compat: bool = False) -> None:
         try:
@@ -166,6 +171,30 @@ class KernelCostModel(abc.ABC):
 
         The configuration has already passed shape inference.
         """
+
+    def with_dtype(self, dtype: DType | str) -> KernelCostModel:
+        """This model pricing graphs that run in ``dtype`` (itself when it does already): the
+        copy's own per-configuration cache starts empty. Subclasses read :attr:`dtype` for bytes
+        and rates; one that does not prices every dtype alike.
+
+        >>> from tensor_eqsat.cost.roofline import RooflineCostModel
+        >>> m = RooflineCostModel(profile="a100")
+        >>> half = m.with_dtype("bf16")
+        >>> half.dtype, m.dtype
+        (<DType.BFLOAT16: 'bfloat16'>, <DType.FLOAT32: 'float32'>)
+        """
+        d = DType.parse(dtype)
+        if d is self.dtype:
+            return self
+        out = copy.copy(self)
+        out.dtype = d
+        out._costs = {}
+        return out
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes per element of the priced dtype."""
+        return self.dtype.itemsize
 
     @property
     def cache_size(self) -> int:

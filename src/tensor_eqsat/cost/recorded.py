@@ -24,6 +24,7 @@ lacks (every search would stop at the first rewrite nobody timed).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import logging
@@ -36,12 +37,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from tensor_eqsat.cost.dtype_rates import compute_scale
 from tensor_eqsat.cost.execution import DEFAULT_EAGER, EagerLaunch, ExecutionMode
 from tensor_eqsat.cost.fitted import FittedRoofline
 from tensor_eqsat.cost.model import CostModelError, KernelCostModel, WeightOps
 from tensor_eqsat.cost.steady import FloorCorrection, steady_state
-from tensor_eqsat.cost.timing_cache import encode_attrs, shapes_key
+from tensor_eqsat.cost.timing_cache import encode_attrs, key_dtype, shapes_key
 from tensor_eqsat.errors import TensorEqsatError
+from tensor_eqsat.ir.dtypes import DType
 from tensor_eqsat.ir.ops import get_op
 from tensor_eqsat.ir.opspec import Attrs, OpSpec
 from tensor_eqsat.ir.types import Shape
@@ -65,6 +68,8 @@ class TimingTable:
         (:meth:`steady`, :mod:`tensor_eqsat.cost.steady`); None when they are the same.
     recorded_at: when each entry was recorded (seconds), if known.
     correction: what the steady-state correction did, when it was tried.
+    dtype: the precision the table's configurations were timed in (a JSON export's ``dtype``
+        field; ``float32`` for tables written before it, and the timing cache's rows).
     """
 
     name: str
@@ -77,6 +82,7 @@ class TimingTable:
     recorded: Mapping[TableKey, float] | None = None
     recorded_at: Mapping[TableKey, float] | None = None
     correction: FloorCorrection | None = None
+    dtype: str = "float32"
     _fit: list[FittedRoofline] = field(default_factory=list, repr=False, compare=False)
 
     @classmethod
@@ -304,7 +310,10 @@ def _from_json(text: str, source: str, stem: str) -> TimingTable:
             eager = EagerLaunch.from_dict(data["eager"], source)
         except ValueError as exc:
             raise CostModelError(f"recorded: {exc}") from None
-    return TimingTable.steady(
+    dtype = data.get("dtype", "float32")
+    if dtype not in ("float32", "float16", "bfloat16"):
+        raise CostModelError(f"recorded: {source}: dtype must be float32, float16 or bfloat16, got {dtype!r}")
+    table = TimingTable.steady(
         name=str(data.get("name") or stem),
         device=str(data.get("device", "unknown")),
         library=str(data.get("library", "unknown")),
@@ -314,6 +323,7 @@ def _from_json(text: str, source: str, stem: str) -> TimingTable:
         eager=eager,
         description=str(data.get("description", "")),
     )
+    return table if dtype == "float32" else dataclasses.replace(table, dtype=dtype)
 
 
 def _positive(value: Any) -> bool:
@@ -354,7 +364,8 @@ def _from_sqlite(path: Path, device: str | None) -> TimingTable:
             "SELECT device, library, COUNT(*) FROM op_timings GROUP BY device, library ORDER BY 3 DESC"
         ).fetchall()
         if device is not None:
-            groups = [g for g in groups if device == g[0] or device in g[0]]
+            exact = [g for g in groups if device == g[0]]
+            groups = exact or [g for g in groups if device in g[0]]
         if not groups:
             what = f" for device {device!r}" if device is not None else ""
             raise CostModelError(f"recorded: {path}: the timing table has no entries{what}")
@@ -375,7 +386,9 @@ def _from_sqlite(path: Path, device: str | None) -> TimingTable:
         conn.close()
     entries = {(op, a, s): float(ms) for op, a, s, ms, _ in rows}
     recorded_at = {(op, a, s): float(t) for op, a, s, _, t in rows}
-    return TimingTable.steady(path.stem, dev, lib, str(path), entries, recorded_at)
+    table = TimingTable.steady(path.stem, dev, lib, str(path), entries, recorded_at)
+    dtype = key_dtype(dev)
+    return table if dtype == "float32" else dataclasses.replace(table, dtype=dtype)
 
 
 def export_table(table: TimingTable, path: str | os.PathLike[str], **meta: Any) -> Path:
@@ -390,6 +403,7 @@ def export_table(table: TimingTable, path: str | os.PathLike[str], **meta: Any) 
         "device": table.device,
         "library": table.library,
         "source": table.source,
+        **({"dtype": table.dtype} if table.dtype != "float32" else {}),
         **({"eager": table.eager.to_dict()} if table.eager is not None else {}),
         **meta,
         "columns": ["op", "attrs", "shapes", "ms"],
@@ -410,6 +424,11 @@ def export_table(table: TimingTable, path: str | os.PathLike[str], **meta: Any) 
 
 class RecordedCostModel(KernelCostModel):
     """Prices ops from a recorded timing table; the fitted roofline covers what it lacks.
+
+    A graph in another precision than the table's (:meth:`with_dtype`) is priced by the fit with
+    that dtype's bytes and units (:mod:`tensor_eqsat.cost.dtype_rates`); a configuration the table
+    holds keeps its recorded time, scaled by the fit's ratio between the two dtypes (so the
+    table's launch floors, which no dtype changes, stay what was measured).
 
     table: a :class:`TimingTable`, a shipped profile name (``"h200"``) or a timing file path.
     mode: ``"eager"`` (the price of a PyTorch eager forward pass, see
@@ -466,9 +485,21 @@ class RecordedCostModel(KernelCostModel):
         ms = self.recorded_ms(spec, attrs, in_shapes)
         if ms is not None:
             self.hits += 1
-            return ms
-        self.misses += 1
-        return self.table.fit.price_spec(spec, attrs, in_shapes)
+        else:
+            self.misses += 1
+        if self.dtype.value == self.table.dtype:
+            return ms if ms is not None else self.table.fit.price_spec(spec, attrs, in_shapes)
+        # Another precision than the table's: the fit prices it with the dtype's bytes and units
+        # (the fit's byte term counts 4 bytes per element of the table's dtype), and a recorded
+        # configuration keeps its recorded time scaled by the fit's ratio of the two dtypes.
+        table_dtype = DType(self.table.dtype)
+        scale = compute_scale(self.table.name, spec.kind, self.dtype, recorded=table_dtype)
+        itemsize = self.itemsize * 4 // table_dtype.itemsize
+        fit = self.table.fit
+        priced = fit.price_spec(spec, attrs, in_shapes, itemsize=itemsize, compute_scale=scale)
+        if ms is None:
+            return priced
+        return ms * priced / fit.price_spec(spec, attrs, in_shapes)
 
     def __repr__(self) -> str:
         return (

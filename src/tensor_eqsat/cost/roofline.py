@@ -44,8 +44,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from tensor_eqsat.cost.dtype_rates import rates
 from tensor_eqsat.cost.model import KernelCostModel, WeightOps
 from tensor_eqsat.cost.profiles import DEFAULT_PROFILE, DeviceProfile, KindParams, load_profile
+from tensor_eqsat.ir.dtypes import DType
 from tensor_eqsat.ir.opspec import Attrs, OpSpec
 from tensor_eqsat.ir.types import OpKind, Shape, volume
 
@@ -142,6 +144,10 @@ class RooflineCostModel(KernelCostModel):
 
     profile: a :class:`DeviceProfile`, a shipped profile name (``"a100"``, ``"p100"``, ``"h100"``,
         ``"cpu"``) or a profile JSON path. Default ``"a100"``, the paper's main device.
+
+    A float16 or bfloat16 graph (:meth:`with_dtype`) moves 2 bytes per element and computes at
+    the device's rates for that dtype (:mod:`tensor_eqsat.cost.dtype_rates`); the fitted per-kind
+    efficiencies are kept.
     weight_ops, taso_compat: see :class:`~tensor_eqsat.cost.model.KernelCostModel`.
 
     >>> m = RooflineCostModel(profile="a100")
@@ -180,9 +186,14 @@ class RooflineCostModel(KernelCostModel):
         prof = self.profile
         out_shapes = spec.infer_shapes(in_shapes, attrs)
         flops = spec.flop_count(in_shapes, attrs)
-        nbytes = spec.byte_count(in_shapes, attrs)
+        nbytes = spec.byte_count(in_shapes, attrs, self.itemsize)
         p = prof.op_params(spec.name, spec.kind, conv_variant(spec, in_shapes))
         unit_tflops = prof.matrix_tflops if p.unit == "matrix" else prof.vector_tflops
+        if self.dtype is not DType.FLOAT32:
+            # The dtype's units (tensor cores for float16/bfloat16); the profile's own peaks on a
+            # device without an entry in the rates table.
+            matrix, vector = rates(prof.name, self.dtype)
+            unit_tflops = (matrix if p.unit == "matrix" else vector) or unit_tflops
         peak = unit_tflops * 1e12 * p.compute_efficiency
         work = float(flops)
         if spec.kind in _BLOCKED and flops:
@@ -195,7 +206,7 @@ class RooflineCostModel(KernelCostModel):
         if p.bias_pass and spec.kind is OpKind.CONV and spec.attr(attrs, "activation") == "none":
             # A second kernel reads and writes the output once more.
             ew = prof.params(OpKind.ELEMENTWISE)
-            out_bytes = 2 * 4 * sum(volume(s) for s in out_shapes)
+            out_bytes = 2 * self.itemsize * sum(volume(s) for s in out_shapes)
             launch_ms += ew.launch_us * 1e-3 + out_bytes / self._bandwidth(out_bytes, ew) * 1e3
         return RooflineTerms(
             flops=flops,

@@ -12,8 +12,13 @@ WAL journaling (readers never block the writer), a busy timeout, ``INSERT OR IGN
 measurement of a key wins and every process then reads that one value, so processes agree) and
 retries with back-off when the file is locked anyway.
 
-Alternatives rejected: one JSON file per device (lost updates under concurrent writers) and
-``shelve``/dbm (no safe concurrent access).
+The precision of a timing is part of its device key: ``cuda:NVIDIA H200|dtype=bfloat16`` holds
+bfloat16 timings, a key without ``|dtype=`` float32 ones, so files written before dtypes read as
+float32 and one file can hold both (:func:`device_key_for`, :func:`key_dtype`).
+
+Alternatives rejected: a ``dtype`` column (a new primary key: every existing file would need a
+table rebuild, for what the device key already separates); one JSON file per device (lost
+updates under concurrent writers) and ``shelve``/dbm (no safe concurrent access).
 """
 
 from __future__ import annotations
@@ -55,6 +60,28 @@ CREATE TABLE IF NOT EXISTS op_timings (
 """
 
 T = TypeVar("T")
+
+
+DTYPE_TAG = "|dtype="
+"""Separates a device key from the dtype its timings were taken in (float32 keys have none)."""
+
+
+def device_key_for(device_key: str, dtype: str) -> str:
+    """The key of ``device_key``'s timings in ``dtype``: itself for float32.
+
+    >>> device_key_for("cuda:NVIDIA H200", "bfloat16"), device_key_for("cpu:x", "float32")
+    ('cuda:NVIDIA H200|dtype=bfloat16', 'cpu:x')
+    """
+    return device_key if dtype == "float32" else f"{device_key}{DTYPE_TAG}{dtype}"
+
+
+def key_dtype(device_key: str) -> str:
+    """The dtype of a device key's timings (float32 when it names none).
+
+    >>> key_dtype("cuda:NVIDIA H200|dtype=bfloat16"), key_dtype("cuda:NVIDIA H200")
+    ('bfloat16', 'float32')
+    """
+    return device_key.rpartition(DTYPE_TAG)[2] if DTYPE_TAG in device_key else "float32"
 
 
 def default_cache_dir() -> Path:

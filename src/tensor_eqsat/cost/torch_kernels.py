@@ -93,9 +93,16 @@ def has_kernel(op: str) -> bool:
 
 
 def build_kernel(
-    torch: Any, spec: OpSpec, attrs: Attrs, in_shapes: Sequence[Shape], device: Any, seed: int = 0
+    torch: Any,
+    spec: OpSpec,
+    attrs: Attrs,
+    in_shapes: Sequence[Shape],
+    device: Any,
+    seed: int = 0,
+    dtype: str = "float32",
 ) -> Kernel:
-    """A closure running one instance of ``spec`` on fresh seeded random inputs on ``device``.
+    """A closure running one instance of ``spec`` on fresh seeded random inputs of ``dtype``
+    (default float32; the values are the float32 draws rounded) on ``device``.
 
     Raises KeyError when the op has no PyTorch kernel (check :func:`has_kernel` first).
     """
@@ -106,6 +113,6 @@ def build_kernel(
         x = torch.randn(tuple(shape), generator=gen, dtype=torch.float32)
         if i in spec.positive_inputs:
             x = x.abs() + 0.5
-        xs.append(x.to(device))
+        xs.append(x.to(device=device, dtype=getattr(torch, dtype)))
     step = builder(TorchContext(torch, device), spec, attrs, [tuple(s) for s in in_shapes])
     return lambda: step(xs)

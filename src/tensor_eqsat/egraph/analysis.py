@@ -6,8 +6,8 @@ of two classes that a union identifies. ``make`` also acts as the type check of 
 raises (ShapeError for tensors) on a node that is ill-typed, and rewrites skip such matches before
 adding anything (TENSAT's CheckApply).
 
-:class:`TensorAnalysis` (the default for tensor e-graphs) keeps the output shapes of a class and
-whether the tensor depends only on weights (TENSAT's ``all_weights``). Shapes come from the OpSpec
+:class:`TensorAnalysis` (the default for tensor e-graphs) keeps the output shapes and dtypes of a
+class and whether the tensor depends only on weights (TENSAT's ``all_weights``). Shapes come from the OpSpec
 registry, so patterns, graphs and the e-graph agree on every shape rule. Multi-output ops (split)
 make *tuple-valued* classes whose ``shapes`` has one entry per output; the structural op
 :data:`~tensor_eqsat.ir.opspec.PROJECTION` (``get``, attribute ``index``) selects one output.
@@ -68,10 +68,17 @@ class TensorData(NamedTuple):
 
     shapes: one shape per output; exactly one for every class except tuple-valued ones (split).
     all_weights: True if the value depends only on weights (so it can be folded at load time).
+    dtypes: one dtype name per output (ir/dtypes.py). Default: float32 for every output.
     """
 
     shapes: tuple[Shape, ...]
     all_weights: bool
+    dtypes: tuple[str, ...] = ("float32",)
+
+    @property
+    def dtype(self) -> str:
+        """The single dtype of a tensor-valued class."""
+        return self.dtypes[0]
 
     @property
     def shape(self) -> Shape:
@@ -96,7 +103,7 @@ class TensorAnalysis:
     >>> x = a.make("input", ((2, 3), "x"), [])
     >>> w = a.make("weight", ((3, 4), "w"), [])
     >>> a.make("matmul", ("none",), [x, w])
-    TensorData(shapes=((2, 4),), all_weights=False)
+    TensorData(shapes=((2, 4),), all_weights=False, dtypes=('float32',))
     >>> a.make("matmul", ("none",), [w, x])
     Traceback (most recent call last):
     ...
@@ -105,7 +112,7 @@ class TensorAnalysis:
 
     def __init__(self) -> None:
         self._specs: dict[str, OpSpec] = {}
-        self._cache: dict[tuple[Any, ...], tuple[Shape, ...] | TensorEqsatError] = {}
+        self._cache: dict[tuple[Any, ...], tuple[tuple[Shape, ...], tuple[str, ...]] | TensorEqsatError] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         # The caches hold OpSpecs (with local functions) and stored errors; both are rebuilt on
@@ -127,21 +134,26 @@ class TensorAnalysis:
         if not children:
             # Leaves: names make every key unique, so they bypass the cache.
             spec = self._spec(op)
-            return TensorData(spec.infer_shapes((), attrs), op == "weight" or spec.kind is not OpKind.LEAF)
+            shapes = spec.infer_shapes((), attrs)
+            dtypes = spec.infer_dtypes((), attrs, len(shapes))
+            return TensorData(shapes, op == "weight" or spec.kind is not OpKind.LEAF, dtypes)
         in_shapes = []
+        in_dtypes = []
         all_weights = True
         for i, child in enumerate(children):
             shapes = child.shapes
             if len(shapes) != 1:
                 raise ShapeError(op, f"input {i} has {len(shapes)} outputs; select one with get")
             in_shapes.append(shapes[0])
+            in_dtypes.append(child.dtypes[0])
             all_weights = all_weights and child.all_weights
-        key = (op, attrs, *in_shapes)
+        key = (op, attrs, *in_shapes, *in_dtypes)
         out = self._cache.get(key)
         if out is None:
             spec = self._spec(op)
             try:
-                out = spec.infer_shapes(in_shapes, attrs)
+                out_shapes = spec.infer_shapes(in_shapes, attrs)
+                out = (out_shapes, spec.infer_dtypes(in_dtypes, attrs, len(out_shapes)))
             except TensorEqsatError as exc:
                 self._cache[key] = exc
                 raise
@@ -149,11 +161,13 @@ class TensorAnalysis:
         elif isinstance(out, TensorEqsatError):
             # Re-raising a stored exception would otherwise keep extending its traceback.
             raise out.with_traceback(None)
-        return TensorData(out, all_weights)
+        return TensorData(out[0], all_weights, out[1])
 
     def merge(self, a: TensorData, b: TensorData) -> TensorData:
         if a.shapes != b.shapes:
             raise MergeConflict(f"union of classes with different shapes {a.shapes} and {b.shapes}")
+        if a.dtypes != b.dtypes:
+            raise MergeConflict(f"union of classes with different dtypes {a.dtypes} and {b.dtypes}")
         if a.all_weights or not b.all_weights:
             return a
         return b
@@ -167,4 +181,4 @@ def project(attrs: tuple[Any, ...], children: Sequence[TensorData]) -> TensorDat
     child = children[0]
     if not 0 <= index < len(child.shapes):
         raise ShapeError(PROJECTION, f"index {index} out of range for {len(child.shapes)} outputs")
-    return TensorData((child.shapes[index],), child.all_weights)
+    return TensorData((child.shapes[index],), child.all_weights, (child.dtypes[index],))

@@ -14,6 +14,17 @@ the chosen backend: ``"auto"`` runs Graphs in the reference interpreter and ONNX
 onnxruntime; ``"interpreter"``, ``"ort"`` and ``"torch"`` run both sides there (an ONNX model is
 imported first for the interpreter and torch, a Graph exported first for onnxruntime).
 
+Precision (DESIGN.md decision 17). A model that runs in float16 or bfloat16 is compared with a
+**float32 reference**: the original graph made float32 (:func:`~tensor_eqsat.ir.cast.cast_graph`)
+with the very weight values the model holds (widening is exact), on the same inputs rounded to the
+model's dtype. The tolerance then follows from that dtype (:func:`~tensor_eqsat.ir.dtypes.tolerance`,
+measured on the zoo) and the report names both. Comparing the optimized model with the original
+*in reduced precision* would fail correct rewrites: two float16 graphs that sum in another order
+differ by their rounding, not by a bug. PyTorch runs with TF32 off while checking
+(:func:`~tensor_eqsat.io.torch_exec.tf32_disabled`), so a CUDA check compares float32 with
+float32: TF32 convolutions (PyTorch's default) differ by 1e-3 from float32, which refused a correct
+MobileNet-v2 rewrite on an H200.
+
 Alternatives rejected: comparing one trial only (a rewrite that is wrong only for negative
 values could pass by luck); a single global tolerance on the maximum error (it hides where the
 error is and cannot handle outputs of very different scales).
@@ -35,8 +46,10 @@ from tensor_eqsat.errors import TensorEqsatError
 from tensor_eqsat.io.inputs import InputInfo, graph_inputs, make_feed, model_inputs
 from tensor_eqsat.io.onnx_common import describe_source, load_model
 from tensor_eqsat.io.plan import observable_outputs
+from tensor_eqsat.ir.cast import cast_graph, precision
+from tensor_eqsat.ir.dtypes import DType, round_to, tolerance, widen
 from tensor_eqsat.ir.graph import Graph
-from tensor_eqsat.ir.interpreter import run_all
+from tensor_eqsat.ir.interpreter import leaf_values, run_all
 from tensor_eqsat.ir.serialize import load as load_json
 from tensor_eqsat.ir.types import Shape
 
@@ -71,6 +84,10 @@ class VerifyReport:
     ok: every output of every trial within tolerance and the signatures match.
     problem: why the models cannot be compared (different inputs or outputs), else None.
     backends: what ran the original and the optimized model.
+    dtype: the precision the checked model runs in; the reference ran in float32 from the same
+        weights when it is not float32. Default ``float32``.
+    scale_floor: see :class:`~tensor_eqsat.ir.dtypes.Tolerance`. Default 1e-2.
+    tf32: the tolerance allowed for TF32 matmuls and convolutions. Default False.
     """
 
     ok: bool
@@ -81,6 +98,9 @@ class VerifyReport:
     backends: tuple[str, str]
     outputs: tuple[OutputCheck, ...]
     problem: str | None = None
+    dtype: str = "float32"
+    scale_floor: float = 1e-2
+    tf32: bool = False
 
     def summary(self) -> str:
         """One line for people: verdict, worst errors, where."""
@@ -89,6 +109,12 @@ class VerifyReport:
         worst = max(self.outputs, key=lambda o: o.max_abs_error, default=None)
         err = "" if worst is None else f", max abs error {worst.max_abs_error:.3g} (output {worst.index})"
         tol = f"rtol={self.rtol:g} atol={self.atol:g}"
+        if self.scale_floor >= 1:
+            tol += " of the output's scale"
+        if self.dtype != "float32":
+            tol += f" ({DType(self.dtype).short} against a float32 reference)"
+        elif self.tf32:
+            tol += " (float32 with TF32 kernels)"
         if self.ok:
             return f"equivalent: {len(self.outputs)} outputs x {self.trials} trials within {tol}{err}"
         bad = [o.index for o in self.outputs if not o.ok]
@@ -104,6 +130,9 @@ class VerifyReport:
             "seed": self.seed,
             "backends": list(self.backends),
             "problem": self.problem,
+            "dtype": self.dtype,
+            "scale_floor": self.scale_floor,
+            "tf32": self.tf32,
             "outputs": [
                 {
                     "index": o.index,
@@ -170,9 +199,13 @@ def _prepare(source: Any, backend: str, seed: int, device: str = "cpu") -> _Side
         from tensor_eqsat.io.torch_exec import TorchProgram
 
         prog = TorchProgram(graph, device=device, seed=seed)
-        return _Side(
-            specs, lambda feed: [t.detach().cpu().numpy() for t in prog(feed)], "torch", graph_inputs(graph)
-        )
+        from tensor_eqsat.io.torch_exec import tf32_disabled, to_numpy
+
+        def run_torch(feed: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+            with tf32_disabled(prog.torch):
+                return [to_numpy(t) for t in prog(feed)]
+
+        return _Side(specs, run_torch, "torch", graph_inputs(graph))
     if backend != "interpreter":
         raise TensorEqsatError(f"unknown backend {backend!r} (expected one of {', '.join(BACKENDS)})")
     outs = observable_outputs(graph)
@@ -198,8 +231,12 @@ class Reference:
     guard's winner, the exported file) runs the original once per trial, not once per check.
 
     original: Graph, ``.json`` path, ``.onnx`` path or onnx.ModelProto.
-    rtol, atol, trials, seed: as :func:`verify`. backend: what runs the original (``auto``:
-    the interpreter for a Graph, onnxruntime for ONNX). device: for the ``torch`` backend.
+    rtol, atol, trials, seed: as :func:`verify`; rtol and atol default (None) to the tolerance
+    of the precision the original runs in (:func:`~tensor_eqsat.ir.dtypes.tolerance`). backend:
+    what runs the original (``auto``: the interpreter for a Graph, onnxruntime for ONNX). device:
+    for the ``torch`` backend. A float16 or bfloat16 original runs as its float32 reference (see
+    the module docstring). tf32: the checked models' float32 matmuls and convolutions may run in
+    TF32 (an executor that cannot turn it off): the default tolerance is then TF32's. Default False.
 
     >>> g = Graph(); x = g.input((4,), name="x"); g.output(g.relu(x))
     >>> ref = Reference(g)
@@ -212,20 +249,38 @@ class Reference:
         self,
         original: Any,
         *,
-        rtol: float = 1e-3,
-        atol: float = 1e-4,
+        rtol: float | None = None,
+        atol: float | None = None,
         trials: int = 3,
         seed: int = 0,
         backend: str = "auto",
         device: str = "cpu",
+        tf32: bool = False,
     ) -> None:
         if trials < 1:
             raise TensorEqsatError(f"trials must be >= 1, got {trials}")
-        self.rtol, self.atol, self.trials, self.seed = rtol, atol, trials, seed
+        model = load_any(original)
+        self.dtype = precision(model) if isinstance(model, Graph) else DType.FLOAT32
+        self.tf32 = tf32 and self.dtype is DType.FLOAT32
+        tol = tolerance(self.dtype, tf32=tf32)
+        self.rtol = tol.rtol if rtol is None else rtol
+        self.atol = tol.atol if atol is None else atol
+        self.scale_floor = tol.scale_floor
+        self.trials, self.seed = trials, seed
+        if self.dtype is not DType.FLOAT32:
+            original = float32_reference(model, seed)
         self.side = _prepare(original, backend, seed, device)
         self._outputs: dict[tuple[int, str], list[np.ndarray]] = {}
         self.seconds = 0.0
         """Seconds spent running the original so far (an estimate of what one check costs)."""
+
+    def feed(self, trial: int, infos: Mapping[str, InputInfo]) -> dict[str, np.ndarray]:
+        """The inputs of ``trial``: seeded, float ones rounded to the model's precision (the
+        reference sees what the reduced-precision model sees)."""
+        feed = make_feed(self.side.inputs, infos, self.seed + trial)
+        if self.dtype is DType.FLOAT32:
+            return feed
+        return {k: widen(round_to(v, self.dtype)) for k, v in feed.items()}
 
     def outputs(self, trial: int, feed: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         """The original's outputs on ``feed`` (the inputs of ``trial``), computed once."""
@@ -240,7 +295,7 @@ class Reference:
         """Run the original on the first ``trials`` trials' inputs now (default: all); returns the
         seconds spent running it so far."""
         for t in range(self.trials if trials is None else min(trials, self.trials)):
-            self.outputs(t, make_feed(self.side.inputs, self.side.infos, self.seed + t))
+            self.outputs(t, self.feed(t, self.side.infos))
         return self.seconds
 
     def check(self, optimized: Any, *, backend: str = "auto", device: str = "cpu") -> VerifyReport:
@@ -251,7 +306,19 @@ class Reference:
         rtol, atol, trials, seed = self.rtol, self.atol, self.trials, self.seed
 
         def report(ok: bool, outputs: tuple[OutputCheck, ...], problem: str | None = None) -> VerifyReport:
-            return VerifyReport(ok, trials, rtol, atol, seed, backends, outputs, problem)
+            return VerifyReport(
+                ok,
+                trials,
+                rtol,
+                atol,
+                seed,
+                backends,
+                outputs,
+                problem,
+                self.dtype.value,
+                self.scale_floor,
+                self.tf32,
+            )
 
         if a.inputs != b.inputs:
             return report(False, (), f"inputs differ: {_sig(a.inputs)} vs {_sig(b.inputs)}")
@@ -260,14 +327,14 @@ class Reference:
         for t in range(trials):
             # Token ids within their embedding table, masks of 0/1 (io/inputs.py); a type known to
             # one side only (an ONNX original, a Graph result) is taken from that side.
-            feed = make_feed(a.inputs, {**b.infos, **a.infos}, seed + t)
+            feed = self.feed(t, {**b.infos, **a.infos})
             xs, ys = self.outputs(t, feed), b.run(feed)
             if len(xs) != len(ys):
                 return report(False, (), f"{len(xs)} outputs vs {len(ys)}")
             for i, (x, y) in enumerate(zip(xs, ys, strict=True)):
                 if x.shape != y.shape:
                     return report(False, (), f"output {i} has shape {x.shape} vs {y.shape}")
-                abs_err, rel_err, bad = _compare(y, x, rtol, atol)
+                abs_err, rel_err, bad = _compare(y, x, rtol, atol, self.scale_floor)
                 if t == 0:
                     stats.append([abs_err, rel_err, bad])
                     shapes.append(tuple(x.shape))
@@ -283,6 +350,19 @@ class Reference:
         return report(all(o.ok for o in outputs), outputs)
 
 
+def float32_reference(graph: Graph, seed: int = 0) -> Graph:
+    """``graph`` made float32 with the weight values it holds in its own precision (weights
+    without data take the interpreter's seeded values for ``seed``, rounded as the model rounds
+    them), so a reference computed from it differs from the model by the model's arithmetic
+    only."""
+    values = leaf_values(graph, seed=seed)
+    out = cast_graph(graph, DType.FLOAT32)
+    for n in graph.weights():
+        name = graph.name_of(n.id)
+        out.weight_data[name] = widen(values[name])
+    return out
+
+
 def _feed_key(feed: Mapping[str, np.ndarray]) -> str:
     h = hashlib.sha256()
     for name in sorted(feed):
@@ -296,8 +376,8 @@ def verify(
     original: Any,
     optimized: Any,
     *,
-    rtol: float = 1e-3,
-    atol: float = 1e-4,
+    rtol: float | None = None,
+    atol: float | None = None,
     trials: int = 3,
     seed: int = 0,
     backend: str = "auto",
@@ -310,7 +390,9 @@ def verify(
         float32 results of reassociated sums (a merged matmul, a folded batchnorm) differ by
         rounding, and that rounding error scales with the operands, not with the element — an
         element that cancels to nearly zero in a sum of terms of size 200 carries an error of the
-        terms' size. A wrong rewrite is off by the values' own magnitude and still fails.
+        terms' size. A wrong rewrite is off by the values' own magnitude and still fails. For a
+        float16 or bfloat16 original the defaults follow its dtype
+        (:func:`~tensor_eqsat.ir.dtypes.tolerance`) and the reference runs in float32.
     trials: input draws. Default 3. seed: base seed. Default 0.
     backend: ``auto``, ``interpreter``, ``ort`` or ``torch`` (see the module docstring).
 
@@ -332,7 +414,9 @@ SCALE_FLOOR = 1e-2
 fraction (see :func:`verify`)."""
 
 
-def _compare(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> tuple[float, float, int]:
+def _compare(
+    got: np.ndarray, want: np.ndarray, rtol: float, atol: float, scale_floor: float = SCALE_FLOOR
+) -> tuple[float, float, int]:
     """(max abs error, max rel error, mismatched elements) of ``got`` against ``want``."""
     if want.dtype.kind not in "fc" or got.dtype.kind not in "fc":
         bad = int(np.count_nonzero(got != want))
@@ -345,7 +429,7 @@ def _compare(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> tup
     bad_special = int(np.count_nonzero(special & ~same_special))
     g0, w0 = np.where(finite, g64, 0.0), np.where(finite, w64, 0.0)
     diff = np.abs(g0 - w0)
-    floor = SCALE_FLOOR * float(np.abs(w0).max(initial=0.0))
+    floor = scale_floor * float(np.abs(w0).max(initial=0.0))
     bad = int(np.count_nonzero(diff > atol + rtol * np.maximum(np.abs(w0), floor))) + bad_special
     abs_err = float(diff.max(initial=0.0)) if bad_special == 0 else float("inf")
     big = finite & (np.abs(w64) > atol)
@@ -372,8 +456,8 @@ def export_verified(
     *,
     check: bool = True,
     output_names: list[str] | None = None,
-    rtol: float = 1e-3,
-    atol: float = 1e-4,
+    rtol: float | None = None,
+    atol: float | None = None,
     trials: int = 3,
     seed: int = 0,
 ) -> VerifyReport | None:

@@ -276,7 +276,7 @@ class Importer:
                 head = f"{self.source}: input {inp.name!r} has a symbolic dim {d.dim_param!r}"
                 raise naming(FormatError, f"{head}; give static shapes with ", INPUT_SHAPES)
             dims.append(int(d.dim_value))
-        t = self.g.input(tuple(dims), name=inp.name)
+        t = self.g.input(tuple(dims), name=inp.name, dtype=_ir_dtype(self.onnx, tt.elem_type))
         self.used.add(inp.name)
         # An input of another type (token ids, a mask) can only feed opaque nodes, whose payloads
         # then declare its type (io/inputs.py); the float32 tensors they produce are rewritable.
@@ -557,6 +557,17 @@ def _constant_value(onnx: Any, node: Any) -> np.ndarray | None:
     if "value_ints" in a:
         return np.array(list(a["value_ints"].ints), dtype=np.int64)
     return None
+
+
+def _ir_dtype(onnx: Any, elem_type: int) -> str:
+    """The IR dtype of an input's ONNX element type: integers and bools (ids, masks) are int64 to
+    the IR, float16 and bfloat16 their own, anything else float32 (such inputs feed opaque nodes
+    only, whose payloads declare the exact type)."""
+    p = onnx.TensorProto
+    if elem_type in (p.FLOAT16, p.BFLOAT16):
+        return "float16" if elem_type == p.FLOAT16 else "bfloat16"
+    ints = (p.INT8, p.INT16, p.INT32, p.INT64, p.UINT8, p.UINT16, p.UINT32, p.UINT64, p.BOOL)
+    return "int64" if elem_type in ints else "float32"
 
 
 def _elem_type(onnx: Any, arr: np.ndarray) -> int:

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from tensor_eqsat.ir.dtypes import round_to, widen
 from tensor_eqsat.ir.graph import Graph, TensorRef
 from tensor_eqsat.ir.interpreter import leaf_values
 
@@ -88,6 +89,7 @@ def fold_weights(graph: Graph, nodes: set[int], *, seed: int = 0) -> dict[Tensor
         if n.op == "weight":
             values[(n.id, 0)] = leaves[graph.name_of(n.id)]
             continue
-        for i, arr in enumerate(n.spec.evaluate([values[r] for r in n.inputs], n.attrs)):
+        for i, arr in enumerate(n.spec.evaluate([widen(values[r]) for r in n.inputs], n.attrs)):
             values[(n.id, i)] = np.asarray(arr)
-    return values
+    # Weight transforms compute in float32 and round once, to the dtype each value has.
+    return {ref: round_to(arr, graph.dtype_of(ref)) for ref, arr in values.items()}

@@ -103,16 +103,21 @@ class TorchProgram:
         self._consts: dict[int, Any] = {}
         self._input_slots: list[tuple[str, int]] = []
         self._steps: list[tuple[Step, list[int], list[int], list[int]]] = []
+        self._out_dtypes: list[list[Any]] = []
         for n in graph.inputs():
             self._input_slots.append((graph.name_of(n.id), self._new_slot((n.id, 0))))
         for ref, arr in folded.items():
-            self._consts[self._new_slot(ref)] = self._tensor(arr)
+            self._consts[self._new_slot(ref)] = self._ctx.tensor(arr, graph.dtype_of(ref))
+        self._input_dtypes = {graph.name_of(n.id): getattr(torch, n.dtypes[0]) for n in graph.inputs()}
         plan = [n for n in graph.nodes if n.id in live and n.id not in const and n.op != "input"]
         for n in plan:
             step = self._compile(n)
             ins = [self._slot[r] for r in n.inputs]
             outs = [self._new_slot((n.id, i)) for i in range(len(n.shapes))]
             self._steps.append((step, ins, outs, []))
+            # Each output in its IR dtype: a builder's float32 constant (an asymmetric avg pool's
+            # scale) would otherwise promote a float16 result to float32.
+            self._out_dtypes.append([getattr(torch, d) for d in n.dtypes])
         self._output_slots = [self._slot[r] for r in self.outputs]
         # Release each intermediate after its last reader.
         keep = set(self._output_slots) | set(self._consts)
@@ -145,12 +150,14 @@ class TorchProgram:
             vals[slot] = t
         for name, slot in self._input_slots:
             x = inputs[name]
-            vals[slot] = self._tensor(x) if isinstance(x, np.ndarray) else x.to(self.device)
+            x = self._tensor(x) if isinstance(x, np.ndarray) else x.to(self.device)
+            want = self._input_dtypes[name]
+            vals[slot] = x.to(want) if x.is_floating_point() and x.dtype != want else x
         with self.torch.inference_mode():
-            for step, ins, outs, free in self._steps:
+            for (step, ins, outs, free), dtypes in zip(self._steps, self._out_dtypes, strict=True):
                 results = step([vals[s] for s in ins])
-                for s, r in zip(outs, results, strict=True):
-                    vals[s] = r
+                for s, r, want in zip(outs, results, dtypes, strict=True):
+                    vals[s] = r.to(want) if r.dtype != want and r.is_floating_point() else r
                 for s in free:
                     vals[s] = None
         return [vals[s] for s in self._output_slots]
@@ -192,4 +199,35 @@ def run_torch(
         feed[name] = arr if arr.dtype.kind in "iub" else arr.astype(np.float32)  # ids, masks stay
     with torch_threads(threads):
         outs = prog(feed)
-    return [o.detach().cpu().numpy() for o in outs]
+    return [to_numpy(o) for o in outs]
+
+
+@contextlib.contextmanager
+def tf32_disabled(torch: Any) -> Iterator[None]:
+    """Run the block with TF32 off for CUDA matmuls and cuDNN convolutions, restoring the
+    settings after: the numeric check compares float32 with float32 (TF32 rounds operands to 10
+    mantissa bits, which PyTorch does for convolutions by default). A no-op for CPU work."""
+    matmul, cudnn = torch.backends.cuda.matmul, torch.backends.cudnn
+    saved = (matmul.allow_tf32, cudnn.allow_tf32)
+    matmul.allow_tf32 = cudnn.allow_tf32 = False
+    try:
+        yield
+    finally:
+        matmul.allow_tf32, cudnn.allow_tf32 = saved
+
+
+def uses_tf32(torch: Any, device: str) -> bool:
+    """True when float32 work on ``device`` runs on TF32 tensor cores with PyTorch's current
+    settings (convolutions by default, matmuls when ``allow_tf32`` or the float32 matmul
+    precision says so); False on CPU."""
+    if not str(device).startswith("cuda"):
+        return False
+    return bool(torch.backends.cudnn.allow_tf32 or torch.backends.cuda.matmul.allow_tf32)
+
+
+def to_numpy(t: Any) -> np.ndarray:
+    """A tensor as numpy: bfloat16 (which numpy lacks) as its float32 values."""
+    t = t.detach().cpu()
+    if str(t.dtype) == "torch.bfloat16":
+        t = t.float()
+    return np.asarray(t.numpy())

@@ -14,6 +14,14 @@ and infers output shapes on the spot, so a shape error surfaces on the line that
 
 Weights may carry data (``g.weight(shape, data=array)``, as ONNX initializers do); weights without
 data get seeded random values in the interpreter, drawn per weight name.
+
+Every tensor has a dtype (``float32`` unless a leaf says otherwise: ``g.input(shape,
+dtype="bfloat16")``); ops infer theirs with their shapes (ir/dtypes.py)::
+
+    >>> h = Graph()
+    >>> a = h.input((2, 3), dtype="float16"); b = h.weight((3, 4), dtype="float16")
+    >>> h.matmul(a, b).dtype
+    'float16'
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from tensor_eqsat.errors import GraphError
+from tensor_eqsat.ir.dtypes import DType, round_to
 from tensor_eqsat.ir.ops import get_op
 from tensor_eqsat.ir.opspec import Attrs, OpSpec
 from tensor_eqsat.ir.types import Shape, volume
@@ -36,13 +45,20 @@ TensorRef = tuple[int, int]
 
 @dataclass(frozen=True)
 class Node:
-    """One operator instance. ``inputs`` are (node id, output index) pairs of earlier nodes."""
+    """One operator instance. ``inputs`` are (node id, output index) pairs of earlier nodes;
+    ``dtypes`` has one dtype name per output, as ``shapes`` has one shape (default: float32 for
+    every output)."""
 
     id: int
     op: str
     attrs: Attrs
     inputs: tuple[TensorRef, ...]
     shapes: tuple[Shape, ...]
+    dtypes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.dtypes:
+            object.__setattr__(self, "dtypes", ("float32",) * len(self.shapes))
 
     @property
     def spec(self) -> OpSpec:
@@ -61,6 +77,11 @@ class Tensor:
     index: int
     shape: Shape
     graph: Graph = field(compare=False, repr=False, hash=False)
+
+    @property
+    def dtype(self) -> str:
+        """The dtype name of this tensor (``float32``, ``float16``, ``bfloat16``, ``int64``)."""
+        return self.graph.dtype_of(self.ref)
 
     @property
     def ref(self) -> TensorRef:
@@ -97,19 +118,25 @@ class Graph:
             attrs = spec.canonicalize(in_shapes, dict(attrs))
         canon = spec.make_attrs(**attrs)
         shapes = spec.infer_shapes(in_shapes, canon)
+        dtypes = spec.infer_dtypes([self.dtype_of(r) for r in refs], canon, len(shapes))
         self._claim_name(spec, canon)
-        return self._append_raw(op, canon, tuple(refs), shapes)
+        return self._append_raw(op, canon, tuple(refs), shapes, dtypes)
 
     def add_node(self, op: str, attrs: Attrs, inputs: Sequence[TensorRef]) -> tuple[Tensor, ...]:
         """Add a node from canonical attributes and raw (node, index) refs (used by converters)."""
         spec = get_op(op)
         spec.check_arity(len(inputs))
         in_shapes = []
+        in_dtypes = []
         for node, idx in inputs:
             if not 0 <= node < len(self.nodes) or not 0 <= idx < len(self.nodes[node].shapes):
                 raise GraphError(f"{op}: input ({node}, {idx}) does not exist")
             in_shapes.append(self.nodes[node].shapes[idx])
+            in_dtypes.append(self.nodes[node].dtypes[idx])
         attrs = tuple(attrs)
+        if len(attrs) < len(spec.attrs) and all(not a.required for a in spec.attrs[len(attrs) :]):
+            # Trailing attributes with defaults may be omitted (written before they existed).
+            attrs = attrs + tuple(a.default for a in spec.attrs[len(attrs) :])
         if len(attrs) != len(spec.attrs):
             raise GraphError(
                 f"{op}: expected {len(spec.attrs)} attribute values ({', '.join(spec.attr_names)}), "
@@ -118,8 +145,9 @@ class Graph:
         # Re-validate: the tuple may come from a converter or a file, not from make_attrs.
         canon = spec.make_attrs(**dict(zip(spec.attr_names, attrs, strict=True)))
         shapes = spec.infer_shapes(in_shapes, canon)
+        dtypes = spec.infer_dtypes(in_dtypes, canon, len(shapes))
         self._claim_name(spec, canon)
-        return self._append_raw(op, canon, tuple((int(n), int(i)) for n, i in inputs), shapes)
+        return self._append_raw(op, canon, tuple((int(n), int(i)) for n, i in inputs), shapes, dtypes)
 
     def _claim_name(self, spec: OpSpec, attrs: Attrs) -> None:
         """Register the name of an input or weight about to be appended; names are unique."""
@@ -131,16 +159,21 @@ class Graph:
         self._names[name] = len(self.nodes)
 
     def _append_raw(
-        self, op: str, attrs: Attrs, refs: tuple[TensorRef, ...], shapes: tuple[Shape, ...]
+        self,
+        op: str,
+        attrs: Attrs,
+        refs: tuple[TensorRef, ...],
+        shapes: tuple[Shape, ...],
+        dtypes: tuple[str, ...],
     ) -> tuple[Tensor, ...]:
-        node = Node(len(self.nodes), op, attrs, refs, shapes)
+        node = Node(len(self.nodes), op, attrs, refs, shapes, tuple(str(d) for d in dtypes))
         self.nodes.append(node)
         return tuple(Tensor(node.id, i, s, self) for i, s in enumerate(shapes))
 
     def _one(self, op: str, inputs: Sequence[Tensor], **attrs: Any) -> Tensor:
         return self.add(op, inputs, **attrs)[0]
 
-    def _leaf(self, op: str, shape: Sequence[int], name: str | None) -> Tensor:
+    def _leaf(self, op: str, shape: Sequence[int], name: str | None, dtype: str = "float32") -> Tensor:
         if name is None:
             prefix = "input" if op == "input" else "w"
             while True:
@@ -148,18 +181,28 @@ class Graph:
                 self._counters[op] += 1
                 if name not in self._names:
                     break
-        return self._one(op, [], shape=shape, name=name)
+        return self._one(op, [], shape=shape, name=name, dtype=DType.parse(dtype).value)
 
     # -- leaves ----------------------------------------------------------------------------------
-    def input(self, shape: Sequence[int], name: str | None = None) -> Tensor:
-        """A graph input. Names are generated (``input_0``...) when not given and must be unique."""
-        return self._leaf("input", shape, name)
+    def input(self, shape: Sequence[int], name: str | None = None, dtype: str = "float32") -> Tensor:
+        """A graph input. Names are generated (``input_0``...) when not given and must be unique.
 
-    def weight(self, shape: Sequence[int], name: str | None = None, data: np.ndarray | None = None) -> Tensor:
-        """A weight (a constant known at load time), optionally with its data."""
-        t = self._leaf("weight", shape, name)
+        dtype: a dtype name or short name (``bf16``). Default ``float32``.
+        """
+        return self._leaf("input", shape, name, dtype)
+
+    def weight(
+        self,
+        shape: Sequence[int],
+        name: str | None = None,
+        data: np.ndarray | None = None,
+        dtype: str = "float32",
+    ) -> Tensor:
+        """A weight (a constant known at load time), optionally with its data (rounded to
+        ``dtype``, default ``float32``, and kept in its storage type: ir/dtypes.py)."""
+        t = self._leaf("weight", shape, name, dtype)
         if data is not None:
-            arr = np.asarray(data, dtype=np.float32)
+            arr = round_to(np.asarray(data, dtype=np.float32), t.dtype)
             if arr.shape != t.shape:
                 raise GraphError(f"weight {self.name_of(t)!r}: data shape {arr.shape} != declared {t.shape}")
             self.weight_data[self.name_of(t)] = arr
@@ -276,6 +319,10 @@ class Graph:
     def shape_of(self, ref: TensorRef) -> Shape:
         return self.nodes[ref[0]].shapes[ref[1]]
 
+    def dtype_of(self, ref: TensorRef) -> str:
+        """The dtype name of the tensor ``ref``."""
+        return self.nodes[ref[0]].dtypes[ref[1]]
+
     def name_of(self, t: Tensor | int) -> str:
         """The name of an input or weight tensor (or node id)."""
         node = self.nodes[t.node if isinstance(t, Tensor) else t]
@@ -341,6 +388,9 @@ class Graph:
             shapes = spec.infer_shapes([self.shape_of(r) for r in n.inputs], n.attrs)
             if shapes != n.shapes:
                 raise GraphError(f"node {n.id} ({n.op}): stored shapes {n.shapes} != inferred {shapes}")
+            dtypes = spec.infer_dtypes([self.dtype_of(r) for r in n.inputs], n.attrs, len(shapes))
+            if dtypes != n.dtypes:
+                raise GraphError(f"node {n.id} ({n.op}): stored dtypes {n.dtypes} != inferred {dtypes}")
         if not self.outputs:
             raise GraphError("graph has no outputs")
         for ref in self.outputs:

@@ -8,6 +8,9 @@ Random data is drawn **per tensor name** from ``seed``, so two graphs that share
 names (an original and its optimized version) see identical values:
 
 * inputs: standard normal;
+* every value is rounded to its tensor's dtype; ops compute in float32 from their inputs and
+  round their outputs once (ir/dtypes.py), and weight-only values (a merged or concatenated
+  weight) are computed in float32 from the stored weights and rounded once where they are used;
 * weights: normal with std ``1/sqrt(fan_in)`` (fan_in = product of all dims but the first), which
   keeps deep random networks from overflowing; weights that feed an input an OpSpec marks positive
   (batchnorm variance) are uniform in [0.5, 1.5].
@@ -23,6 +26,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from tensor_eqsat.errors import GraphError
+from tensor_eqsat.ir.dtypes import evaluate, round_to, widen
 from tensor_eqsat.ir.graph import Graph, Node, TensorRef
 from tensor_eqsat.ir.types import Shape
 
@@ -132,15 +136,15 @@ def leaf_values(
         if given is not None:
             arr = np.asarray(given)
             if n.op != "input" or arr.dtype.kind not in "iub":  # token ids and masks stay integers
-                arr = arr.astype(np.float32, copy=False)
+                arr = round_to(arr.astype(np.float32, copy=False), n.dtypes[0])
             if arr.shape != shape:
                 raise GraphError(f"{n.op} {name!r}: value has shape {arr.shape}, expected {shape}")
         elif n.op == "input" and name in typed:
             arr = typed[name]
         elif n.op == "input":
-            arr = random_input(name, shape, seed)
+            arr = round_to(random_input(name, shape, seed), n.dtypes[0])
         else:
-            arr = random_weight(name, shape, seed, positive=n.id in positive)
+            arr = round_to(random_weight(name, shape, seed, positive=n.id in positive), n.dtypes[0])
         values[name] = arr
     # A value under a name the graph does not have (or has as the other kind of leaf) would be
     # ignored silently; that is always a caller's mistake.
@@ -214,6 +218,10 @@ def run_all(
         leaves = leaf_values(graph, inputs, weights, seed)
     live = graph.live_nodes() if only_live else {n.id for n in graph.nodes}
     values: dict[TensorRef, np.ndarray] = {}
+    # Weight-only values in float32 before rounding, read by weight-only nodes: a chain of weight
+    # transforms rounds once, at its end (DESIGN.md decision 17).
+    exact: dict[TensorRef, np.ndarray] = {}
+    weight_only = cached if constants is not None else _weight_only(graph)
     for n in graph.nodes:
         if n.id not in live:
             continue
@@ -221,7 +229,13 @@ def run_all(
             for i in range(len(n.shapes)):
                 values[(n.id, i)] = constants[(n.id, i)]
             continue
-        outs = _eval_node(graph, n, values, leaves)
+        if n.id in weight_only and not n.spec.is_leaf:
+            args = [widen(exact.get(r, values[r])) for r in n.inputs]
+            raw = n.spec.compute(args, n.spec.attr_dict(n.attrs))
+            exact.update(((n.id, i), np.asarray(a)) for i, a in enumerate(raw))
+            outs = tuple(round_to(a, d) for a, d in zip(raw, n.dtypes, strict=True))
+        else:
+            outs = _eval_node(graph, n, values, leaves)
         if n.id in cached and constants is not None:
             for i, arr in enumerate(outs):
                 constants[(n.id, i)] = arr
@@ -258,4 +272,5 @@ def _eval_node(
     if n.spec.is_leaf:
         return (leaves[graph.name_of(n.id)],)
     args = [values[ref] for ref in n.inputs]
-    return n.spec.evaluate(args, n.attrs)
+    n.spec.check_arity(len(args))
+    return evaluate(n.spec.compute, args, n.spec.attr_dict(n.attrs), n.dtypes)

@@ -1,6 +1,7 @@
-"""Leaf operators: ``input`` and ``weight``, each with a name and a fixed shape.
+"""Leaf operators: ``input`` and ``weight``, each with a name, a fixed shape and a dtype.
 
-Their values are supplied by the interpreter (or the user), never computed.
+Their values are supplied by the interpreter (or the user), never computed. The ``dtype``
+attribute (default ``float32``) is where every dtype of a graph starts (ir/dtypes.py).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from tensor_eqsat.ir.dtypes import DTYPE_NAMES
 from tensor_eqsat.ir.ops_common import A, shape_ok, zero_flops
 from tensor_eqsat.ir.opspec import AttrSpec, OpSpec
 from tensor_eqsat.ir.types import OpKind, Shape
@@ -32,6 +34,10 @@ def _leaf_compute(op: str) -> Any:
     return compute
 
 
+def _leaf_dtype(in_dtypes: Sequence[str], a: A, n_outputs: int) -> tuple[str, ...]:
+    return (str(a["dtype"]),)
+
+
 for _leaf in ("input", "weight"):
     SPECS.append(
         OpSpec(
@@ -45,8 +51,10 @@ for _leaf in ("input", "weight"):
                     check_msg="every dim must be >= 1, and the tensor at most 2**60 elements",
                 ),
                 AttrSpec("name", "str", check=bool, check_msg="must be non-empty"),
+                AttrSpec("dtype", "enum", default="float32", choices=DTYPE_NAMES),
             ),
             infer=_leaf_infer(_leaf),
+            infer_dtype=_leaf_dtype,
             compute=_leaf_compute(_leaf),
             flops=zero_flops,
             kind=OpKind.LEAF,

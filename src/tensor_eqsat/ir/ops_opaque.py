@@ -114,10 +114,48 @@ def _opaque_session(payload: str) -> Any:
     )
 
 
+@functools.lru_cache(maxsize=256)
+def _payload_dtypes(payload: str) -> tuple[str, ...] | None:
+    """The dtypes of the payload node's outputs as its model declares them; None when they are
+    not all IR dtypes or onnx is not installed (then the outputs read as float32)."""
+    try:
+        import onnx
+    except ImportError:
+        return None
+    model = onnx.load_from_string(base64.b64decode(payload))
+    out = []
+    for vi in model.graph.output:
+        elem = vi.type.tensor_type.elem_type
+        if elem == onnx.TensorProto.BFLOAT16:
+            out.append("bfloat16")
+            continue
+        try:
+            kind = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem))
+        except (KeyError, TypeError, ValueError):
+            return None
+        # Integers and bools (ids, masks) are all "not a float" to the IR.
+        out.append("int64" if kind.kind in "iub" else "float16" if kind == np.float16 else "float32")
+    return tuple(out)
+
+
+def _opaque_dtype(in_dtypes: Sequence[str], a: A, n_outputs: int) -> tuple[str, ...]:
+    # The payload declares its types (an opaque node may read ids and write floats): no vote.
+    found = _payload_dtypes(a["payload"])
+    return found if found is not None and len(found) == n_outputs else ("float32",) * n_outputs
+
+
+_ORT_TYPES = {"tensor(float16)": np.float16, "tensor(float)": np.float32}
+
+
 def _opaque_compute(x: Sequence[np.ndarray], a: A) -> tuple[np.ndarray, ...]:
     sess = _opaque_session(a["payload"])
-    names = [i.name for i in sess.get_inputs()]
-    outs = sess.run(None, dict(zip(names, x, strict=True)))
+    ins = sess.get_inputs()
+    # The interpreter hands every op float32 (ir/dtypes.py); the payload takes what it declares.
+    feed = {}
+    for i, v in zip(ins, x, strict=True):
+        arr = np.asarray(v)
+        feed[i.name] = arr.astype(_ORT_TYPES.get(i.type, arr.dtype), copy=False)
+    outs = sess.run(None, feed)
     return tuple(np.asarray(o) for o in outs)
 
 
@@ -139,6 +177,7 @@ SPECS.append(
         ),
         infer=_opaque_infer,
         compute=_opaque_compute,
+        infer_dtype=_opaque_dtype,
         flops=out_volume_flops(1),
         # Costed as a generic memory-bound op (read inputs, write outputs): the cost models need
         # no special case, and the op's true cost is the same in the original and optimized graph.

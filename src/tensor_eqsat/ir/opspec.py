@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from tensor_eqsat.errors import AttributeValueError, GraphError, ShapeError
+from tensor_eqsat.ir.dtypes import default_infer
 from tensor_eqsat.ir.types import OpKind, Shape, volume
 
 Attrs = tuple[Any, ...]
@@ -29,6 +30,8 @@ InferFn = Callable[[Sequence[Shape], Mapping[str, Any]], tuple[Shape, ...]]
 ComputeFn = Callable[[Sequence[np.ndarray], Mapping[str, Any]], tuple[np.ndarray, ...]]
 FlopsFn = Callable[[Sequence[Shape], Sequence[Shape], Mapping[str, Any]], int]
 CanonFn = Callable[[Sequence[Shape], dict[str, Any]], dict[str, Any]]
+DtypeFn = Callable[[Sequence[str], Mapping[str, Any], int], tuple[str, ...]]
+"""Output dtypes from input dtypes, the attribute dict and the number of outputs."""
 
 _NO_DEFAULT = object()
 
@@ -130,6 +133,9 @@ class OpSpec:
         interpreter draws random data for them from a positive range.
     canonicalize: optional hook run by the graph builder before validation, turning user-friendly
         attribute values (negative axes, -1 in a reshape) into the canonical ones.
+    infer_dtype: output dtypes from input dtypes; default None: the outputs take the common dtype
+        of the floating inputs (:func:`tensor_eqsat.ir.dtypes.default_infer`), so most ops need
+        no dtype code.
     doc: one line for listings.
     """
 
@@ -144,6 +150,7 @@ class OpSpec:
     min_inputs: int = 0
     positive_inputs: frozenset[int] = frozenset()
     canonicalize: CanonFn | None = None
+    infer_dtype: DtypeFn | None = None
     doc: str = ""
     _attr_index: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
 
@@ -192,7 +199,8 @@ class OpSpec:
 
     def attr(self, attrs: Attrs, name: str) -> Any:
         """One attribute value by name."""
-        return attrs[self._attr_index[name]]
+        i = self._attr_index[name]
+        return attrs[i] if i < len(attrs) else _attr_dict(self, attrs)[name]
 
     # -- shapes, numerics, counts -------------------------------------------------------------
     def check_arity(self, n: int) -> None:
@@ -207,6 +215,13 @@ class OpSpec:
         """Output shapes of one instance; raises ShapeError (or GraphError on arity)."""
         self.check_arity(len(in_shapes))
         return self.infer(in_shapes, self.attr_dict(attrs))
+
+    def infer_dtypes(self, in_dtypes: Sequence[str], attrs: Attrs, n_outputs: int) -> tuple[str, ...]:
+        """Output dtypes of one instance with ``n_outputs`` outputs; raises DTypeError (a
+        ShapeError) on inputs of dtypes the op cannot combine."""
+        if self.infer_dtype is None:
+            return default_infer(self.name, in_dtypes, n_outputs)
+        return self.infer_dtype(in_dtypes, self.attr_dict(attrs), n_outputs)
 
     def evaluate(self, arrays: Sequence[np.ndarray], attrs: Attrs) -> tuple[np.ndarray, ...]:
         """Run the numpy semantics of one instance."""
@@ -234,6 +249,10 @@ class OpSpec:
 def _attr_dict(spec: OpSpec, attrs: Attrs) -> dict[str, Any]:
     # Cached: the e-graph asks for the same few attribute tuples millions of times. Callers must
     # not mutate the returned dict; the public accessors hand out copies where that matters.
+    # A tuple may omit trailing attributes that have defaults (tuples and files written before
+    # the attribute existed, such as a leaf's dtype): they read as their defaults.
+    if len(attrs) < len(spec.attrs) and all(not a.required for a in spec.attrs[len(attrs) :]):
+        attrs = attrs + tuple(a.default for a in spec.attrs[len(attrs) :])
     return dict(zip(spec.attr_names, attrs, strict=True))
 
 

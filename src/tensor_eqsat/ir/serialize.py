@@ -1,11 +1,16 @@
 """Lossless, versioned JSON for graphs.
 
-Format (version 1)::
+Format (version 2)::
 
-    {"format": "tensor-eqsat-graph", "version": 1,
-     "nodes": [{"id": 0, "op": "input", "attrs": {"shape": [1, 3], "name": "x"}, "inputs": []}, ...],
+    {"format": "tensor-eqsat-graph", "version": 2,
+     "nodes": [{"id": 0, "op": "input", "attrs": {"shape": [1, 3], "name": "x", "dtype": "float32"},
+                "inputs": []}, ...],
      "outputs": [[node, index], ...],
-     "weights": {"w_0": {"shape": [...], "dtype": "float32", "data": "<base64 little-endian>"}}}
+     "weights": {"w_0": {"shape": [...], "dtype": "float16", "data": "<base64 little-endian>"}}}
+
+Weight data is stored in the weight's dtype: float32 and float16 as IEEE little-endian, bfloat16
+as the upper 16 bits of its float32 value. Version 1 (before dtypes) has no ``dtype`` attribute on
+leaves and float32 data only; it loads as a float32 graph.
 
 Node ids are positions; inputs must refer to earlier nodes. Loading rebuilds the graph through the
 validating builder, so a hand-edited file with a shape error fails with the node named.
@@ -22,12 +27,35 @@ from typing import Any
 import numpy as np
 
 from tensor_eqsat.errors import FormatError, TensorEqsatError
+from tensor_eqsat.ir.dtypes import DType, round_to
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.ir.ops import get_op
 from tensor_eqsat.outputs import atomic_write
 
 FORMAT = "tensor-eqsat-graph"
-VERSION = 1
+VERSION = 2
+READS = (1, 2)
+"""The versions :func:`from_dict` reads."""
+
+_CODES = {"float32": "<f4", "float16": "<f2", "bfloat16": "<u2"}
+
+
+def _encode(arr: np.ndarray, dtype: str) -> str:
+    if dtype == "bfloat16":
+        bits = np.ascontiguousarray(round_to(arr, dtype), dtype=np.float32).view(np.uint32) >> 16
+        raw = bits.astype("<u2").tobytes()
+    else:
+        raw = np.ascontiguousarray(arr, dtype=_CODES[dtype]).tobytes()
+    return base64.b64encode(raw).decode()
+
+
+def _decode(data: str, dtype: str) -> np.ndarray:
+    if dtype == "float64":
+        return np.frombuffer(base64.b64decode(data), dtype="<f8").copy()
+    raw = np.frombuffer(base64.b64decode(data), dtype=_CODES[dtype])
+    if dtype == "bfloat16":
+        return (raw.astype(np.uint32) << 16).view(np.float32)
+    return raw.astype(DType(dtype).storage_dtype)
 
 
 def _jsonable(value: Any) -> Any:
@@ -53,11 +81,12 @@ def to_dict(graph: Graph, *, include_weights: bool = True) -> dict[str, Any]:
         "outputs": [list(r) for r in graph.outputs],
     }
     if include_weights and graph.weight_data:
+        dtypes = {graph.name_of(n.id): n.dtypes[0] for n in graph.weights()}
         out["weights"] = {
             name: {
                 "shape": list(arr.shape),
-                "dtype": "float32",
-                "data": base64.b64encode(np.ascontiguousarray(arr, dtype="<f4").tobytes()).decode(),
+                "dtype": dtypes.get(name, "float32"),
+                "data": _encode(arr, dtypes.get(name, "float32")),
             }
             for name, arr in sorted(graph.weight_data.items())
         }
@@ -117,8 +146,10 @@ def from_dict(data: Any, source: str = "<dict>") -> Graph:
         raise FormatError(f"{source}: top level must be a JSON object")
     if data.get("format") != FORMAT:
         raise FormatError(f"{source}: not a tensor-eqsat graph (format is {data.get('format')!r})")
-    if data.get("version") != VERSION:
-        raise FormatError(f"{source}: unsupported version {data.get('version')!r} (this reads {VERSION})")
+    if data.get("version") not in READS:
+        raise FormatError(
+            f"{source}: unsupported version {data.get('version')!r} (this reads {', '.join(map(str, READS))})"
+        )
     nodes = data.get("nodes")
     if not isinstance(nodes, list):
         raise FormatError(f"{source}: 'nodes' must be a list")
@@ -175,13 +206,19 @@ def from_dict(data: Any, source: str = "<dict>") -> Graph:
                 f"(one of {', '.join(WEIGHT_DTYPES)})"
             )
         try:
-            raw = np.frombuffer(base64.b64decode(w["data"]), dtype=WEIGHT_DTYPES[dtype])
-            arr = raw.astype(np.float32).reshape(w["shape"])
-        except (KeyError, TypeError, ValueError) as exc:
+            arr = _decode(w["data"], dtype).reshape(w["shape"])
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise FormatError(f"{source}: weight {name!r}: bad data ({dtype}: {exc})") from exc
         leaf = g._names.get(name)
         if leaf is None or g.nodes[leaf].op != "weight":
             raise FormatError(f"{source}: data given for unknown weight {name!r}")
+        leaf_dtype = g.nodes[leaf].dtypes[0]
+        if dtype != leaf_dtype:
+            # A float32 weight reads float16/bfloat16 data exactly and float64 data (as numpy
+            # writes it) rounded once; a reduced-precision weight takes only its own precision.
+            if leaf_dtype != "float32":
+                raise FormatError(f"{source}: weight {name!r} data is {dtype}, the weight {leaf_dtype}")
+            arr = arr.astype(np.float32)
         if arr.shape != g.nodes[leaf].shapes[0]:
             raise FormatError(
                 f"{source}: weight {name!r} data shape {arr.shape} != declared {g.nodes[leaf].shapes[0]}"
@@ -190,8 +227,9 @@ def from_dict(data: Any, source: str = "<dict>") -> Graph:
     return g
 
 
-WEIGHT_DTYPES = {"float32": "<f4", "float64": "<f8", "float16": "<f2"}
-"""Weight data types a graph JSON may declare (``dtype``; little-endian), read as float32."""
+WEIGHT_DTYPES = {"float32": "<f4", "float16": "<f2", "bfloat16": "<u2", "float64": "<f8"}
+"""Weight data types a graph JSON may declare (``dtype``; little-endian): a weight's own precision;
+a float32 weight also reads float16 and bfloat16 data (exactly) and float64 (rounded once)."""
 
 
 def dumps(graph: Graph, *, include_weights: bool = True, indent: int | None = None) -> str:

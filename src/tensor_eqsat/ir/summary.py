@@ -2,20 +2,30 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from tensor_eqsat.ir.graph import Graph
 
 
 def summary(graph: Graph) -> dict[str, Any]:
-    """Op counts, parameter count, inputs and outputs with shapes, as a JSON-ready dict."""
+    """Op counts, parameter count, inputs and outputs with shapes and dtypes, as a JSON-ready dict.
+
+    ``weight_dtypes`` counts the weights of each dtype; ``output_dtypes`` has one entry per output.
+    """
+    weight_dtypes: Counter[str] = Counter(n.dtypes[0] for n in graph.weights())
     return {
         "nodes": len(graph.nodes),
         "ops": graph.op_counts(),
         "parameters": graph.num_parameters(),
         "weights": len(graph.weights()),
-        "inputs": [{"name": graph.name_of(n.id), "shape": list(n.shapes[0])} for n in graph.inputs()],
+        "weight_dtypes": dict(weight_dtypes),
+        "inputs": [
+            {"name": graph.name_of(n.id), "shape": list(n.shapes[0]), "dtype": n.dtypes[0]}
+            for n in graph.inputs()
+        ],
         "outputs": [list(graph.shape_of(r)) for r in graph.outputs],
+        "output_dtypes": [graph.dtype_of(r) for r in graph.outputs],
     }
 
 
@@ -23,7 +33,7 @@ def _label(graph: Graph, nid: int) -> str:
     n = graph.nodes[nid]
     attrs = n.attr_dict()
     if n.spec.is_leaf:
-        return f"{n.op} {attrs['name']}\\n{tuple(attrs['shape'])}"
+        return f"{n.op} {attrs['name']}\\n{tuple(attrs['shape'])} {n.dtypes[0]}"
     # Long strings (an opaque node's payload) would swamp the drawing: show their head only.
     shown = ", ".join(
         f"{k}={v[:24] + '...' if isinstance(v, str) and len(v) > 32 else v}"

@@ -58,9 +58,13 @@ class TorchContext:
     def F(self) -> Any:
         return self.torch.nn.functional
 
-    def tensor(self, arr: Any) -> Any:
-        """``arr`` as a tensor on the device (a copy: numpy arrays may be read-only)."""
-        return self.torch.from_numpy(np.array(arr, copy=True, order="C")).to(self.device)
+    def tensor(self, arr: Any, dtype: str | None = None) -> Any:
+        """``arr`` as a tensor on the device (a copy: numpy arrays may be read-only), of the IR
+        dtype ``dtype`` when given (bfloat16 arrives as float32 storage: ir/dtypes.py)."""
+        t = self.torch.from_numpy(np.array(arr, copy=True, order="C"))
+        if dtype is not None and t.is_floating_point():
+            t = t.to(getattr(self.torch, dtype))
+        return t.to(self.device)
 
     def activation(self, name: str) -> Callable[[Any], Any] | None:
         """The in-place PyTorch function of a fused activation; None for ``none``."""

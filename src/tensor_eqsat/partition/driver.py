@@ -107,7 +107,7 @@ def optimize_partitioned(
             source, _region_config(cfg, _left(deadline, pcfg.reserve_seconds)), progress=progress
         )
         return _wrap(whole, None)
-    cm = cfg.cost_model_object()
+    cm = cfg.cost_model_object(source)
     groups = part.distinct()
     keys = list(groups)
     # A region's share is its ops' cost (the forward pass's fixed cost is paid once, by the whole).

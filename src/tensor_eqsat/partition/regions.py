@@ -110,7 +110,7 @@ def build_region(
         node = graph.nodes[nid]
         if nid in weight_only:
             if node.op == "weight":
-                t = rg.weight(node.shapes[0], name=f"{WEIGHT_PREFIX}{len(weights)}")
+                t = rg.weight(node.shapes[0], name=f"{WEIGHT_PREFIX}{len(weights)}", dtype=node.dtypes[0])
                 weights.append(nid)
                 local[(nid, 0)] = t.ref
                 return t.ref
@@ -119,7 +119,7 @@ def build_region(
             return local[ref]
         if nid in inside:  # pragma: no cover - the order is topological
             raise AssertionError(f"node {nid} is read before it is made")
-        t = rg.input(graph.shape_of(ref), name=f"{INPUT_PREFIX}{len(inputs)}")
+        t = rg.input(graph.shape_of(ref), name=f"{INPUT_PREFIX}{len(inputs)}", dtype=graph.dtype_of(ref))
         inputs.append(ref)
         local[ref] = t.ref
         return t.ref
@@ -158,7 +158,7 @@ def _copy_constant(
             stack.pop()
             continue
         if node.op == "weight":
-            t = rg.weight(node.shapes[0], name=f"{WEIGHT_PREFIX}{len(weights)}")
+            t = rg.weight(node.shapes[0], name=f"{WEIGHT_PREFIX}{len(weights)}", dtype=node.dtypes[0])
             weights.append(nid)
             local[(nid, 0)] = t.ref
             stack.pop()

@@ -63,6 +63,7 @@ from tensor_eqsat.rewrite.rewrite import (
     apply_each,
     check_merge,
     check_rule_vars,
+    keeps_dtype,
     revalidate,
 )
 
@@ -372,6 +373,9 @@ class MultiRewrite:
             stats.cycle += 1
             return
         except INVALID:
+            stats.shape += 1
+            return
+        if not (keeps_dtype(egraph, c1, plan.value(r1)) and keeps_dtype(egraph, c2, plan.value(r2))):
             stats.shape += 1
             return
         check_merge(egraph, self.name, c1, plan.value(r1))

@@ -257,6 +257,9 @@ class Rewrite:
         except INVALID:
             stats.shape += 1
             return
+        if not keeps_dtype(egraph, cid, plan.value(ref)):
+            stats.shape += 1
+            return
         check_merge(egraph, self.name, cid, plan.value(ref))
         if ref >= 0:
             if egraph.union(cid, ref):
@@ -266,6 +269,15 @@ class Rewrite:
         root = commit(plan, ref, [], ceiling=ceiling)
         egraph.union(cid, root)
         stats.applied += 1
+
+
+def keeps_dtype(egraph: EGraph, cid: int, value: object) -> bool:
+    """True unless a right-hand side would give class ``cid`` other dtypes than it has: a rule
+    applies only where its two sides have the same dtypes (DESIGN.md decision 17), so such a
+    match is skipped like an ill-typed one, not an error (``(cast to=float16 ?x) => ?x`` is
+    sound exactly where ``?x`` is float16 already)."""
+    want = getattr(egraph.internals.data[egraph.find(cid)], "dtypes", None)
+    return want is None or getattr(value, "dtypes", None) == want
 
 
 def check_merge(egraph: EGraph, rule: str, cid: int, value: object) -> None:

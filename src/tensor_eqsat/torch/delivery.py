@@ -81,9 +81,15 @@ def _flat(out: Any) -> list[Any]:
     return list(pytree.tree_leaves(out))
 
 
-def compare_outputs(expected: Any, got: Any, rtol: float, atol: float) -> tuple[bool, float, str]:
+def compare_outputs(
+    expected: Any, got: Any, rtol: float, atol: float, *, tf32: bool = False
+) -> tuple[bool, float, str]:
     """Whether two results agree (same structure, tensors within tolerance, other leaves equal):
     (ok, the largest absolute difference, what differs).
+
+    A float16 or bfloat16 output (and a float32 one when ``tf32``: the run used TF32 kernels) is
+    compared at least at its dtype's tolerance (:func:`~tensor_eqsat.ir.dtypes.tolerance`): two
+    correct graphs in reduced precision differ by their rounding (DESIGN.md decision 17).
 
     >>> import torch
     >>> compare_outputs((torch.ones(2),), (torch.ones(2) + 1e-7,), rtol=1e-4, atol=0.0)[0]
@@ -107,11 +113,12 @@ def compare_outputs(expected: Any, got: Any, rtol: float, atol: float) -> tuple[
                 diff = (x.double() - y.double()).abs().max().item()
                 scale = x.double().abs().max().item()
                 worst = max(worst, diff)
-                if not diff <= atol + rtol * scale:
+                r, t = _tolerance(x.dtype, rtol, atol, tf32)
+                if not diff <= t + r * scale:
                     return (
                         False,
                         diff,
-                        f"output {i}: max |diff| {diff:.3g} > {atol:g} + {rtol:g} * {scale:.3g}",
+                        f"output {i}: max |diff| {diff:.3g} > {t:g} + {r:g} * {scale:.3g}",
                     )
             elif not torch.equal(x, y):
                 return False, float("inf"), f"output {i}: values differ"
@@ -128,6 +135,18 @@ def _non_finite(args: Sequence[Any]) -> bool:
         isinstance(x, torch.Tensor) and x.is_floating_point() and not bool(torch.isfinite(x).all())
         for x in _flat(list(args))
     )
+
+
+def _tolerance(dtype: Any, rtol: float, atol: float, tf32: bool) -> tuple[float, float]:
+    """(rtol, atol) for an output of torch ``dtype``: the configured ones, raised to the dtype's."""
+    from tensor_eqsat.ir.dtypes import tolerance
+    from tensor_eqsat.torch.fx_import import ir_dtype
+
+    name = ir_dtype(dtype)
+    if name is None or (name == "float32" and not tf32):
+        return rtol, atol
+    tol = tolerance(name, tf32=tf32)
+    return max(rtol, tol.rtol), max(atol, tol.atol)
 
 
 def _synchronizer(device: str) -> Callable[[], None]:
@@ -197,7 +216,9 @@ def deliver_fx(
     with torch.no_grad():
         expected = original(*args)
         got = optimized(*args)
-    ok, diff, what = compare_outputs(expected, got, cfg.rtol, cfg.atol)
+    from tensor_eqsat.io.torch_exec import uses_tf32
+
+    ok, diff, what = compare_outputs(expected, got, cfg.rtol, cfg.atol, tf32=uses_tf32(torch, device))
     tc = time.perf_counter()
     if not ok:
         compiled = compile_with(cfg.then, original, args)

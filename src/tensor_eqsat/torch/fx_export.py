@@ -145,7 +145,7 @@ class _Builder:
                     name = self.graph.name_of(n.id)
                     if name not in self.graph.weight_data:
                         raise GraphError(f"weight {name!r} has no data")
-                    values[(n.id, 0)] = ctx.tensor(self.graph.weight_data[name])
+                    values[(n.id, 0)] = ctx.tensor(self.graph.weight_data[name], n.dtypes[0])
                     continue
                 in_shapes = [self.graph.shape_of(r) for r in n.inputs]
                 step = torch_step(ctx, n.spec, n.attrs, in_shapes)
@@ -304,6 +304,7 @@ class _Builder:
         if p[2] != p[6] or p[3] != p[7] or 2 * p[2] > kernel[0] or 2 * p[3] > kernel[1]:
             return x, pad
         return self.env[src.inputs[0]], (p[2], p[3])
+
     def _attention(self, n: Node, xs: Sequence[Any], shapes: Sequence[Any]) -> Any:
         """``F.scaled_dot_product_attention`` with the keys transposed back (a view) and the
         operands broadcast to the output's batch dims (views) where they differ."""

@@ -211,7 +211,7 @@ class _Translator:
         self.weight_origin: dict[str, tuple[str, str]] = {}
         self.weight_deps: dict[str, frozenset[str]] = {}
         self._value_deps: dict[int, frozenset[str]] = {}
-        self._scalars: dict[float, Any] = {}
+        self._scalars: dict[tuple[float, str], Any] = {}
         self._last_effect: Tensor | None = None
         self._since_effect: list[Tensor] = []
         self.retarget: dict[str, Any] = {}
@@ -220,13 +220,18 @@ class _Translator:
 
     # -- weights -----------------------------------------------------------------------------
     def weight(self, value: Any, tag: str = "", transform: Callable[[Any], Any] | None = None) -> Tensor:
-        """The IR weight holding ``transform(value)`` (a float32 tensor), one per value and tag."""
+        """The IR weight holding ``transform(value)``, one per value and tag, in ``value``'s dtype
+        (float32, float16 or bfloat16): a transform computes in float32 and rounds once."""
         key = (id(value), tag)
         if key not in self._weights:
-            data = value if transform is None else transform(value)
+            dtype = ir_dtype(value.dtype) or "float32"
+            wide = value.detach().to(self.torch.float32)
+            data = wide if transform is None else transform(wide)
             arr = data.detach().to("cpu", self.torch.float32).contiguous().numpy()
             name = f"w{len(self._weights)}"
-            self._weights[key] = self.graph.weight(tuple(arr.shape), name=name, data=np.array(arr))
+            self._weights[key] = self.graph.weight(
+                tuple(arr.shape), name=name, data=np.array(arr), dtype=dtype
+            )
             self.weight_sources[name] = value
             self.weight_deps[name] = self._value_deps.get(id(value), frozenset())
             placeholder = self._frozen_ids().get(id(value))
@@ -234,11 +239,11 @@ class _Translator:
                 self.weight_origin[name] = (placeholder, tag)
         return self._weights[key]
 
-    def scalar_weight(self, c: float) -> Tensor:
-        """A (1,)-shaped weight holding ``c`` (adds of a Python number broadcast it)."""
-        key = float(c)
+    def scalar_weight(self, c: float, dtype: str = "float32") -> Tensor:
+        """A (1,)-shaped weight of ``dtype`` holding ``c`` (adds of a Python number broadcast it)."""
+        key = (float(c), dtype)
         if key not in self._scalars:
-            self._scalars[key] = self.torch.tensor([key], dtype=self.torch.float32)
+            self._scalars[key] = self.torch.tensor([key[0]], dtype=getattr(self.torch, dtype))
         return self.weight(self._scalars[key], "scalar")
 
     def _frozen_ids(self) -> dict[int, str]:
@@ -289,7 +294,8 @@ class _Translator:
             self._value_deps[id(example)] = frozenset([node.name])
             return
         if isinstance(example, torch.Tensor):
-            t = self.graph.input(tuple(example.shape), name=node.name)
+            dtype = ir_dtype(example.dtype) or ("int64" if not example.is_floating_point() else "float32")
+            t = self.graph.input(tuple(example.shape), name=node.name, dtype=dtype)
             self.env[node] = Ir(t, example.dtype)
         else:
             # A Python scalar or SymInt argument: a run-time value of no tensor shape.
@@ -412,7 +418,7 @@ class _Translator:
             dtype = ev.dtype
         else:
             out_shape, dtype = (), None
-        attrs = _opaque_attrs(node, [t.shape for t in ins], out_shape)
+        attrs = _opaque_attrs(node, [t.shape for t in ins], out_shape, [t.dtype for t in ins], dtype)
         (out,) = self.graph.add("opaque", ins, **attrs)
         target = self.retarget.get(node.name, node.target)
         self.opaque[node.name] = OpaqueInfo(node, target, args, kwargs, srcs, chained)
@@ -421,6 +427,20 @@ class _Translator:
         else:
             self._since_effect.append(out)
         return Ir(out, dtype)
+
+
+def ir_dtype(dtype: Any) -> str | None:
+    """The IR dtype of a torch floating dtype the IR computes on (float32, float16, bfloat16),
+    else None (an integer, bool or float64 tensor flows between opaque nodes only)."""
+    name = str(dtype).removeprefix("torch.")
+    return name if name in ("float32", "float16", "bfloat16") else None
+
+
+def _onnx_elem(onnx: Any, dtype: Any) -> int:
+    """The ONNX element type declared for an opaque FX node's tensor of torch ``dtype``."""
+    name = str(dtype).removeprefix("torch.")
+    types = {"float16": "FLOAT16", "bfloat16": "BFLOAT16", "int64": "INT64", "int32": "INT32", "bool": "BOOL"}
+    return int(getattr(onnx.TensorProto, types.get(name, "FLOAT")))
 
 
 def _arg_nodes(args: Any) -> list[Any]:
@@ -488,7 +508,7 @@ def _matches(result: Value, ev: Any) -> bool:
     if isinstance(result, Ir):
         return (
             isinstance(ev, torch.Tensor)
-            and ev.dtype == torch.float32
+            and ir_dtype(ev.dtype) == result.tensor.dtype
             and tuple(ev.shape) == tuple(result.tensor.shape)
         )
     if isinstance(result, Seq):
@@ -500,9 +520,16 @@ def _matches(result: Value, ev: Any) -> bool:
     return False
 
 
-def _opaque_attrs(node: Any, in_shapes: list[Shape], out_shape: Shape) -> dict[str, Any]:
+def _opaque_attrs(
+    node: Any,
+    in_shapes: list[Shape],
+    out_shape: Shape,
+    in_dtypes: list[str] | None = None,
+    out_dtype: Any = None,
+) -> dict[str, Any]:
     """The ``opaque`` op's attributes for an FX node: a one-node ONNX model in :data:`FX_DOMAIN`
-    whose node names the FX node (so two opaque ops never hash-cons into one)."""
+    whose node names the FX node (so two opaque ops never hash-cons into one), with the element
+    types of its tensors (the IR reads its output's dtype there)."""
     import base64
 
     from tensor_eqsat.io.onnx_common import require_onnx
@@ -517,10 +544,10 @@ def _opaque_attrs(node: Any, in_shapes: list[Shape], out_shape: Shape) -> dict[s
         [proto],
         "opaque",
         [
-            helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, list(s))
-            for n, s in zip(ins, in_shapes, strict=True)
+            helper.make_tensor_value_info(n, _onnx_elem(onnx, d), list(s))
+            for n, s, d in zip(ins, in_shapes, in_dtypes or ["float32"] * len(ins), strict=True)
         ],
-        [helper.make_tensor_value_info("out0", onnx.TensorProto.FLOAT, list(out_shape))],
+        [helper.make_tensor_value_info("out0", _onnx_elem(onnx, out_dtype), list(out_shape))],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid(FX_DOMAIN, 1)])
     return {

@@ -72,29 +72,30 @@ def _value(tr: _Translator, a: Any) -> Any:
 
 
 def _tensor(tr: _Translator, a: Any) -> Tensor:
-    """An argument as an IR tensor: a float32 run-time tensor, or a float32 constant as a weight."""
-    from tensor_eqsat.torch.fx_import import Const, Ir
+    """An argument as an IR tensor: a float32, float16 or bfloat16 run-time tensor, or such a
+    constant as a weight of its dtype (DESIGN.md decision 17)."""
+    from tensor_eqsat.torch.fx_import import Const, Ir, ir_dtype
 
     torch = _torch()
     v = _value(tr, a)
     if isinstance(v, Ir):
-        if v.dtype != torch.float32:
+        if ir_dtype(v.dtype) is None:
             raise NotMapped(f"dtype {v.dtype}")
         return v.tensor
-    if isinstance(v, Const) and isinstance(v.value, torch.Tensor) and v.value.dtype == torch.float32:
+    if isinstance(v, Const) and isinstance(v.value, torch.Tensor) and ir_dtype(v.value.dtype) is not None:
         return tr.weight(v.value)
-    raise NotMapped("not a float32 tensor")
+    raise NotMapped("not a float32, float16 or bfloat16 tensor")
 
 
 def _const(tr: _Translator, a: Any) -> Any:
-    """A constant float32 tensor argument's value (a frozen parameter, say)."""
-    from tensor_eqsat.torch.fx_import import Const
+    """A constant floating tensor argument's value (a frozen parameter, say)."""
+    from tensor_eqsat.torch.fx_import import Const, ir_dtype
 
     torch = _torch()
     v = _value(tr, a)
-    if isinstance(v, Const) and isinstance(v.value, torch.Tensor) and v.value.dtype == torch.float32:
+    if isinstance(v, Const) and isinstance(v.value, torch.Tensor) and ir_dtype(v.value.dtype) is not None:
         return v.value
-    raise NotMapped("not a constant float32 tensor")
+    raise NotMapped("not a constant float32, float16 or bfloat16 tensor")
 
 
 def _literal(tr: _Translator, a: Any) -> Any:
@@ -138,7 +139,7 @@ def _pair(v: Any) -> tuple[int, int]:
 def _ir(value: Tensor) -> Value:
     from tensor_eqsat.torch.fx_import import Ir
 
-    return Ir(value, _torch().float32)
+    return Ir(value, getattr(_torch(), value.dtype))
 
 
 def _window_padding(x: Tensor, kernel: tuple[int, int], stride: tuple[int, int], padding: Any) -> str:
@@ -405,10 +406,12 @@ def _build_table() -> None:
         ta, tb = _is_tensor_arg(tr, a), _is_tensor_arg(tr, b)
         if ta and tb:
             return _ir(g(tr).ewadd(_tensor(tr, a), _tensor(tr, b)))
-        # A Python number: PyTorch adds it in float32, as the IR adds a float32 weight.
+        # A Python number: PyTorch adds it in the tensor's dtype, as the IR adds a weight of it.
         if ta:
-            return _ir(g(tr).ewadd(_tensor(tr, a), tr.scalar_weight(_number(tr, b))))
-        return _ir(g(tr).ewadd(_tensor(tr, b), tr.scalar_weight(_number(tr, a))))
+            x = _tensor(tr, a)
+            return _ir(g(tr).ewadd(x, tr.scalar_weight(_number(tr, b), x.dtype)))
+        x = _tensor(tr, b)
+        return _ir(g(tr).ewadd(x, tr.scalar_weight(_number(tr, a), x.dtype)))
 
     @_register(operator.sub, torch.sub, "method:sub")
     def _sub(tr: _Translator, node: Any, args: Sequence[Any], kw: dict[str, Any]) -> Value:
@@ -420,8 +423,10 @@ def _build_table() -> None:
         if ta and tb:
             return _ir(g(tr).ewadd(_tensor(tr, a), g(tr).smul(_tensor(tr, b), -1.0)))
         if ta:
-            return _ir(g(tr).ewadd(_tensor(tr, a), tr.scalar_weight(-_number(tr, b))))
-        return _ir(g(tr).ewadd(g(tr).smul(_tensor(tr, b), -1.0), tr.scalar_weight(_number(tr, a))))
+            x = _tensor(tr, a)
+            return _ir(g(tr).ewadd(x, tr.scalar_weight(-_number(tr, b), x.dtype)))
+        x = _tensor(tr, b)
+        return _ir(g(tr).ewadd(g(tr).smul(x, -1.0), tr.scalar_weight(_number(tr, a), x.dtype)))
 
     @_register(operator.mul, torch.mul, "method:mul")
     def _mul(tr: _Translator, node: Any, args: Sequence[Any], kw: dict[str, Any]) -> Value:

@@ -263,8 +263,10 @@ def test_summary_and_dot():
         "ops": {"conv2d": 2, "relu": 1, "split": 1, "ewadd": 1},
         "parameters": 352,
         "weights": 2,
-        "inputs": [{"name": "x", "shape": [1, 4, 6, 6]}],
+        "weight_dtypes": {"float32": 2},
+        "inputs": [{"name": "x", "shape": [1, 4, 6, 6], "dtype": "float32"}],
         "outputs": [[1, 8, 6, 6], [1, 3, 6, 6]],
+        "output_dtypes": ["float32", "float32"],
     }
     dot = to_dot(g, name="net")
     assert dot.startswith('digraph "net" {')

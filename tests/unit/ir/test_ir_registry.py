@@ -17,8 +17,9 @@ TENSAT_OPS = {
 TRANSFORMER_OPS = {"softmax", "layernorm", "gelu", "sdiv"}
 ONNX_OPS = {"opaque"}  # an ONNX operator the IR does not model, run by onnxruntime
 # today's inference graphs' ops, and what the inference rules introduce
-INFERENCE_OPS = {"silu", "hardsigmoid", "hardswish", "clip", "pow", "rsqrt", "pad", "slice", "expand", "mean"} | {
-    "bnfold_weight", "bnfold_bias", "attention"
+INFERENCE_OPS = {
+    "silu", "hardsigmoid", "hardswish", "clip", "pow", "rsqrt", "pad", "slice", "expand", "mean",
+    "bnfold_weight", "bnfold_bias", "attention",
 }  # fmt: skip
 
 

@@ -142,7 +142,7 @@ def test_nesting_too_deep():
     [
         (lambda d: d.update(format="onnx"), r"not a tensor-eqsat graph \(format is 'onnx'\)"),
         (lambda d: d.pop("format"), r"not a tensor-eqsat graph \(format is None\)"),
-        (lambda d: d.update(version=2), r"unsupported version 2 \(this reads 1\)"),
+        (lambda d: d.update(version=3), r"unsupported version 3 \(this reads 1, 2\)"),
         (lambda d: d.update(nodes={}), "'nodes' must be a list"),
         (lambda d: d.update(outputs=[]), "'outputs' must be a non-empty list"),
         (lambda d: d.update(outputs=[[3, 1]]), r"output \[3, 1\] does not name an existing tensor"),
@@ -218,7 +218,7 @@ def test_top_level_must_be_an_object():
 
 def test_version_constants():
     assert small_dict()["format"] == FORMAT == "tensor-eqsat-graph"
-    assert small_dict()["version"] == VERSION == 1
+    assert small_dict()["version"] == VERSION == 2
 
 
 def test_load_missing_or_unreadable_files(tmp_path):

@@ -350,3 +350,35 @@ def test_progress_names_the_region_and_counts_from_the_start():
     )  # fmt: skip
     assert events and all(e.rule is not None and e.rule.startswith("region 1/1") for e in events)
     assert [e.at for e in events] == sorted(e.at for e in events)  # one clock across regions
+
+
+def test_regions_keep_the_dtype_of_their_inputs_and_weights():
+    from tensor_eqsat.ir.cast import cast_graph, precision
+    from tensor_eqsat.partition.cuts import activation_order, weight_only_nodes
+    from tensor_eqsat.partition.regions import ReaderIndex, build_region
+
+    g = Graph()
+    x = g.input((2, 4), name="x")
+    y = g.matmul(x, g.weight((4, 4), name="a"))
+    g.output(g.matmul(y, g.weight((4, 4), name="b")))
+    h = cast_graph(g, "bf16")
+    order, fixed = activation_order(h), weight_only_nodes(h)
+    index = ReaderIndex(h, order)
+    second = build_region(h, order, 1, 2, fixed, index)
+    # A region of a bf16 graph is a bf16 graph: it is priced and rewritten in bf16.
+    assert precision(second.graph).value == "bfloat16"
+    assert {d for n in second.graph.nodes for d in n.dtypes} == {"bfloat16"}
+
+
+def test_a_reduced_precision_graph_is_priced_in_its_dtype_when_partitioned():
+    from tensor_eqsat.ir.cast import cast_graph
+
+    g = cast_graph(chain(3), "bf16")
+    r = optimize_partitioned(g, search="saturate", node_limit=200, time_limit=10,
+                             partition=PartitionConfig(target_enodes=5))  # fmt: skip
+    assert r.partition is not None
+    bf16 = OptimizeConfig().cost_model_object(g)
+    assert bf16.dtype.value == "bfloat16"
+    assert r.original_cost_ms == pytest.approx(bf16.graph_cost(g))
+    assert r.original_cost_ms < OptimizeConfig().cost_model_object().graph_cost(chain(3))
+    assert verify(g, r.graph).ok

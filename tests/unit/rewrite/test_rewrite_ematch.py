@@ -127,7 +127,7 @@ def test_lookup_pattern_of_ground_terms():
     x = g.input((2, 2), name="x")
     g.output(g.relu(x))
     eg = from_graph(g)
-    x_term = PNode("input", (("shape", (2, 2)), ("name", "x")), ())
+    x_term = PNode("input", (("shape", (2, 2)), ("name", "x"), ("dtype", "float32")), ())
     assert lookup_pattern(eg, PNode("relu", (), (x_term,))) == eg.roots[0]
     assert lookup_pattern(eg, PNode("tanh", (), (x_term,))) is None
     with pytest.raises(PatternError, match="without variables"):

@@ -43,7 +43,7 @@ def ground(p: Pattern, inst: Instance) -> PNode:
     expressions evaluated: a term :func:`lookup_pattern` can find."""
     if isinstance(p, Var):
         attrs = get_op("weight").make_attrs(shape=inst.shapes[p.name], name=p.name)
-        return PNode("weight", tuple(zip(("shape", "name"), attrs, strict=True)), ())
+        return PNode("weight", tuple(zip(get_op("weight").attr_names, attrs, strict=True)), ())
     children = tuple(ground(c, inst) for c in p.children)
     if p.op == PROJECTION:
         return PNode(p.op, p.attrs, children)
