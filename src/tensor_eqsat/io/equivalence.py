@@ -81,9 +81,16 @@ class VerifyReport:
     backends: tuple[str, str]
     outputs: tuple[OutputCheck, ...]
     problem: str | None = None
+    scope: str = "whole graph"
+    """What was compared: the whole models, or the parts of them a rewrite changed
+    (:mod:`tensor_eqsat.check`)."""
 
     def summary(self) -> str:
         """One line for people: verdict, worst errors, where."""
+        text = self._summary()
+        return text if self.scope == "whole graph" else f"{text} (checked: {self.scope})"
+
+    def _summary(self) -> str:
         if self.problem:
             return f"NOT EQUIVALENT: {self.problem}"
         worst = max(self.outputs, key=lambda o: o.max_abs_error, default=None)
@@ -104,6 +111,7 @@ class VerifyReport:
             "seed": self.seed,
             "backends": list(self.backends),
             "problem": self.problem,
+            "scope": self.scope,
             "outputs": [
                 {
                     "index": o.index,

@@ -1,0 +1,252 @@
+"""The numeric check of a result, sized to the time budget before any of it is spent (issue 35).
+
+:func:`~tensor_eqsat.deliver.deliver` compares what it hands back with the original on seeded
+random inputs (:mod:`tensor_eqsat.io.equivalence`). What that costs is predicted from cheap
+facts, before the search and before anything is prepared: the weight bytes and operators the
+check prepares and runs, over this machine's measured throughput (:class:`Throughput`: a
+factor on a base rate, remembered across runs in the project's cache folder, updated by every
+check). Then, after the search:
+
+- **Whole graph** where its check fits the time left: the original (the user's file for ONNX
+  input) against the result (the exported file for ONNX output).
+- **What changed** otherwise: each distinct rewritten region of a partitioned result, or each
+  distinct change the difference of the two graphs finds
+  (:mod:`tensor_eqsat.partition.changes`), checked once on random inputs of its boundary
+  shapes with the model's weights. A layer rewritten the same way 96 times is checked once.
+  What does not fit is not checked, and an unchecked result is never handed back: the
+  original is kept, and the delivery says why.
+
+Alternatives rejected: refusing to search when the whole check cannot fit (VGG-19, ViT-Large
+and ViT-Huge were handed back unsearched at 60 s on a 2-core CPU); preparing the original
+before the search to time it (ViT-Large spent 37 s of 60 doing so, then refused).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from tensor_eqsat.clock import Deadline
+from tensor_eqsat.ir.graph import Graph
+
+log = logging.getLogger(__name__)
+
+BASE_BYTES_PER_S = 100e6
+"""Weight bytes a check prepares per second at throughput factor 1 (made, exported, loaded,
+run: about 12 s per GB measured on a loaded 2-core CPU)."""
+BASE_OPS_PER_S = 400.0
+"""Operators a check prepares and runs per second at throughput factor 1."""
+CHECK_MARGIN = 1.5
+"""A check is planned only where this many times its predicted seconds are left."""
+WHOLE_SHARE = 0.5
+"""The whole-graph check is planned when it fits in this share of the time left before the
+search (the search keeps the rest)."""
+CHANGES_SHARE = 0.15
+"""The share of the time left that is kept for checking what changed when the whole-graph check
+cannot fit."""
+THROUGHPUT_FILE = "check-throughput.json"
+
+
+def weight_bytes(graph: Graph) -> int:
+    """Bytes of ``graph``'s float32 weights."""
+    return sum(4 * math.prod(n.shapes[0]) for n in graph.weights())
+
+
+def op_count(graph: Graph) -> int:
+    """Operators of ``graph`` (leaves not counted)."""
+    return sum(not n.spec.is_leaf for n in graph.nodes)
+
+
+@dataclass
+class Throughput:
+    """This machine's check throughput for one backend: a factor on the base rates
+    (:data:`BASE_BYTES_PER_S`, :data:`BASE_OPS_PER_S`), the geometric mean of the last checks'
+    measured over predicted seconds, weighted to the recent.
+
+    backend: the check's runtime (``ort:cpu``, ``torch:cuda``, ...). factor: default 1.0.
+    samples: checks recorded. path: where it is remembered (None: not saved).
+
+    >>> t = Throughput("ort:cpu")
+    >>> round(t.predict(100_000_000, 400), 3)
+    2.0
+    >>> t.record(100_000_000, 400, 8.0); round(t.factor, 3), round(t.predict(100_000_000, 400), 3)
+    (4.0, 8.0)
+    """
+
+    backend: str
+    factor: float = 1.0
+    samples: int = 0
+    path: Path | None = field(default=None, repr=False)
+
+    def predict(self, weight_bytes: int, ops: int) -> float:
+        """Seconds to check a pair of models with ``weight_bytes`` and ``ops`` between them."""
+        return self.factor * (weight_bytes / BASE_BYTES_PER_S + ops / BASE_OPS_PER_S)
+
+    def record(self, weight_bytes: int, ops: int, seconds: float) -> None:
+        """Learn from one check of ``weight_bytes`` and ``ops`` that took ``seconds``; saved
+        when the throughput has a path. Checks too small to time (under 50 ms predicted at
+        factor 1) are not learned from."""
+        base = weight_bytes / BASE_BYTES_PER_S + ops / BASE_OPS_PER_S
+        if base < 0.05 or seconds <= 0:
+            return
+        ratio = min(max(seconds / base, 0.05), 50.0)
+        weight = 1.0 if self.samples == 0 else 0.5
+        self.factor = math.exp((1 - weight) * math.log(self.factor) + weight * math.log(ratio))
+        self.samples += 1
+        self.save()
+
+    def save(self) -> None:
+        if self.path is None:
+            return
+        try:
+            data = json.loads(self.path.read_text()) if self.path.exists() else {}
+            data[self.backend] = {"factor": self.factor, "samples": self.samples}
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
+            tmp.replace(self.path)
+        except (OSError, ValueError) as exc:  # a cache that cannot be written is not an error
+            log.debug("check throughput not saved: %s", exc)
+
+    @classmethod
+    def load(cls, backend: str, folder: Path | None = None) -> Throughput:
+        """The remembered throughput of ``backend`` in ``folder`` (default: the project's cache
+        folder, ``$TENSOR_EQSAT_CACHE_DIR`` honoured); factor 1 when none is remembered."""
+        if folder is None:
+            from tensor_eqsat.cost.timing_cache import default_cache_dir
+
+            folder = default_cache_dir()
+        path = Path(folder) / THROUGHPUT_FILE
+        try:
+            entry = json.loads(path.read_text()).get(backend, {}) if path.exists() else {}
+            factor, samples = float(entry.get("factor", 1.0)), int(entry.get("samples", 0))
+        except (OSError, ValueError, AttributeError):
+            factor, samples = 1.0, 0
+        if not math.isfinite(factor) or factor <= 0:
+            factor, samples = 1.0, 0
+        return cls(backend, factor, samples, path)
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    """What :meth:`Checker.check` did. verdict: the report (None: nothing was checked).
+    note: why the result was not checked (it must then not be handed back), else None."""
+
+    verdict: Any
+    note: str | None = None
+
+
+class Checker:
+    """The check of one delivery: planned before the search, run after it.
+
+    reference: the original as the check runs it (a Graph or the user's ONNX file).
+    graph: the original graph (what results are compared with, part by part).
+    backend, device: where the check runs. seed: the inputs' and weights' seed.
+    throughput: this machine's (default: the remembered one for ``backend:device``).
+    """
+
+    def __init__(
+        self,
+        reference: Any,
+        graph: Graph,
+        *,
+        backend: str,
+        device: str,
+        seed: int,
+        throughput: Throughput | None = None,
+    ) -> None:
+        self.source, self.graph = reference, graph
+        self.backend, self.device, self.seed = backend, device, seed
+        self.throughput = throughput or Throughput.load(f"{backend}:{device}")
+        self.bytes, self.ops = weight_bytes(graph), op_count(graph)
+        self._reference: Any = None
+
+    def whole_s(self) -> float:
+        """Predicted seconds of the whole-graph check (both models prepared and run)."""
+        return self.throughput.predict(2 * self.bytes, 2 * self.ops)
+
+    def reserve(self, left: float | None) -> float:
+        """Seconds to keep after the search for the check, given ``left`` seconds now: the
+        whole-graph check when it fits in :data:`WHOLE_SHARE` of them, else
+        :data:`CHANGES_SHARE` of them for what changed."""
+        whole = CHECK_MARGIN * self.whole_s()
+        if left is None or whole <= WHOLE_SHARE * left:
+            return whole
+        return min(whole, CHANGES_SHARE * left)
+
+    def check(
+        self, result: Graph, artifact: Any, changed: Sequence[Any] | None, deadline: Deadline
+    ) -> CheckOutcome:
+        """Check ``result`` (``artifact``: what is written, the exported model for ONNX output)
+        against the original: whole where it fits before ``deadline``, else what changed
+        (``changed``: a partitioned result's changed regions, None to find the changes by
+        difference). Raises KeyboardInterrupt through."""
+        left = deadline.left()
+        whole = self.whole_s()
+        if left is None or CHECK_MARGIN * whole <= left:
+            return CheckOutcome(self._whole(artifact))
+        from tensor_eqsat.partition.changes import changes
+
+        parts = list(changed) if changed is not None else changes(self.graph, result)
+        if parts is None:
+            why = self._unchecked(whole, left, "the whole graph (its changes could not be cut apart)")
+            return CheckOutcome(None, why)
+        if not parts:
+            return CheckOutcome(self._whole(artifact) if whole <= left else None, None)
+        need = sum(self.throughput.predict(c.weight_bytes, c.ops) for c in parts)
+        if CHECK_MARGIN * need > left:
+            return CheckOutcome(None, self._unchecked(need, left, f"its {len(parts)} changed parts"))
+        return CheckOutcome(self._parts(parts, deadline))
+
+    def _unchecked(self, need: float, left: float, what: str) -> str:
+        return (
+            f"the result was not checked: checking {what} needs about {need:.1f} s here and "
+            f"{max(left, 0.0):.1f} s were left; the original is kept (give a larger time budget, "
+            "or skip the check)"
+        )
+
+    def _whole(self, artifact: Any) -> Any:
+        from tensor_eqsat.io.equivalence import Reference
+
+        t0 = time.perf_counter()
+        if self._reference is None:
+            self._reference = Reference(self.source, seed=self.seed, backend=self.backend, device=self.device)
+        verdict = self._reference.check(artifact, backend=self.backend, device=self.device)
+        self.throughput.record(2 * self.bytes, 2 * self.ops, time.perf_counter() - t0)
+        return verdict
+
+    def _parts(self, parts: Sequence[Any], deadline: Deadline) -> Any:
+        """Check each part; one report for all (the first failure, or every part's outputs)."""
+        from tensor_eqsat.io.equivalence import Reference
+
+        reports = []
+        for part in parts:
+            t0 = time.perf_counter()
+            ref = Reference(part.original, seed=self.seed, backend=self.backend, device=self.device)
+            report = ref.check(part.optimized, backend=self.backend, device=self.device)
+            self.throughput.record(part.weight_bytes, part.ops, time.perf_counter() - t0)
+            reports.append(report)
+            if not report.ok:
+                break
+        copies = sum(p.copies for p in parts)
+        scope = f"{len(reports)} of {len(parts)} changed parts ({copies} in the graph)"
+        return merge_reports(reports, scope)
+
+
+def merge_reports(reports: Sequence[Any], scope: str) -> Any:
+    """One :class:`~tensor_eqsat.io.equivalence.VerifyReport` for checks of several parts: ok
+    when all are; outputs numbered on; the first problem."""
+    first = reports[0]
+    outputs: list[Any] = []
+    for r in reports:
+        for o in r.outputs:
+            outputs.append(replace(o, index=len(outputs)))
+    problem = next((r.problem for r in reports if r.problem), None)
+    return replace(first, ok=all(r.ok for r in reports), outputs=tuple(outputs), problem=problem, scope=scope)
