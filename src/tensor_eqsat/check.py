@@ -41,8 +41,11 @@ log = logging.getLogger(__name__)
 BASE_BYTES_PER_S = 100e6
 """Weight bytes a check prepares per second at throughput factor 1 (made, exported, loaded,
 run: about 12 s per GB measured on a loaded 2-core CPU)."""
-BASE_OPS_PER_S = 400.0
+BASE_OPS_PER_S = 1000.0
 """Operators a check prepares and runs per second at throughput factor 1."""
+FACTOR_RANGE = (0.2, 50.0)
+"""The least and most a learned throughput factor may be (one odd check does not make the
+next whole-graph check overrun its budget)."""
 CHECK_MARGIN = 1.5
 """A check is planned only where this many times its predicted seconds are left."""
 WHOLE_SHARE = 0.5
@@ -66,39 +69,45 @@ def op_count(graph: Graph) -> int:
 
 @dataclass
 class Throughput:
-    """This machine's check throughput for one backend: a factor on the base rates
-    (:data:`BASE_BYTES_PER_S`, :data:`BASE_OPS_PER_S`), the geometric mean of the last checks'
-    measured over predicted seconds, weighted to the recent.
+    """This machine's check throughput for one backend: factors on the base rates of weight
+    bytes (:data:`BASE_BYTES_PER_S`) and operators (:data:`BASE_OPS_PER_S`), each learned from
+    the checks whose time it dominated (the geometric mean of measured over predicted, weighted
+    to the recent, kept within :data:`FACTOR_RANGE`).
 
-    backend: the check's runtime (``ort:cpu``, ``torch:cuda``, ...). factor: default 1.0.
-    samples: checks recorded. path: where it is remembered (None: not saved).
+    backend: the check's runtime (``ort:cpu``, ``torch:cuda``, ...). bytes_factor, ops_factor:
+    default 1.0. samples: checks recorded. path: where it is remembered (None: not saved).
 
     >>> t = Throughput("ort:cpu")
-    >>> round(t.predict(100_000_000, 400), 3)
+    >>> round(t.predict(100_000_000, 1000), 3)
     2.0
-    >>> t.record(100_000_000, 400, 8.0); round(t.factor, 3), round(t.predict(100_000_000, 400), 3)
-    (4.0, 8.0)
+    >>> t.record(100_000_000, 0, 4.0); round(t.bytes_factor, 3), round(t.predict(100_000_000, 1000), 3)
+    (4.0, 5.0)
     """
 
     backend: str
-    factor: float = 1.0
+    bytes_factor: float = 1.0
+    ops_factor: float = 1.0
     samples: int = 0
     path: Path | None = field(default=None, repr=False)
 
     def predict(self, weight_bytes: int, ops: int) -> float:
         """Seconds to check a pair of models with ``weight_bytes`` and ``ops`` between them."""
-        return self.factor * (weight_bytes / BASE_BYTES_PER_S + ops / BASE_OPS_PER_S)
+        return self.bytes_factor * weight_bytes / BASE_BYTES_PER_S + self.ops_factor * ops / BASE_OPS_PER_S
 
     def record(self, weight_bytes: int, ops: int, seconds: float) -> None:
-        """Learn from one check of ``weight_bytes`` and ``ops`` that took ``seconds``; saved
-        when the throughput has a path. Checks too small to time (under 50 ms predicted at
-        factor 1) are not learned from."""
-        base = weight_bytes / BASE_BYTES_PER_S + ops / BASE_OPS_PER_S
-        if base < 0.05 or seconds <= 0:
+        """Learn from one check of ``weight_bytes`` and ``ops`` that took ``seconds`` (the factor
+        of the larger term; the other term's prediction is taken as it is); saved when the
+        throughput has a path. Checks too small to time (under 50 ms at factor 1) teach nothing."""
+        by_bytes, by_ops = weight_bytes / BASE_BYTES_PER_S, ops / BASE_OPS_PER_S
+        if by_bytes + by_ops < 0.05 or seconds <= 0:
             return
-        ratio = min(max(seconds / base, 0.05), 50.0)
-        weight = 1.0 if self.samples == 0 else 0.5
-        self.factor = math.exp((1 - weight) * math.log(self.factor) + weight * math.log(ratio))
+        lo, hi = FACTOR_RANGE
+        if by_bytes >= by_ops:
+            ratio = min(max((seconds - self.ops_factor * by_ops) / by_bytes, lo), hi)
+            self.bytes_factor = _blend(self.bytes_factor, ratio, self.samples)
+        else:
+            ratio = min(max((seconds - self.bytes_factor * by_bytes) / by_ops, lo), hi)
+            self.ops_factor = _blend(self.ops_factor, ratio, self.samples)
         self.samples += 1
         self.save()
 
@@ -107,31 +116,43 @@ class Throughput:
             return
         try:
             data = json.loads(self.path.read_text()) if self.path.exists() else {}
-            data[self.backend] = {"factor": self.factor, "samples": self.samples}
+            data[self.backend] = {
+                "bytes_factor": self.bytes_factor,
+                "ops_factor": self.ops_factor,
+                "samples": self.samples,
+            }
             self.path.parent.mkdir(parents=True, exist_ok=True)
             tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
             tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
             tmp.replace(self.path)
-        except (OSError, ValueError) as exc:  # a cache that cannot be written is not an error
+        except (OSError, ValueError, AttributeError) as exc:  # a cache that cannot be written is no error
             log.debug("check throughput not saved: %s", exc)
 
     @classmethod
     def load(cls, backend: str, folder: Path | None = None) -> Throughput:
         """The remembered throughput of ``backend`` in ``folder`` (default: the project's cache
-        folder, ``$TENSOR_EQSAT_CACHE_DIR`` honoured); factor 1 when none is remembered."""
+        folder, ``$TENSOR_EQSAT_CACHE_DIR`` honoured); factors 1 when none is remembered."""
         if folder is None:
             from tensor_eqsat.cost.timing_cache import default_cache_dir
 
             folder = default_cache_dir()
         path = Path(folder) / THROUGHPUT_FILE
+        lo, hi = FACTOR_RANGE
         try:
             entry = json.loads(path.read_text()).get(backend, {}) if path.exists() else {}
-            factor, samples = float(entry.get("factor", 1.0)), int(entry.get("samples", 0))
-        except (OSError, ValueError, AttributeError):
-            factor, samples = 1.0, 0
-        if not math.isfinite(factor) or factor <= 0:
-            factor, samples = 1.0, 0
-        return cls(backend, factor, samples, path)
+            fb, fo = float(entry.get("bytes_factor", 1.0)), float(entry.get("ops_factor", 1.0))
+            samples = int(entry.get("samples", 0))
+        except (OSError, ValueError, AttributeError, TypeError):
+            fb, fo, samples = 1.0, 1.0, 0
+        if not all(math.isfinite(f) and lo <= f <= hi for f in (fb, fo)):
+            fb, fo, samples = 1.0, 1.0, 0
+        return cls(backend, fb, fo, samples, path)
+
+
+def _blend(old: float, new: float, samples: int) -> float:
+    """The learned factor after ``new``: ``new`` itself first, then the geometric mean with the
+    old one (recent checks weigh most: the machine's load changes)."""
+    return new if samples == 0 else math.exp(0.5 * math.log(old) + 0.5 * math.log(new))
 
 
 @dataclass(frozen=True)

@@ -13,32 +13,34 @@ from tensor_eqsat.clock import Deadline
 
 def checker(graph, factor: float) -> Checker:
     return Checker(graph, graph, backend="interpreter", device="cpu", seed=0,
-                   throughput=Throughput("interpreter:cpu", factor))  # fmt: skip
+                   throughput=Throughput("interpreter:cpu", factor, factor))  # fmt: skip
 
 
 def test_the_throughput_is_remembered_across_runs(tmp_path):
     t = Throughput.load("ort:cpu", tmp_path)
-    assert t.factor == 1.0 and t.samples == 0
+    assert t.bytes_factor == t.ops_factor == 1.0 and t.samples == 0
     t.record(200_000_000, 0, 10.0)  # 5x slower than the base rate
     again = Throughput.load("ort:cpu", tmp_path)
-    assert round(again.factor, 9) == 5.0 and again.samples == 1
+    assert round(again.bytes_factor, 9) == 5.0 and again.ops_factor == 1.0 and again.samples == 1
     assert round(again.predict(100_000_000, 0), 6) == 5.0
-    assert Throughput.load("torch:cuda", tmp_path).factor == 1.0  # per backend
-    assert json.loads((tmp_path / "check-throughput.json").read_text())["ort:cpu"]["samples"] == 1
+    t.record(0, 10_000, 1.0)  # ops teach the ops factor, bounded below
+    assert round(Throughput.load("ort:cpu", tmp_path).ops_factor, 6) == round(0.2**0.5, 6)  # blended
+    assert Throughput.load("torch:cuda", tmp_path).bytes_factor == 1.0  # per backend
+    assert json.loads((tmp_path / "check-throughput.json").read_text())["ort:cpu"]["samples"] == 2
     (tmp_path / "check-throughput.json").write_text("not json")
-    assert Throughput.load("ort:cpu", tmp_path).factor == 1.0  # a broken file is not an error
+    assert Throughput.load("ort:cpu", tmp_path).bytes_factor == 1.0  # a broken file is not an error
 
 
 def test_the_reserve_is_the_whole_check_where_it_fits_else_a_share():
     g = layers(64)
-    cheap, dear = checker(g, 1.0), checker(g, 50.0)
+    cheap, dear = checker(g, 1.0), checker(g, 150.0)
     assert cheap.reserve(60.0) == 1.5 * cheap.whole_s() < 30.0
     assert dear.whole_s() > 60.0 and dear.reserve(60.0) == CHANGES_SHARE * 60.0
 
 
 def test_what_changed_is_checked_when_the_whole_check_cannot_fit():
     orig, good = layers(64), layers(64, {10: "good", 40: "good"})
-    c = checker(orig, 50.0)
+    c = checker(orig, 150.0)
     t0 = time.perf_counter()
     out = c.check(good, good, None, Deadline.after(20.0))
     assert out.note is None and out.verdict.ok and "changed parts" in out.verdict.scope
