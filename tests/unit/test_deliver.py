@@ -357,3 +357,21 @@ def test_a_graph_too_large_to_search_whole_is_partitioned_checked_and_reported()
         g, search="saturate", node_limit=150, final_extractor="greedy-dag", target="a100", partition=False
     )
     assert not hasattr(off.result, "partition")
+
+
+def test_a_model_too_large_to_check_whole_is_checked_region_by_region(monkeypatch):
+    """Issue 35: a partitioned result whose whole-graph check cannot fit is checked once per
+    distinct changed region, with the model's weights, and handed back."""
+    from tensor_eqsat import check
+    from tensor_eqsat.zoo.registry import get
+
+    slow = check.Throughput("test", bytes_factor=50.0, ops_factor=50.0)  # whole check: minutes
+    monkeypatch.setattr(check.Throughput, "load", classmethod(lambda cls, backend, folder=None: slow))
+    g = get("vit-base", layers=4, hidden=64, mlp=128, heads=4, image=32)
+    t0 = time.perf_counter()
+    d = deliver(g, search="saturate", node_limit=600, target="a100", time_budget=20.0)
+    assert time.perf_counter() - t0 < 22.0
+    assert d.result.partition is not None and d.result.changed_regions
+    assert d.ok and not d.kept_original and "changed parts" in d.verify.scope
+    copies = sum(c.copies for c in d.result.changed_regions)
+    assert f"({copies} in the graph)" in d.verify.scope
