@@ -61,3 +61,17 @@ def test_the_whole_graph_is_checked_where_it_fits():
     orig, wrong = layers(8), layers(8, {3: "wrong"})
     out = checker(orig, 1.0).check(wrong, wrong, None, Deadline.after(60.0))
     assert out.verdict.scope == "whole graph" and not out.verdict.ok
+
+
+def test_a_failing_part_is_checked_again_whole_where_that_fits():
+    from tensor_eqsat.partition import changes as changes_module
+
+    orig, good = layers(64), layers(64, {10: "good"})
+    c = checker(orig, 150.0)
+    # a part that claims too much: its optimized side is the wrong rewrite of the same layer
+    wrong_parts = changes_module.changes(orig, layers(64, {10: "wrong"}))
+    c.whole_s = lambda: 0.5  # the whole check fits after all (at check time)
+    out = c._parts(wrong_parts, Deadline.after(20.0), good)
+    assert out.ok and out.scope == "whole graph"  # the whole result is right: it is handed back
+    bad = c._parts(wrong_parts, Deadline.after(20.0), layers(64, {10: "wrong"}))
+    assert not bad.ok and bad.scope == "whole graph"

@@ -142,6 +142,7 @@ class _Pairing:
         self.tensor_pair: dict[TensorRef, TensorRef] = {}  # optimized tensor -> original tensor
         self.tensor_pair_rev: dict[TensorRef, TensorRef] = {}
         self._inputs: dict[int, tuple[TensorRef, ...]] = {}  # a paired optimized node's operands
+        self.alias: tuple[dict[int, tuple[object, ...]], dict[int, tuple[object, ...]]] = ({}, {})
 
     def unchanged(self, side: int, ref: TensorRef) -> bool:
         return ref in self.same[side]
@@ -188,23 +189,59 @@ class _Pairing:
                 if self.cid[0][p] != self.cid[1][q] and self._alike(p, q) and self._claim(q, p):
                     stack.append((q, p))
         self._fixpoint()
-        self._forward()
-        self._fixpoint()
+        for _ in range(3):  # aliases let more nodes pair, and pairs more aliases
+            before = (len(self.node_pair), sum(len(a) for a in self.alias))
+            self._forward()
+            self._fixpoint()
+            self._find_aliases()
+            if (len(self.node_pair), sum(len(a) for a in self.alias)) == before:
+                break
         return True
+
+    def kept_value(self, side: int, ref: TensorRef) -> object | None:
+        """What ``ref`` of ``side`` equals in both graphs when that is known without a check: its
+        structural id (unchanged), the original tensor it is paired with, or the value of a node
+        it repeats (an alias); None for a changed tensor."""
+        if ref in self.same[side]:
+            return ("same", self.cid[side][ref])
+        got = self.alias[side].get(ref[0])
+        if got is not None:
+            return got[ref[1]]
+        if side == 0:
+            return ("pair", ref) if ref[0] in self.node_pair_rev else None
+        na = self.node_pair.get(ref[0])
+        return None if na is None else ("pair", (na, ref[1]))
+
+    def _find_aliases(self) -> None:
+        """Changed nodes that repeat a kept node's computation (the same op and attributes on
+        inputs of the same values) take its values: a computation the optimized graph shares
+        that the original makes twice (or the other way round) is not a change."""
+        index: dict[tuple[object, ...], tuple[object, ...]] = {}
+        for side in (0, 1):
+            for n in self.g[side].nodes:
+                if n.spec.is_leaf or not self._kept(side, n.id):
+                    continue
+                vals = tuple(self.kept_value(side, r) for r in n.inputs)
+                if None not in vals:
+                    outs = tuple(self.kept_value(side, (n.id, k)) for k in range(len(n.shapes)))
+                    index.setdefault((n.op, n.attrs, vals), outs)
+        for side in (0, 1):
+            for n in self.g[side].nodes:
+                if n.spec.is_leaf or self._kept(side, n.id):
+                    continue
+                vals = tuple(self.kept_value(side, r) for r in n.inputs)
+                if None in vals:
+                    continue
+                got = index.get((n.op, n.attrs, vals))
+                if got is not None:
+                    self.alias[side][n.id] = got
 
     def _forward(self) -> None:
         """Pair the changed nodes that do the same thing on paired or unchanged inputs (a layer
         norm whose readers a merge replaced), in topological order: backward pairing reaches a
         node only through paired readers."""
         a, b = self.g
-
-        def value(side: int, ref: TensorRef) -> object | None:
-            if ref in self.same[side]:
-                return ("same", self.cid[side][ref])
-            if side == 0:
-                return ("pair", ref) if ref[0] in self.node_pair_rev else None
-            na = self.node_pair.get(ref[0])
-            return None if na is None else ("pair", (na, ref[1]))
+        value = self.kept_value
 
         index: dict[tuple[object, ...], int] = {}
         for x in a.nodes:
@@ -249,15 +286,12 @@ class _Pairing:
         """Whether optimized ``q`` and original ``p`` are equal given the changes' obligations."""
         if self.cid[0][p] == self.cid[1][q]:
             return True
-        if self.tensor_pair.get(q) != p:
+        known = self.kept_value(0, p)
+        if known is not None and known == self.kept_value(1, q):
+            return True
+        if self.tensor_pair.get(q) != p or self.leaf(1, q) or self.leaf(0, p):
             return False
-        mb, ma = q[0], p[0]
-        if self.unchanged(1, q) or self.unchanged(0, p) or self.leaf(1, q) or self.leaf(0, p):
-            return False
-        paired_b, paired_a = mb in self.node_pair, ma in self.node_pair_rev
-        if paired_b and paired_a:
-            return self.node_pair[mb] == ma and q[1] == p[1]
-        return not paired_b and not paired_a  # both changed: an obligation
+        return not self._kept(0, p[0]) and not self._kept(1, q[0])  # both changed: an obligation
 
     def _fixpoint(self) -> None:
         a = self.g[0]
@@ -343,7 +377,7 @@ class _Pairing:
 
     def _kept(self, side: int, nid: int) -> bool:
         """Whether node ``nid`` of ``side`` is unchanged or paired."""
-        if (nid, 0) in self.same[side]:
+        if (nid, 0) in self.same[side] or nid in self.alias[side]:
             return True
         return nid in (self.node_pair_rev if side == 0 else self.node_pair)
 
@@ -439,14 +473,10 @@ class _Pairing:
     def _value(self, side: int, ref: TensorRef) -> object:
         """What a boundary tensor stands for in both graphs: its structural id when unchanged,
         else the original tensor it is paired with."""
-        if ref in self.same[side]:
-            return ("same", self.cid[side][ref])
-        if side == 0:
-            return ("pair", ref)
-        nb = ref[0]
-        if nb in self.node_pair:
-            return ("pair", (self.node_pair[nb], ref[1]))
-        return ("pair", self.tensor_pair[ref])  # another change's obligation
+        known = self.kept_value(side, ref)
+        if known is not None:
+            return known
+        return ("pair", ref if side == 0 else self.tensor_pair[ref])  # another change's obligation
 
 
 def change_cost(items: Sequence[Change]) -> tuple[int, int]:
