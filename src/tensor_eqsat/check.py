@@ -242,9 +242,13 @@ class Checker:
         if not parts:
             return CheckOutcome(self._whole(artifact) if whole <= left else None, None)
         need = sum(self.throughput.predict(c.weight_bytes, c.ops) for c in parts)
-        if need > left:  # (the plan kept its margin before the search)
+        if CHECK_MARGIN * need > left:
             return CheckOutcome(None, self._unchecked(need, left, f"its {len(parts)} changed parts"))
-        return CheckOutcome(self._parts(parts, deadline, artifact))
+        verdict = self._parts(parts, deadline, artifact)
+        if verdict is None:  # the parts took longer than predicted: what is left was not checked
+            left = max(deadline.left() or 0.0, 0.0)
+            return CheckOutcome(None, self._unchecked(need, left, f"its {len(parts)} changed parts"))
+        return CheckOutcome(verdict)
 
     def _unchecked(self, need: float, left: float, what: str) -> str:
         return (
@@ -264,13 +268,19 @@ class Checker:
         return verdict
 
     def _parts(self, parts: Sequence[Any], deadline: Deadline, artifact: Any = None) -> Any:
-        """Check each part; one report for all (the first failure, or every part's outputs). A
-        failure is checked again on the whole graph (``artifact``) where that fits the time
-        left, and the whole graph's verdict stands."""
+        """Check each part; one report for all (the first failure, or every part's outputs), None
+        when a part no longer fits the time left. A failure is checked again on the whole graph
+        (``artifact``) where that fits the time left, and the whole graph's verdict stands."""
         from tensor_eqsat.io.equivalence import Reference
 
         reports = []
         for part in parts:
+            left = deadline.left()
+            if (
+                left is not None
+                and CHECK_MARGIN * self.throughput.predict(part.weight_bytes, part.ops) > left
+            ):
+                return None
             t0 = time.perf_counter()
             ref = Reference(part.original, seed=self.seed, backend=self.backend, device=self.device)
             report = ref.check(part.optimized, backend=self.backend, device=self.device)
