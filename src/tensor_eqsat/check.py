@@ -76,6 +76,26 @@ def repetition(graph: Graph) -> float:
     return max(1.0, len(shapes) / max(1, len(set(shapes))))
 
 
+CHECK_TRIALS = 3
+"""Runs of each model in a check (:class:`~tensor_eqsat.io.equivalence.Reference`'s trials)."""
+
+
+def run_seconds(graph: Graph) -> float:
+    """Seconds of one model's runs in a check as the analytic CPU roofline prices them (a cheap
+    fact: no model is run or prepared)."""
+    from tensor_eqsat.cost.spec import parse_cost_model
+
+    return CHECK_TRIALS * parse_cost_model("roofline:cpu").graph_cost(graph) / 1e3
+
+
+def _part_run_s(part: Any) -> float:
+    got = getattr(part, "_run_s", None)
+    if got is None:
+        got = run_seconds(part.original) + run_seconds(part.optimized)
+        object.__setattr__(part, "_run_s", got)
+    return float(got)
+
+
 def op_count(graph: Graph) -> int:
     """Operators of ``graph`` (leaves not counted)."""
     return sum(not n.spec.is_leaf for n in graph.nodes)
@@ -83,19 +103,23 @@ def op_count(graph: Graph) -> int:
 
 @dataclass
 class Throughput:
-    """This machine's check throughput for one backend: factors on the base rates of weight
-    bytes (:data:`BASE_BYTES_PER_S`) and operators (:data:`BASE_OPS_PER_S`), each learned from
-    the checks whose time it dominated (the geometric mean of measured over predicted, weighted
-    to the recent, kept within :data:`FACTOR_RANGE`).
+    """This machine's check throughput for one backend: factors on three base predictions, of
+    preparing weight bytes (:data:`BASE_BYTES_PER_S`), of operators (:data:`BASE_OPS_PER_S`), and
+    of running the models (``run_s``: the analytic CPU roofline's seconds of the check's runs),
+    each learned from the checks whose time it dominated (the geometric mean of measured over
+    predicted, weighted to the recent, kept within :data:`FACTOR_RANGE`).
 
-    backend: the check's runtime (``ort:cpu``, ``torch:cuda``, ...). bytes_factor, ops_factor:
-    default 1.0. samples: checks recorded. path: where it is remembered (None: not saved).
+    backend: the check's runtime (``ort:cpu``, ``torch:cuda``, ...). bytes_factor, ops_factor,
+    run_factor: default 1.0. samples: checks recorded. path: where it is remembered (None: not
+    saved).
 
     >>> t = Throughput("ort:cpu")
     >>> round(t.predict(100_000_000, 1000), 3)
     2.0
     >>> t.record(100_000_000, 0, 4.0); round(t.bytes_factor, 3), round(t.predict(100_000_000, 1000), 3)
     (4.0, 5.0)
+    >>> t.record(0, 0, 3.0, run_s=1.0); round(t.run_factor, 3)  # 3x, blended with the prior 1.0
+    1.732
     """
 
     backend: str
@@ -103,25 +127,30 @@ class Throughput:
     ops_factor: float = 1.0
     samples: int = 0
     path: Path | None = field(default=None, repr=False)
+    run_factor: float = 1.0
 
-    def predict(self, weight_bytes: int, ops: int) -> float:
-        """Seconds to check a pair of models with ``weight_bytes`` and ``ops`` between them."""
-        return self.bytes_factor * weight_bytes / BASE_BYTES_PER_S + self.ops_factor * ops / BASE_OPS_PER_S
+    def _terms(self, weight_bytes: int, ops: int, run_s: float) -> tuple[float, float, float]:
+        return weight_bytes / BASE_BYTES_PER_S, ops / BASE_OPS_PER_S, run_s
 
-    def record(self, weight_bytes: int, ops: int, seconds: float) -> None:
-        """Learn from one check of ``weight_bytes`` and ``ops`` that took ``seconds`` (the factor
-        of the larger term; the other term's prediction is taken as it is); saved when the
-        throughput has a path. Checks too small to time (under 50 ms at factor 1) teach nothing."""
-        by_bytes, by_ops = weight_bytes / BASE_BYTES_PER_S, ops / BASE_OPS_PER_S
-        if by_bytes + by_ops < 0.05 or seconds <= 0:
+    def predict(self, weight_bytes: int, ops: int, run_s: float = 0.0) -> float:
+        """Seconds to check a pair of models with ``weight_bytes`` and ``ops`` between them, whose
+        runs the CPU roofline prices at ``run_s`` seconds."""
+        b, o, r = self._terms(weight_bytes, ops, run_s)
+        return self.bytes_factor * b + self.ops_factor * o + self.run_factor * r
+
+    def record(self, weight_bytes: int, ops: int, seconds: float, run_s: float = 0.0) -> None:
+        """Learn from one check that took ``seconds`` (the factor of its largest term; the other
+        terms' predictions are taken as they are); saved when the throughput has a path. Checks
+        too small to time (under 50 ms at factor 1) teach nothing."""
+        b, o, r = self._terms(weight_bytes, ops, run_s)
+        if b + o + r < 0.05 or seconds <= 0:
             return
         lo, hi = FACTOR_RANGE
-        if by_bytes >= by_ops:
-            ratio = min(max((seconds - self.ops_factor * by_ops) / by_bytes, lo), hi)
-            self.bytes_factor = _blend(self.bytes_factor, ratio, self.samples)
-        else:
-            ratio = min(max((seconds - self.bytes_factor * by_bytes) / by_ops, lo), hi)
-            self.ops_factor = _blend(self.ops_factor, ratio, self.samples)
+        factors = {"bytes_factor": b, "ops_factor": o, "run_factor": r}
+        name = max(factors, key=lambda k: factors[k])
+        rest = sum(getattr(self, k) * v for k, v in factors.items() if k != name)
+        ratio = min(max((seconds - rest) / factors[name], lo), hi)
+        setattr(self, name, _blend(getattr(self, name), ratio, self.samples))
         self.samples += 1
         self.save()
 
@@ -133,6 +162,7 @@ class Throughput:
             data[self.backend] = {
                 "bytes_factor": self.bytes_factor,
                 "ops_factor": self.ops_factor,
+                "run_factor": self.run_factor,
                 "samples": self.samples,
             }
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -155,12 +185,12 @@ class Throughput:
         try:
             entry = json.loads(path.read_text()).get(backend, {}) if path.exists() else {}
             fb, fo = float(entry.get("bytes_factor", 1.0)), float(entry.get("ops_factor", 1.0))
-            samples = int(entry.get("samples", 0))
+            fr, samples = float(entry.get("run_factor", 1.0)), int(entry.get("samples", 0))
         except (OSError, ValueError, AttributeError, TypeError):
-            fb, fo, samples = 1.0, 1.0, 0
-        if not all(math.isfinite(f) and lo <= f <= hi for f in (fb, fo)):
-            fb, fo, samples = 1.0, 1.0, 0
-        return cls(backend, fb, fo, samples, path)
+            fb, fo, fr, samples = 1.0, 1.0, 1.0, 0
+        if not all(math.isfinite(f) and lo <= f <= hi for f in (fb, fo, fr)):
+            fb, fo, fr, samples = 1.0, 1.0, 1.0, 0
+        return cls(backend, fb, fo, samples, path, fr)
 
 
 def _blend(old: float, new: float, samples: int) -> float:
@@ -202,11 +232,12 @@ class Checker:
         self.throughput = throughput or Throughput.load(f"{backend}:{device}")
         self.bytes, self.ops = weight_bytes(graph), op_count(graph)
         self.repeats = repetition(graph)
+        self.run_s = 2 * run_seconds(graph)
         self._reference: Any = None
 
     def whole_s(self) -> float:
         """Predicted seconds of the whole-graph check (both models prepared and run)."""
-        return self.throughput.predict(2 * self.bytes, 2 * self.ops)
+        return self.throughput.predict(2 * self.bytes, 2 * self.ops, self.run_s)
 
     def changes_s(self) -> float:
         """Predicted seconds of checking what changed, at most: the whole graph's check over how
@@ -241,7 +272,7 @@ class Checker:
             return CheckOutcome(None, why)
         if not parts:
             return CheckOutcome(self._whole(artifact) if whole <= left else None, None)
-        need = sum(self.throughput.predict(c.weight_bytes, c.ops) for c in parts)
+        need = sum(self._part_s(c) for c in parts)
         if CHECK_MARGIN * need > left:
             return CheckOutcome(None, self._unchecked(need, left, f"its {len(parts)} changed parts"))
         verdict = self._parts(parts, deadline, artifact)
@@ -249,6 +280,9 @@ class Checker:
             left = max(deadline.left() or 0.0, 0.0)
             return CheckOutcome(None, self._unchecked(need, left, f"its {len(parts)} changed parts"))
         return CheckOutcome(verdict)
+
+    def _part_s(self, part: Any) -> float:
+        return self.throughput.predict(part.weight_bytes, part.ops, _part_run_s(part))
 
     def _unchecked(self, need: float, left: float, what: str) -> str:
         return (
@@ -264,7 +298,7 @@ class Checker:
         if self._reference is None:
             self._reference = Reference(self.source, seed=self.seed, backend=self.backend, device=self.device)
         verdict = self._reference.check(artifact, backend=self.backend, device=self.device)
-        self.throughput.record(2 * self.bytes, 2 * self.ops, time.perf_counter() - t0)
+        self.throughput.record(2 * self.bytes, 2 * self.ops, time.perf_counter() - t0, self.run_s)
         return verdict
 
     def _parts(self, parts: Sequence[Any], deadline: Deadline, artifact: Any = None) -> Any:
@@ -276,15 +310,12 @@ class Checker:
         reports = []
         for part in parts:
             left = deadline.left()
-            if (
-                left is not None
-                and CHECK_MARGIN * self.throughput.predict(part.weight_bytes, part.ops) > left
-            ):
+            if left is not None and CHECK_MARGIN * self._part_s(part) > left:
                 return None
             t0 = time.perf_counter()
             ref = Reference(part.original, seed=self.seed, backend=self.backend, device=self.device)
             report = ref.check(part.optimized, backend=self.backend, device=self.device)
-            self.throughput.record(part.weight_bytes, part.ops, time.perf_counter() - t0)
+            self.throughput.record(part.weight_bytes, part.ops, time.perf_counter() - t0, _part_run_s(part))
             reports.append(report)
             if not report.ok:
                 break
