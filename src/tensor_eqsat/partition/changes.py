@@ -35,10 +35,13 @@ computed afresh) can make a change fail that the whole graph would pass; the cal
 the whole graph where time allows, so a pairing can refuse a correct result but never pass a
 wrong one.
 
-Alternatives rejected: checking each partition region (a result the whole-graph pass produced,
-or a single-region graph, has no regions; the difference finds the same regions and smaller
-ones); forward difference only (one change in the first layer leaves the rest of the graph to
-check).
+A partitioned result is checked by its regions instead (:func:`region_changes`): stitching
+says exactly which region each part of the result stands for, where the difference must infer
+it (TT's reassociated additions join most of its graph into one change).
+
+Alternatives rejected: regions only (a result the whole-graph pass produced, or a graph searched
+whole, has none); forward difference only (one change in the first layer leaves the rest of the
+graph to check).
 """
 
 from __future__ import annotations
