@@ -37,7 +37,8 @@ wrong one.
 
 A partitioned result is checked by its regions instead (:func:`region_changes`): stitching
 says exactly which region each part of the result stands for, where the difference must infer
-it (TT's reassociated additions join most of its graph into one change).
+it (a result whose residual additions were reassociated, as ViT-Base's at 12 layers, joins its
+layers into one change).
 
 Alternatives rejected: regions only (a result the whole-graph pass produced, or a graph searched
 whole, has none); forward difference only (one change in the first layer leaves the rest of the
