@@ -54,6 +54,10 @@ search (the search keeps the rest)."""
 CHANGES_SHARE = 0.05
 """The least share of the time left kept for checking what changed when the whole-graph check
 cannot fit."""
+CHEAP_CHECK_S = 0.5
+"""A check predicted to take less than this runs even when the search left no time for it (a
+search that ends a little late, on a small model): the call then ends that much late, and the
+result found is handed back checked rather than the original unchecked."""
 THROUGHPUT_FILE = "check-throughput.json"
 
 
@@ -262,7 +266,7 @@ class Checker:
         difference). Raises KeyboardInterrupt through."""
         left = deadline.left()
         whole = self.whole_s()
-        if left is None or CHECK_MARGIN * whole <= left:
+        if left is None or CHECK_MARGIN * whole <= max(left, CHEAP_CHECK_S):
             return CheckOutcome(self._whole(artifact))
         from tensor_eqsat.partition.changes import changes
 
@@ -273,6 +277,7 @@ class Checker:
         if not parts:
             return CheckOutcome(self._whole(artifact) if whole <= left else None, None)
         need = sum(self._part_s(c) for c in parts)
+        left = max(left, CHEAP_CHECK_S)
         if CHECK_MARGIN * need > left:
             return CheckOutcome(None, self._unchecked(need, left, f"its {len(parts)} changed parts"))
         verdict = self._parts(parts, deadline, artifact)
@@ -310,7 +315,7 @@ class Checker:
         reports = []
         for part in parts:
             left = deadline.left()
-            if left is not None and CHECK_MARGIN * self._part_s(part) > left:
+            if left is not None and CHECK_MARGIN * self._part_s(part) > max(left, CHEAP_CHECK_S):
                 return None
             t0 = time.perf_counter()
             ref = Reference(part.original, seed=self.seed, backend=self.backend, device=self.device)
