@@ -47,7 +47,10 @@ FACTOR_RANGE = (0.2, 50.0)
 """The least and most a learned throughput factor may be (one odd check does not make the
 next whole-graph check overrun its budget)."""
 CHECK_MARGIN = 1.5
-"""A check is planned only where this many times its predicted seconds are left."""
+"""The check planned before the search keeps this many times its predicted seconds."""
+RUN_MARGIN = 1.25
+"""After the search, a check (or a part of one) starts only where this many times its predicted
+seconds are left."""
 WHOLE_SHARE = 0.5
 """The whole-graph check is planned when it fits in this share of the time left before the
 search (the search keeps the rest)."""
@@ -266,7 +269,7 @@ class Checker:
         difference). Raises KeyboardInterrupt through."""
         left = deadline.left()
         whole = self.whole_s()
-        if left is None or CHECK_MARGIN * whole <= max(left, CHEAP_CHECK_S):
+        if left is None or RUN_MARGIN * whole <= max(left, CHEAP_CHECK_S):
             return CheckOutcome(self._whole(artifact))
         from tensor_eqsat.partition.changes import changes
 
@@ -278,7 +281,7 @@ class Checker:
             return CheckOutcome(self._whole(artifact) if whole <= left else None, None)
         need = sum(self._part_s(c) for c in parts)
         left = max(left, CHEAP_CHECK_S)
-        if CHECK_MARGIN * need > left:
+        if RUN_MARGIN * need > left:
             return CheckOutcome(None, self._unchecked(need, left, f"its {len(parts)} changed parts"))
         verdict = self._parts(parts, deadline, artifact)
         if verdict is None:  # the parts took longer than predicted: what is left was not checked
@@ -315,7 +318,7 @@ class Checker:
         reports = []
         for part in parts:
             left = deadline.left()
-            if left is not None and CHECK_MARGIN * self._part_s(part) > max(left, CHEAP_CHECK_S):
+            if left is not None and RUN_MARGIN * self._part_s(part) > max(left, CHEAP_CHECK_S):
                 return None
             t0 = time.perf_counter()
             ref = Reference(part.original, seed=self.seed, backend=self.backend, device=self.device)

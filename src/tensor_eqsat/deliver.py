@@ -285,7 +285,7 @@ def deliver(
         checker = Checker(
             src.reference(), src.graph, backend=check_backend, device=check_device, seed=cfg.seed
         )
-        after_search = checker.reserve(deadline.left())
+        after_search = checker.reserve(deadline.left()) + WRITE_RESERVE_S  # (the check ends before it)
         log.info("%.1f s: the check is predicted to take %.1f s (whole graph: %.1f s)",
                  deadline.elapsed(), after_search, checker.whole_s())  # fmt: skip
     after_search += _guard_estimate(guard_runtime, src, dcfg, cfg.seed) if guard_runtime else 0.0

@@ -289,6 +289,10 @@ def test_a_budget_too_small_for_the_whole_check_still_searches(tmp_path):
     assert d.message is None or "too small" not in d.message
     if d.kept_original:
         assert d.verify is None or d.verify.ok
+    elif d.verify is None:  # handed back unchecked only when it computes what the original does
+        from tensor_eqsat.partition.changes import changes
+
+        assert changes(d.source.graph, d.graph) == []
     else:
         assert d.verify.ok and d.verify.scope != "whole graph"
 
@@ -365,7 +369,7 @@ def test_a_model_too_large_to_check_whole_is_checked_region_by_region(monkeypatc
     from tensor_eqsat import check
     from tensor_eqsat.zoo.registry import get
 
-    slow = check.Throughput("test", bytes_factor=50.0, ops_factor=50.0)  # whole check: minutes
+    slow = check.Throughput("test", bytes_factor=2000.0)  # the whole check predicted at 40 s
     monkeypatch.setattr(check.Throughput, "load", classmethod(lambda cls, backend, folder=None: slow))
     g = get("vit-base", layers=4, hidden=64, mlp=128, heads=4, image=32)
     t0 = time.perf_counter()
