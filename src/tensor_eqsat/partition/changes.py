@@ -483,11 +483,6 @@ class _Pairing:
         return ("pair", ref if side == 0 else self.tensor_pair[ref])  # another change's obligation
 
 
-def change_cost(items: Sequence[Change]) -> tuple[int, int]:
-    """(weight bytes, operators) of checking ``items`` once each."""
-    return sum(c.weight_bytes for c in items), sum(c.ops for c in items)
-
-
 def region_changes(
     source: Graph, groups: Mapping[str, Sequence[Region]], optimized: Mapping[str, Graph], keys: Sequence[str]
 ) -> list[Change]:
