@@ -9,14 +9,17 @@ The steps, in order:
    runs here, the runtime that times the guard (:mod:`tensor_eqsat.target.runtime`).
 3. **Nothing to optimize?** The e-graph is built once; when no rule matches anywhere, the model
    is handed back unchanged, with why. The same e-graph is what the search grows.
-4. **Clock.** One :class:`~tensor_eqsat.clock.Deadline` bounds the whole call. The original's
-   outputs for the numeric check are computed first (that time says what a check costs), and
-   the search ends early enough for the check, the guard and the write
-   (:func:`~tensor_eqsat.clock.search_deadline`).
+4. **Clock.** One :class:`~tensor_eqsat.clock.Deadline` bounds the whole call. What the check
+   will cost is predicted from the graph's size and this machine's remembered throughput
+   before anything is prepared (:mod:`tensor_eqsat.check`), and the search ends early enough
+   for the check, the guard and the write (:func:`~tensor_eqsat.clock.search_deadline`). The
+   search is never skipped for the check.
 5. **Search.** :func:`~tensor_eqsat.optimize.optimize`.
 6. **Check.** The result is compared with the original on seeded random inputs (for an ONNX
    input, with the user's file itself; for ONNX output, the exported file itself), in the
-   target's runtime when that is a GPU.
+   target's runtime when that is a GPU; where the whole graph's check does not fit the time
+   left, each distinct part the search changed is checked once (:mod:`tensor_eqsat.check`),
+   and a result that could not be checked is not handed back.
 7. **Guard.** Where the target runs here, the original and the candidates (the final extraction,
    the other extractors' and ``auto``'s other finalists) are timed, and the original is kept
    unless a candidate is faster beyond the noise.
@@ -66,19 +69,12 @@ MEASURE_BLOCKS = 5
 """``measure`` times the two models in this many alternating blocks."""
 WRITE_RESERVE_S = 1.0
 """Seconds kept for the write after the guard."""
-CHECK_MARGIN = 1.5
-"""The check of a result is predicted to take this many times what preparing and running the
-original took."""
 EXPORT_BYTES_PER_S = 25e6
 """Weight bytes an ONNX export of a model without an ONNX file of its own makes, checks and
 writes per second (ViT-Large's 1.2 GB took 52 to 95 s on a loaded 2-core CPU)."""
 RUN_COPIES = 3
 """Copies of a model's weights that running it for the check or the guard holds at once (the
 graph's own, the runtime's, and the rewritten graph's)."""
-PREPARE_BYTES_PER_S = 100e6
-"""Weight bytes a check prepares per second (made, exported, loaded; about 12 s per GB measured
-on a loaded 2-core CPU): a model whose check alone cannot fit the time budget is handed back at
-once."""
 
 
 MAX_THREADS_PER_CORE = 4
@@ -143,12 +139,13 @@ class Delivery:
 
     source, target: what came in and where it will run. result: the search's result (None when
     there was nothing to optimize). graph: the model handed back (the original when kept).
-    kept_original: the original is handed back (the guard measured no gain, the check failed,
-    or an interrupt). verify: the numeric check of the model handed back. guard: what the guard
-    measured (None when it did not run). measured: ``measure``'s figures. output: where the model
-    was written (None when not written). message: why nothing was optimized, if so. notes: what
-    the user should be told (why nothing was measured, an interrupt). stop: why the call ended
-    (an interrupt, else the search's reason). wall_s: seconds of the whole call.
+    kept_original: the original is handed back (the guard measured no gain, the check failed or
+    could not run in the time left, or an interrupt). verify: the numeric check of the model
+    handed back. guard: what the guard measured (None when it did not run). measured:
+    ``measure``'s figures. output: where the model was written (None when not written).
+    message: why nothing was optimized, if so. notes: what the user should be told (why nothing
+    was measured or checked, an interrupt). stop: why the call ended (an interrupt, else the
+    search's reason). wall_s: seconds of the whole call.
     """
 
     source: Source
@@ -338,28 +335,20 @@ def deliver(
             "the target runs float32 convolutions in TF32 (PyTorch's default); "
             "the check compared with TF32 off, against float32"
         )
-    reference, after_search = None, 0.0
+    checker, after_search = None, 0.0
     if dcfg.check:
-        from tensor_eqsat.io.equivalence import Reference
+        from tensor_eqsat.check import Checker
 
-        # Too large to check within the budget at all: say so at once, before spending it.
-        predicted, left = 2 * _weight_bytes(src.graph) / PREPARE_BYTES_PER_S, deadline.left()
-        if left is not None and predicted > left:
-            return _no_time(src, target, cfg, out, deadline, predicted)
-        t0 = time.perf_counter()
-        reference = Reference(src.reference(), seed=cfg.seed, backend=check_backend, device=check_device)
-        prepare_s = time.perf_counter() - t0
-        # Preparing the original and one trial of it now (kept for the check) say what the check
-        # will cost: the original's other trials, then the result prepared and run every trial,
-        # with a margin (a rewritten graph may fold more weights, and the machine may be busier).
-        trial_s = reference.warm(1)
-        rest = trial_s * (reference.trials - 1)
-        after_search = rest + CHECK_MARGIN * (prepare_s + trial_s * reference.trials)
-    log.info("%.1f s: the check is predicted to take %.1f s", deadline.elapsed(), after_search)
+        # Predicted from the graph's size and this machine's remembered throughput, before
+        # anything is prepared: the search is never skipped for the check (what changed is
+        # checked when the whole graph cannot be).
+        checker = Checker(
+            src.reference(), src.graph, backend=check_backend, device=check_device, seed=cfg.seed
+        )
+        after_search = checker.reserve(deadline.left()) + WRITE_RESERVE_S  # (the check ends before it)
+        log.info("%.1f s: the check is predicted to take %.1f s (whole graph: %.1f s)",
+                 deadline.elapsed(), after_search, checker.whole_s())  # fmt: skip
     after_search += _guard_estimate(guard_runtime, src, dcfg, cfg.seed) if guard_runtime else 0.0
-    left = deadline.left()
-    if left is not None and after_search > 0 and after_search >= left:
-        return _no_time(src, target, cfg, out, deadline, deadline.elapsed() + after_search)
     stop: StopReason | None = None
     try:
         result = _search(src, cfg, search_deadline(deadline, after_search), egraph, progress)
@@ -375,17 +364,25 @@ def deliver(
     fmt = output_format(out) if out is not None else None
     chosen, verdict, guard_report, kept = result.graph, None, None, False
     checked: tuple[Graph, Any] | None = None  # the graph checked and the artifact that was (written as is)
+    unchecked: str | None = None
     try:
-        if reference is not None and result.graph is not src.graph:  # (no candidate: the original)
+        if checker is not None and result.graph is not src.graph:  # (no candidate: the original)
             checked = (chosen, _artifact(chosen, src, fmt, cfg.seed))
-            verdict = reference.check(checked[1], backend=check_backend, device=check_device)
-        if (verdict is None or verdict.ok) and guard_runtime is not None:
+            before = deadline.before(WRITE_RESERVE_S)
+            outcome = checker.check(chosen, checked[1], _changed_regions(result), before)
+            verdict, unchecked = outcome.verdict, outcome.note
+        if unchecked is None and (verdict is None or verdict.ok) and guard_runtime is not None:
             guard_report, chosen = _guard(src, result, guard_runtime, target, dcfg, cfg.seed,
                                           deadline.before(WRITE_RESERVE_S))  # fmt: skip
             kept = guard_report.kept_original
-            if not kept and chosen is not result.graph and reference is not None:
+            if not kept and chosen is not result.graph and checker is not None:
                 checked = (chosen, _artifact(chosen, src, fmt, cfg.seed))
-                verdict = reference.check(checked[1], backend=check_backend, device=check_device)
+                outcome = checker.check(chosen, checked[1], None, deadline.before(WRITE_RESERVE_S))
+                verdict, unchecked = outcome.verdict, outcome.note
+        if unchecked is not None:
+            log.warning(unchecked)
+            notes.append(unchecked)
+            kept, verdict = True, None
     except KeyboardInterrupt:
         log.warning("interrupted during the check or the guard: the original is handed back")
         stop, chosen, kept, guard_report = StopReason.INTERRUPTED, src.graph, True, None
@@ -429,24 +426,14 @@ def _search(
 
 
 def _weight_bytes(graph: Graph) -> int:
-    """Bytes of the graph's float32 weights."""
-    return sum(4 * math.prod(n.shapes[0]) for n in graph.weights())
+    """Bytes of the graph's weights, each in its own precision."""
+    return sum(DType(n.dtypes[0]).itemsize * math.prod(n.shapes[0]) for n in graph.weights())
 
 
-def _no_time(
-    src: Source, target: Target, cfg: OptimizeConfig, out: Path | None, deadline: Deadline, needed: float
-) -> Delivery:
-    """The original, handed back because the time budget cannot hold a checked search."""
-    budget = deadline.budget or 0.0
-    why = (
-        f"time budget too small: checking a result of {src.name} needs about {needed:.1f} s here, and the "
-        f"budget is {budget:g} s; the original is kept unsearched (give a time budget of at least "
-        f"{2 * needed:.1f} s, or skip the check: --no-check, DeliveryConfig(check=False))"
-    )
-    log.warning(why)
-    written = _write_original(src, out, cfg.seed) if out is not None else None
-    return Delivery(src, target, cfg, None, src.graph, True, output=written, message=why,
-                    stop=StopReason.TIME_LIMIT, wall_s=deadline.elapsed())  # fmt: skip
+def _changed_regions(result: OptimizeResult) -> Any:
+    """A partitioned result's changed regions (what its check compares when the whole graph's
+    check cannot fit), None for any other result."""
+    return getattr(result, "changed_regions", None)
 
 
 def _check_output(output: str | Path | None) -> Path | None:
@@ -584,10 +571,12 @@ def _nothing_to_optimize(src: Source, egraph: Any, cfg: OptimizeConfig) -> str |
     """Why no rule can change the source graph (a message for people), or None when some rule
     matches. A model whose every path runs through operators the IR does not model (opaque
     nodes) leaves the rules nothing to match: saying so beats a search that reports 0 %."""
-    from tensor_eqsat.rules.rewrites import to_rewrites
+    from tensor_eqsat.rules.rewrites import to_rewrite
 
     rule_set = rule_set_for(cfg.rules, src.model)  # the rules the search would use
-    if any(rw.has_match(egraph) for rw in to_rewrites(rule_set)):
+    if any(
+        to_rewrite(rule).has_match(egraph) for rule in rule_set
+    ):  # (made one by one: the first match ends it)
         return None
     graph = src.graph
     total = sum(graph.op_counts().values())
@@ -624,8 +613,8 @@ def _output_names(src: Source, graph: Graph) -> list[str] | None:
 
 def _guard_estimate(runtime: Runtime, src: Source, dcfg: DeliveryConfig, seed: int) -> float:
     """Seconds the guard is predicted to take: the original prepared and run twice here, scaled
-    to the guard's arms (two originals, up to four candidates, then three for the confirmation)
-    and runs."""
+    to the guard's arms (two originals, up to four candidates, then three for the confirmation,
+    and three more as CUDA graphs on a GPU) and runs."""
     t0 = time.perf_counter()
     fn = runtime.prepare(src.reference(), seed=seed)
     prepare_s = time.perf_counter() - t0
@@ -634,7 +623,7 @@ def _guard_estimate(runtime: Runtime, src: Source, dcfg: DeliveryConfig, seed: i
         fn()
         fn()
     run_s = (time.perf_counter() - t1) / 2
-    arms = 6 + 3
+    arms = 6 + 3 + (3 if _graph_runtime(runtime) is not None else 0)  # (the CUDA graph timing)
     return arms * prepare_s + arms * (dcfg.guard_runs + 5) * run_s
 
 
@@ -676,8 +665,18 @@ def _guard(
         blocks=min(8, max(2, dcfg.guard_runs // 5)),
         seed=seed,
         deadline=deadline,
+        graph_runtime=_graph_runtime(runtime),
     )
     return report, result.original if choice is None else candidates[choice][1]
+
+
+def _graph_runtime(runtime: Runtime) -> Runtime | None:
+    """The guard's runtime replaying CUDA graphs, for a PyTorch runtime on a CUDA device."""
+    from tensor_eqsat.target.runtime import TorchRuntime
+
+    if isinstance(runtime, TorchRuntime) and runtime.device.startswith("cuda"):
+        return replace(runtime, mode="graph")
+    return None
 
 
 def _write(graph: Graph, src: Source, out: Path, seed: int, artifact: Any = None) -> Path:

@@ -101,9 +101,16 @@ class VerifyReport:
     dtype: str = "float32"
     scale_floor: float = 1e-2
     tf32: bool = False
+    scope: str = "whole graph"
+    """What was compared: the whole models, or the parts of them a rewrite changed
+    (:mod:`tensor_eqsat.check`)."""
 
     def summary(self) -> str:
         """One line for people: verdict, worst errors, where."""
+        text = self._summary()
+        return text if self.scope == "whole graph" else f"{text} (checked: {self.scope})"
+
+    def _summary(self) -> str:
         if self.problem:
             return f"NOT EQUIVALENT: {self.problem}"
         worst = max(self.outputs, key=lambda o: o.max_abs_error, default=None)
@@ -133,6 +140,7 @@ class VerifyReport:
             "dtype": self.dtype,
             "scale_floor": self.scale_floor,
             "tf32": self.tf32,
+            "scope": self.scope,
             "outputs": [
                 {
                     "index": o.index,

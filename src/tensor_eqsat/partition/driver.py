@@ -44,6 +44,7 @@ from tensor_eqsat.cost.model import pass_cost
 from tensor_eqsat.egraph.egraph import EGraph
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.optimize import OptimizeResult, OptimizeStats, optimize
+from tensor_eqsat.partition.changes import Change, region_changes
 from tensor_eqsat.partition.plan import (
     PartitionConfig,
     partition_graph,
@@ -206,12 +207,16 @@ def optimize_partitioned(
         if whole.optimized_cost_ms < final_cost:
             final, final_cost, whole_won = whole.graph, whole.optimized_cost_ms, True
     index_of = {k: i for i, k in enumerate(todo)}
+    changed: tuple[Change, ...] | None = None
+    if not whole_won:
+        changed = () if fell_back else tuple(region_changes(source, groups, optimized, todo))
     report = PartitionReport(
         len(part.regions), len(keys), part.target, tuple(c.width for c in part.cuts), tuple(reports),
         tuple(index_of[r.key] for r in part.regions), stitched_cost, fell_back, partition_s, stitch_s,
         whole_pct, whole_won,
     )  # fmt: skip
     combined = _combine(source, final, original_cost, final_cost, t0, results, groups, todo, report, cfg)
+    combined = replace(combined, changed_regions=changed)
     return replace(combined, stop_reason=StopReason.INTERRUPTED) if interrupted else combined
 
 

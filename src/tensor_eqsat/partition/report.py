@@ -94,6 +94,12 @@ class PartitionedResult(OptimizeResult):
     ``partition`` report (None when the graph was optimized whole)."""
 
     partition: PartitionReport | None = None
+    changed_regions: tuple[Any, ...] | None = None
+    """The distinct regions the result rewrote, as :class:`~tensor_eqsat.partition.changes.Change`
+    pairs (each region's graph and its optimized graph, with its first copy's weights), in
+    search order; None when the result is not the stitched regions (the whole-graph pass won, or
+    the graph was optimized whole): check the result by :func:`~tensor_eqsat.partition.changes.changes`
+    then."""
 
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()

@@ -130,19 +130,37 @@ class OrtRuntime:
         return nullcontext()  # onnxruntime sets threads per session
 
 
+TORCH_MODES = ("eager", "graph")
+"""How :class:`TorchRuntime` runs a model: each op launched from Python (``eager``), or one
+forward pass captured once as a CUDA graph and replayed (``graph``, CUDA only)."""
+
+
 @dataclass(frozen=True)
 class TorchRuntime:
-    """PyTorch eager on the CPU or a CUDA GPU (the project's ``TorchProgram``).
+    """PyTorch on the CPU or a CUDA GPU (the project's ``TorchProgram``).
 
     device: ``"cpu"``, ``"cuda"`` or ``"cuda:N"``. Default cpu. threads: intra-op threads on the
-    CPU. Default 1.
+    CPU. Default 1. mode: ``"eager"`` (default) or ``"graph"``: the forward pass captured once as
+    a CUDA graph and replayed, as a user running under CUDA graphs does (CUDA only).
+
+    >>> TorchRuntime(mode="graph").unavailable()
+    'CUDA graphs need a CUDA device (device cpu)'
     """
 
     device: str = "cpu"
     threads: int = 1
     name: str = "torch"
+    mode: str = "eager"
+
+    def __post_init__(self) -> None:
+        if self.mode not in TORCH_MODES:
+            raise TensorEqsatError(
+                f"torch runtime mode must be one of {', '.join(TORCH_MODES)}, got {self.mode!r}"
+            )
 
     def unavailable(self) -> str | None:
+        if self.mode == "graph" and not self.device.startswith("cuda"):
+            return f"CUDA graphs need a CUDA device (device {self.device})"
         if importlib.util.find_spec("torch") is None:
             return "torch is not installed (pip install 'tensor-eqsat[torch]')"
         if self.device.startswith("cuda"):
@@ -166,6 +184,8 @@ class TorchRuntime:
             loaded = import_onnx(loaded)
         prog = TorchProgram(loaded, device=self.device, seed=seed)
         inputs = prog.random_inputs(seed)
+        if self.mode == "graph":
+            return _cuda_graph(prog, inputs)
 
         def run() -> None:
             prog(inputs)
@@ -178,6 +198,27 @@ class TorchRuntime:
 
     def session(self) -> AbstractContextManager[None]:
         return _torch_threads(self.threads) if self.device == "cpu" else nullcontext()
+
+
+def _cuda_graph(prog: Any, inputs: Any, warmup: int = 3) -> Callable[[], None]:
+    """One forward pass of ``prog`` on ``inputs`` captured as a CUDA graph (after ``warmup``
+    runs on a side stream, as PyTorch requires): the callable replays it and waits."""
+    torch = prog.torch
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.inference_mode(), torch.cuda.stream(stream):
+        for _ in range(max(1, warmup)):
+            prog(inputs)
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.inference_mode(), torch.cuda.graph(graph):
+        prog(inputs)
+
+    def replay() -> None:
+        graph.replay()
+        prog.synchronize()
+
+    return replay
 
 
 @contextmanager

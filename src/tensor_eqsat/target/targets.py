@@ -27,7 +27,8 @@ the ``h200`` profile.
 Defaults (:func:`default_target`): an ONNX file runs in onnxruntime, so it defaults to
 ``ort-cpu``; zoo models and graph JSON default to the GPU the method exists for
 (:func:`default_gpu_target`: ``cuda`` where PyTorch sees one, else the recorded ``h200``
-profile). The paper's experiments (``bench --paper``) and ``optimize()`` without a target keep
+profile; PyTorch is not imported to ask where no NVIDIA driver is installed). The paper's
+experiments (``bench --paper``) and ``optimize()`` without a target keep
 ``a100``, the roofline that reproduces the paper.
 
 Alternatives rejected: inferring the target from ``--cost-model`` (a cost model is a means, the
@@ -38,6 +39,8 @@ GPU targets on the CPU (a different machine's ranking).
 from __future__ import annotations
 
 import importlib.util
+import os
+import shutil
 from dataclasses import dataclass
 
 from tensor_eqsat.errors import TensorEqsatError
@@ -169,9 +172,20 @@ def default_gpu_target() -> str:
     >>> default_gpu_target() in ("cuda", "h200")
     True
     """
-    if importlib.util.find_spec("torch") is not None:
+    if nvidia_driver_present() and importlib.util.find_spec("torch") is not None:
         import torch
 
         if torch.cuda.is_available():
             return "cuda"
     return "h200"
+
+
+def nvidia_driver_present() -> bool:
+    """Whether this machine has an NVIDIA driver (``/proc/driver/nvidia`` on Linux, else
+    ``nvidia-smi`` on the path): without one no CUDA device can exist, and asking PyTorch would
+    cost its import (seconds on a small CPU) to learn so.
+
+    >>> isinstance(nvidia_driver_present(), bool)
+    True
+    """
+    return os.path.exists("/proc/driver/nvidia") or shutil.which("nvidia-smi") is not None

@@ -155,3 +155,29 @@ def test_a_runtime_that_cannot_run_here_is_refused():
 
     with pytest.raises(TargetError, match="cuda cannot be measured here: no such device"):
         guard(_deep(1), [("final", _deep(2))], Missing(lambda m, t: 1.0), target="cuda")
+
+
+def test_a_winner_slower_as_a_cuda_graph_replay_is_refused():
+    """Issue 35: on a GPU the winner is also timed as a CUDA graph replay against two builds of
+    the original; faster eager but slower there beyond that noise keeps the original."""
+    original = _deep(1)
+    candidate = _renamed(original)
+    eager = FakeRuntime(lambda model, timing: 0.5 if model is candidate else 1.0)
+    slower_as_graph = FakeRuntime(lambda model, timing: 1.3 if model is candidate else 1.0)
+    choice, report = guard(original, [("final", candidate)], eager, graph_runtime=slower_as_graph, **FAST)
+    assert choice is None and report.kept_original
+    assert report.graph is not None and report.graph.speedup_pct == pytest.approx(-30.0)
+    assert "CUDA graph -30.0 %" in report.message and report.to_dict()["graph"]["speedup_pct"] < 0
+    faster_as_graph = FakeRuntime(lambda model, timing: 0.8 if model is candidate else 1.0)
+    choice, report = guard(original, [("final", candidate)], eager, graph_runtime=faster_as_graph, **FAST)
+    assert choice == 0 and report.graph.speedup_pct == pytest.approx(20.0)
+    assert "CUDA graph +20.0 %" in report.message
+
+
+def test_cuda_graph_timing_needs_a_cuda_device():
+    from tensor_eqsat.errors import TensorEqsatError
+    from tensor_eqsat.target.runtime import TorchRuntime
+
+    assert "CUDA graphs need a CUDA device" in TorchRuntime(mode="graph").unavailable()
+    with pytest.raises(TensorEqsatError, match="mode must be one of eager, graph"):
+        TorchRuntime(mode="replay")

@@ -62,11 +62,35 @@ def test_the_h200_target_prices_with_the_recorded_profile_and_is_not_measured_he
 
 
 def test_default_gpu_target_follows_the_machine(monkeypatch):
-    from tensor_eqsat.target import default_gpu_target
+    from tensor_eqsat.target import default_gpu_target, targets
 
     torch = pytest.importorskip("torch")
+    monkeypatch.setattr(targets, "nvidia_driver_present", lambda: True)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert default_gpu_target() == "h200"
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     assert default_gpu_target() == "cuda"
     assert get_target(default_gpu_target()).name == "cuda"
+    # no NVIDIA driver: no CUDA device, and PyTorch is not asked (its import costs seconds)
+    monkeypatch.setattr(targets, "nvidia_driver_present", lambda: False)
+    assert default_gpu_target() == "h200"
+
+
+def test_the_default_target_does_not_import_torch_without_an_nvidia_driver():
+    import subprocess
+    import sys
+
+    if targets_module().nvidia_driver_present():
+        pytest.skip("this machine has an NVIDIA driver")
+    code = (
+        "import sys; from tensor_eqsat.target import default_gpu_target as d; d(); "
+        "print('torch' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def targets_module():
+    from tensor_eqsat.target import targets
+
+    return targets

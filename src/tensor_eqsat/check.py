@@ -1,0 +1,351 @@
+"""The numeric check of a result, sized to the time budget before any of it is spent (issue 35).
+
+:func:`~tensor_eqsat.deliver.deliver` compares what it hands back with the original on seeded
+random inputs (:mod:`tensor_eqsat.io.equivalence`). What that costs is predicted from cheap
+facts, before the search and before anything is prepared: the weight bytes and operators the
+check prepares and runs, over this machine's measured throughput (:class:`Throughput`: a
+factor on a base rate, remembered across runs in the project's cache folder, updated by every
+check). Then, after the search:
+
+- **Whole graph** where its check fits the time left: the original (the user's file for ONNX
+  input) against the result (the exported file for ONNX output).
+- **What changed** otherwise: each distinct rewritten region of a partitioned result, or each
+  distinct change the difference of the two graphs finds
+  (:mod:`tensor_eqsat.partition.changes`), checked once on random inputs of its boundary
+  shapes with the model's weights. A layer rewritten the same way 96 times is checked once.
+  What does not fit is not checked, and an unchecked result is never handed back: the
+  original is kept, and the delivery says why.
+
+Alternatives rejected: refusing to search when the whole check cannot fit (VGG-19, ViT-Large
+and ViT-Huge were handed back unsearched at 60 s on a 2-core CPU); preparing the original
+before the search to time it (ViT-Large spent 37 s of 60 doing so, then refused).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from tensor_eqsat.clock import Deadline
+from tensor_eqsat.ir.graph import Graph
+
+log = logging.getLogger(__name__)
+
+BASE_BYTES_PER_S = 100e6
+"""Weight bytes a check prepares per second at throughput factor 1 (made, exported, loaded,
+run: about 12 s per GB measured on a loaded 2-core CPU)."""
+BASE_OPS_PER_S = 1000.0
+"""Operators a check prepares and runs per second at throughput factor 1."""
+FACTOR_RANGE = (0.2, 50.0)
+"""The least and most a learned throughput factor may be (one odd check does not make the
+next whole-graph check overrun its budget)."""
+CHECK_MARGIN = 1.5
+"""The check planned before the search keeps this many times its predicted seconds."""
+RUN_MARGIN = 1.25
+"""After the search, a check (or a part of one) starts only where this many times its predicted
+seconds are left."""
+WHOLE_SHARE = 0.5
+"""The whole-graph check is planned when it fits in this share of the time left before the
+search (the search keeps the rest)."""
+CHANGES_SHARE = 0.05
+"""The least share of the time left kept for checking what changed when the whole-graph check
+cannot fit."""
+CHEAP_CHECK_S = 0.5
+"""A check predicted to take less than this runs even when the search left no time for it (a
+search that ends a little late, on a small model): the call then ends that much late, and the
+result found is handed back checked rather than the original unchecked."""
+THROUGHPUT_FILE = "check-throughput.json"
+
+
+def weight_bytes(graph: Graph) -> int:
+    """Bytes of ``graph``'s float32 weights."""
+    return sum(4 * math.prod(n.shapes[0]) for n in graph.weights())
+
+
+def repetition(graph: Graph) -> float:
+    """How often a graph's blocks repeat, from its weights alone: weights per distinct weight
+    shape (ViT-Base at 96 layers about 96, a graph of distinct layers 1).
+
+    >>> g = Graph(); x = g.input((1, 4), name="x")
+    >>> for i in range(3):
+    ...     x = g.matmul(x, g.weight((4, 4), name=f"w{i}"))
+    >>> g.output(x); repetition(g)
+    3.0
+    """
+    shapes = [n.shapes[0] for n in graph.weights()]
+    return max(1.0, len(shapes) / max(1, len(set(shapes))))
+
+
+CHECK_TRIALS = 3
+"""Runs of each model in a check (:class:`~tensor_eqsat.io.equivalence.Reference`'s trials)."""
+
+
+def run_seconds(graph: Graph) -> float:
+    """Seconds of one model's runs in a check as the analytic CPU roofline prices them (a cheap
+    fact: no model is run or prepared)."""
+    from tensor_eqsat.cost.spec import parse_cost_model
+
+    return CHECK_TRIALS * parse_cost_model("roofline:cpu").graph_cost(graph) / 1e3
+
+
+def _part_run_s(part: Any) -> float:
+    got = getattr(part, "_run_s", None)
+    if got is None:
+        got = run_seconds(part.original) + run_seconds(part.optimized)
+        object.__setattr__(part, "_run_s", got)
+    return float(got)
+
+
+def op_count(graph: Graph) -> int:
+    """Operators of ``graph`` (leaves not counted)."""
+    return sum(not n.spec.is_leaf for n in graph.nodes)
+
+
+@dataclass
+class Throughput:
+    """This machine's check throughput for one backend: factors on three base predictions, of
+    preparing weight bytes (:data:`BASE_BYTES_PER_S`), of operators (:data:`BASE_OPS_PER_S`), and
+    of running the models (``run_s``: the analytic CPU roofline's seconds of the check's runs),
+    each learned from the checks whose time it dominated (the geometric mean of measured over
+    predicted, weighted to the recent, kept within :data:`FACTOR_RANGE`).
+
+    backend: the check's runtime (``ort:cpu``, ``torch:cuda``, ...). bytes_factor, ops_factor,
+    run_factor: default 1.0. samples: checks recorded. path: where it is remembered (None: not
+    saved).
+
+    >>> t = Throughput("ort:cpu")
+    >>> round(t.predict(100_000_000, 1000), 3)
+    2.0
+    >>> t.record(100_000_000, 0, 4.0); round(t.bytes_factor, 3), round(t.predict(100_000_000, 1000), 3)
+    (4.0, 5.0)
+    >>> t.record(0, 0, 3.0, run_s=1.0); round(t.run_factor, 3)  # 3x, blended with the prior 1.0
+    1.732
+    """
+
+    backend: str
+    bytes_factor: float = 1.0
+    ops_factor: float = 1.0
+    samples: int = 0
+    path: Path | None = field(default=None, repr=False)
+    run_factor: float = 1.0
+
+    def _terms(self, weight_bytes: int, ops: int, run_s: float) -> tuple[float, float, float]:
+        return weight_bytes / BASE_BYTES_PER_S, ops / BASE_OPS_PER_S, run_s
+
+    def predict(self, weight_bytes: int, ops: int, run_s: float = 0.0) -> float:
+        """Seconds to check a pair of models with ``weight_bytes`` and ``ops`` between them, whose
+        runs the CPU roofline prices at ``run_s`` seconds."""
+        b, o, r = self._terms(weight_bytes, ops, run_s)
+        return self.bytes_factor * b + self.ops_factor * o + self.run_factor * r
+
+    def record(self, weight_bytes: int, ops: int, seconds: float, run_s: float = 0.0) -> None:
+        """Learn from one check that took ``seconds`` (the factor of its largest term; the other
+        terms' predictions are taken as they are); saved when the throughput has a path. Checks
+        too small to time (under 50 ms at factor 1) teach nothing."""
+        b, o, r = self._terms(weight_bytes, ops, run_s)
+        if b + o + r < 0.05 or seconds <= 0:
+            return
+        lo, hi = FACTOR_RANGE
+        factors = {"bytes_factor": b, "ops_factor": o, "run_factor": r}
+        name = max(factors, key=lambda k: factors[k])
+        rest = sum(getattr(self, k) * v for k, v in factors.items() if k != name)
+        ratio = min(max((seconds - rest) / factors[name], lo), hi)
+        setattr(self, name, _blend(getattr(self, name), ratio, self.samples))
+        self.samples += 1
+        self.save()
+
+    def save(self) -> None:
+        if self.path is None:
+            return
+        try:
+            data = json.loads(self.path.read_text()) if self.path.exists() else {}
+            data[self.backend] = {
+                "bytes_factor": self.bytes_factor,
+                "ops_factor": self.ops_factor,
+                "run_factor": self.run_factor,
+                "samples": self.samples,
+            }
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
+            tmp.replace(self.path)
+        except (OSError, ValueError, AttributeError) as exc:  # a cache that cannot be written is no error
+            log.debug("check throughput not saved: %s", exc)
+
+    @classmethod
+    def load(cls, backend: str, folder: Path | None = None) -> Throughput:
+        """The remembered throughput of ``backend`` in ``folder`` (default: the project's cache
+        folder, ``$TENSOR_EQSAT_CACHE_DIR`` honoured); factors 1 when none is remembered."""
+        if folder is None:
+            from tensor_eqsat.cost.timing_cache import default_cache_dir
+
+            folder = default_cache_dir()
+        path = Path(folder) / THROUGHPUT_FILE
+        lo, hi = FACTOR_RANGE
+        try:
+            entry = json.loads(path.read_text()).get(backend, {}) if path.exists() else {}
+            fb, fo = float(entry.get("bytes_factor", 1.0)), float(entry.get("ops_factor", 1.0))
+            fr, samples = float(entry.get("run_factor", 1.0)), int(entry.get("samples", 0))
+        except (OSError, ValueError, AttributeError, TypeError):
+            fb, fo, fr, samples = 1.0, 1.0, 1.0, 0
+        if not all(math.isfinite(f) and lo <= f <= hi for f in (fb, fo, fr)):
+            fb, fo, fr, samples = 1.0, 1.0, 1.0, 0
+        return cls(backend, fb, fo, samples, path, fr)
+
+
+def _blend(old: float, new: float, samples: int) -> float:
+    """The learned factor after ``new``: ``new`` itself first, then the geometric mean with the
+    old one (recent checks weigh most: the machine's load changes)."""
+    return new if samples == 0 else math.exp(0.5 * math.log(old) + 0.5 * math.log(new))
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    """What :meth:`Checker.check` did. verdict: the report (None: nothing was checked).
+    note: why the result was not checked (it must then not be handed back), else None."""
+
+    verdict: Any
+    note: str | None = None
+
+
+class Checker:
+    """The check of one delivery: planned before the search, run after it.
+
+    reference: the original as the check runs it (a Graph or the user's ONNX file).
+    graph: the original graph (what results are compared with, part by part).
+    backend, device: where the check runs. seed: the inputs' and weights' seed.
+    throughput: this machine's (default: the remembered one for ``backend:device``).
+    """
+
+    def __init__(
+        self,
+        reference: Any,
+        graph: Graph,
+        *,
+        backend: str,
+        device: str,
+        seed: int,
+        throughput: Throughput | None = None,
+    ) -> None:
+        self.source, self.graph = reference, graph
+        self.backend, self.device, self.seed = backend, device, seed
+        self.throughput = throughput or Throughput.load(f"{backend}:{device}")
+        self.bytes, self.ops = weight_bytes(graph), op_count(graph)
+        self.repeats = repetition(graph)
+        self.run_s = 2 * run_seconds(graph)
+        self._reference: Any = None
+
+    def whole_s(self) -> float:
+        """Predicted seconds of the whole-graph check (both models prepared and run)."""
+        return self.throughput.predict(2 * self.bytes, 2 * self.ops, self.run_s)
+
+    def changes_s(self) -> float:
+        """Predicted seconds of checking what changed, at most: the whole graph's check over how
+        often its blocks repeat (a search rewrites each distinct block once)."""
+        return self.whole_s() / self.repeats
+
+    def reserve(self, left: float | None) -> float:
+        """Seconds to keep after the search for the check, given ``left`` seconds now: the
+        whole-graph check when it fits in :data:`WHOLE_SHARE` of them, else the check of what
+        changed (:meth:`changes_s`, at least :data:`CHANGES_SHARE` of them)."""
+        whole = CHECK_MARGIN * self.whole_s()
+        if left is None or whole <= WHOLE_SHARE * left:
+            return whole
+        return min(whole, max(CHANGES_SHARE * left, CHECK_MARGIN * self.changes_s()))
+
+    def check(
+        self, result: Graph, artifact: Any, changed: Sequence[Any] | None, deadline: Deadline
+    ) -> CheckOutcome:
+        """Check ``result`` (``artifact``: what is written, the exported model for ONNX output)
+        against the original: whole where it fits before ``deadline``, else what changed
+        (``changed``: a partitioned result's changed regions, None to find the changes by
+        difference). Raises KeyboardInterrupt through."""
+        left = deadline.left()
+        whole = self.whole_s()
+        if left is None or RUN_MARGIN * whole <= max(left, CHEAP_CHECK_S):
+            return CheckOutcome(self._whole(artifact))
+        from tensor_eqsat.partition.changes import changes
+
+        parts = list(changed) if changed is not None else changes(self.graph, result)
+        if parts is None:
+            why = self._unchecked(whole, left, "the whole graph (its changes could not be cut apart)")
+            return CheckOutcome(None, why)
+        if not parts:
+            return CheckOutcome(self._whole(artifact) if whole <= left else None, None)
+        need = sum(self._part_s(c) for c in parts)
+        left = max(left, CHEAP_CHECK_S)
+        if RUN_MARGIN * need > left:
+            return CheckOutcome(None, self._unchecked(need, left, f"its {len(parts)} changed parts"))
+        verdict = self._parts(parts, deadline, artifact)
+        if verdict is None:  # the parts took longer than predicted: what is left was not checked
+            left = max(deadline.left() or 0.0, 0.0)
+            return CheckOutcome(None, self._unchecked(need, left, f"its {len(parts)} changed parts"))
+        return CheckOutcome(verdict)
+
+    def _part_s(self, part: Any) -> float:
+        return self.throughput.predict(part.weight_bytes, part.ops, _part_run_s(part))
+
+    def _unchecked(self, need: float, left: float, what: str) -> str:
+        return (
+            f"the result was not checked: checking {what} needs about {need:.1f} s here and "
+            f"{max(left, 0.0):.1f} s were left; the original is kept (give a larger time budget, "
+            "or skip the check)"
+        )
+
+    def _whole(self, artifact: Any) -> Any:
+        from tensor_eqsat.io.equivalence import Reference
+
+        t0 = time.perf_counter()
+        if self._reference is None:
+            self._reference = Reference(self.source, seed=self.seed, backend=self.backend, device=self.device)
+        verdict = self._reference.check(artifact, backend=self.backend, device=self.device)
+        self.throughput.record(2 * self.bytes, 2 * self.ops, time.perf_counter() - t0, self.run_s)
+        return verdict
+
+    def _parts(self, parts: Sequence[Any], deadline: Deadline, artifact: Any = None) -> Any:
+        """Check each part; one report for all (the first failure, or every part's outputs), None
+        when a part no longer fits the time left. A failure is checked again on the whole graph
+        (``artifact``) where that fits the time left, and the whole graph's verdict stands."""
+        from tensor_eqsat.io.equivalence import Reference
+
+        reports = []
+        for part in parts:
+            left = deadline.left()
+            if left is not None and RUN_MARGIN * self._part_s(part) > max(left, CHEAP_CHECK_S):
+                return None
+            t0 = time.perf_counter()
+            ref = Reference(part.original, seed=self.seed, backend=self.backend, device=self.device)
+            report = ref.check(part.optimized, backend=self.backend, device=self.device)
+            self.throughput.record(part.weight_bytes, part.ops, time.perf_counter() - t0, _part_run_s(part))
+            reports.append(report)
+            if not report.ok:
+                break
+        copies = sum(p.copies for p in parts)
+        scope = f"{len(reports)} of {len(parts)} changed parts ({copies} in the graph)"
+        merged = merge_reports(reports, scope)
+        left = deadline.left()
+        if not merged.ok and artifact is not None and (left is None or self.whole_s() <= left):
+            # A part's boundary may claim more than the whole result needs (two operands a
+            # rewrite swapped, each computed afresh): the whole graph decides where it fits.
+            log.info("a changed part differs (%s): checking the whole graph", merged.summary())
+            return self._whole(artifact)
+        return merged
+
+
+def merge_reports(reports: Sequence[Any], scope: str) -> Any:
+    """One :class:`~tensor_eqsat.io.equivalence.VerifyReport` for checks of several parts: ok
+    when all are; outputs numbered on; the first problem."""
+    first = reports[0]
+    outputs: list[Any] = []
+    for r in reports:
+        for o in r.outputs:
+            outputs.append(replace(o, index=len(outputs)))
+    problem = next((r.problem for r in reports if r.problem), None)
+    return replace(first, ok=all(r.ok for r in reports), outputs=tuple(outputs), problem=problem, scope=scope)

@@ -1,0 +1,88 @@
+"""What a rewrite changed (partition/changes.py): the parts a check compares, sound for wrong
+rewrites, each distinct part once."""
+
+from __future__ import annotations
+
+from layered import layers
+from tensor_eqsat.io.equivalence import Reference, verify
+from tensor_eqsat.ir.graph import Graph
+from tensor_eqsat.partition import PartitionConfig, optimize_partitioned
+from tensor_eqsat.partition.changes import changes
+
+
+def check_all(parts) -> bool:
+    return all(Reference(p.original).check(p.optimized).ok for p in parts)
+
+
+def test_one_changed_layer_is_checked_alone():
+    orig, opt = layers(6), layers(6, {3: "good"})
+    parts = changes(orig, opt)
+    assert len(parts) == 1 and parts[0].copies == 1
+    assert parts[0].original.op_counts() == {"matmul": 2} and parts[0].optimized.op_counts() == {"matmul": 2}
+    # the change reads layer 3's input as a boundary input and the model's own weights
+    assert sorted(parts[0].original.name_of(n.id) for n in parts[0].original.weights()) == ["a3", "b3"]
+    assert check_all(parts) and verify(orig, opt).ok
+
+
+def test_a_wrong_rewrite_in_a_small_change_is_caught():
+    orig, opt = layers(6), layers(6, {3: "wrong"})
+    parts = changes(orig, opt)
+    assert parts and sum(p.ops for p in parts) <= 6
+    assert not check_all(parts)
+    assert not verify(orig, opt).ok  # the whole check agrees
+
+
+def test_a_wrong_residual_add_is_caught():
+    orig, opt = layers(4), layers(4, {1: "wrong-add"})
+    parts = changes(orig, opt)
+    assert parts is None or not check_all(parts)
+
+
+def test_repeated_changes_are_checked_once():
+    orig, opt = layers(8), layers(8, dict.fromkeys(range(8), "good"))
+    parts = changes(orig, opt)
+    # the first layer reads the graph input by name, the others a boundary input: two kinds
+    assert sorted(p.copies for p in parts) == [1, 7] and check_all(parts)
+
+
+def test_commuted_operands_pair_without_a_false_failure():
+    orig, opt = layers(5), layers(5, {2: "commuted", 3: "good"})
+    parts = changes(orig, opt)
+    assert parts is not None and check_all(parts) and verify(orig, opt).ok
+
+
+def test_identical_graphs_have_no_changes_and_different_signatures_none():
+    g = layers(3)
+    assert changes(g, layers(3)) == []
+    h = layers(3)
+    h.output(h.tensor(h.outputs[0]))
+    assert changes(g, h) is None
+
+
+def test_a_partitioned_result_reports_its_changed_regions_and_a_planted_wrong_one_fails():
+    from tensor_eqsat.zoo.registry import get
+
+    g = get("vit-base", layers=4, hidden=64, mlp=128, heads=4, image=32)
+    r = optimize_partitioned(g, search="saturate", node_limit=600, time_limit=20, target="a100",
+                             partition=PartitionConfig(target_enodes=60))  # fmt: skip
+    assert r.changed_regions, "the search rewrote some region"
+    assert sum(c.copies for c in r.changed_regions) > len(r.changed_regions)  # repeated blocks once
+    assert check_all(r.changed_regions)
+    # the model's weights: each region's weights carry names of the model's weights
+    names = {g.name_of(n.id) for n in g.weights()}
+    assert all(c.original.name_of(n.id) in names for c in r.changed_regions for n in c.original.weights())
+    # plant a wrong rewrite in one region
+    part = r.changed_regions[0]
+    wrong = _perturbed(part.optimized)
+    assert not Reference(part.original).check(wrong).ok
+
+
+def _perturbed(graph: Graph) -> Graph:
+    """``graph`` with a relu on its first output: a result that differs for negative values."""
+    out = Graph()
+    for n in graph.nodes:
+        out.add_node(n.op, n.attrs, n.inputs)
+    out.weight_data.update(graph.weight_data)
+    out.outputs = list(graph.outputs)
+    out.outputs[0] = out.relu(out.tensor(graph.outputs[0])).ref
+    return out

@@ -1,0 +1,77 @@
+"""The check's plan (check.py): predicted before the search from cheap facts, whole where it
+fits, else what changed; a result that cannot be checked is not handed back."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from layered import layers
+from tensor_eqsat.check import CHANGES_SHARE, Checker, Throughput
+from tensor_eqsat.clock import Deadline
+
+
+def checker(graph, factor: float) -> Checker:
+    return Checker(graph, graph, backend="interpreter", device="cpu", seed=0,
+                   throughput=Throughput("interpreter:cpu", factor, factor))  # fmt: skip
+
+
+def test_the_throughput_is_remembered_across_runs(tmp_path):
+    t = Throughput.load("ort:cpu", tmp_path)
+    assert t.bytes_factor == t.ops_factor == 1.0 and t.samples == 0
+    t.record(200_000_000, 0, 10.0)  # 5x slower than the base rate
+    again = Throughput.load("ort:cpu", tmp_path)
+    assert round(again.bytes_factor, 9) == 5.0 and again.ops_factor == 1.0 and again.samples == 1
+    assert round(again.predict(100_000_000, 0), 6) == 5.0
+    t.record(0, 10_000, 1.0)  # ops teach the ops factor, bounded below
+    assert round(Throughput.load("ort:cpu", tmp_path).ops_factor, 6) == round(0.2**0.5, 6)  # blended
+    assert Throughput.load("torch:cuda", tmp_path).bytes_factor == 1.0  # per backend
+    assert json.loads((tmp_path / "check-throughput.json").read_text())["ort:cpu"]["samples"] == 2
+    (tmp_path / "check-throughput.json").write_text("not json")
+    assert Throughput.load("ort:cpu", tmp_path).bytes_factor == 1.0  # a broken file is not an error
+
+
+def test_the_reserve_is_the_whole_check_where_it_fits_else_a_share():
+    g = layers(64)
+    cheap, dear = checker(g, 1.0), checker(g, 150.0)
+    assert cheap.reserve(60.0) == 1.5 * cheap.whole_s() < 30.0
+    assert dear.whole_s() > 60.0 and dear.reserve(60.0) == CHANGES_SHARE * 60.0
+
+
+def test_what_changed_is_checked_when_the_whole_check_cannot_fit():
+    orig, good = layers(64), layers(64, {10: "good", 40: "good"})
+    c = checker(orig, 150.0)
+    t0 = time.perf_counter()
+    out = c.check(good, good, None, Deadline.after(20.0))
+    assert out.note is None and out.verdict.ok and "changed parts" in out.verdict.scope
+    assert time.perf_counter() - t0 < 10.0
+    assert "checked: 1 of 1 changed parts (2 in the graph)" in out.verdict.summary()
+    wrong = layers(64, {10: "good", 40: "wrong"})
+    bad = c.check(wrong, wrong, None, Deadline.after(20.0))
+    assert bad.note is None and not bad.verdict.ok
+
+
+def test_a_result_too_costly_to_check_is_not_handed_back():
+    orig, good = layers(64), layers(64, {10: "good"})
+    out = checker(orig, 1e6).check(good, good, None, Deadline.after(5.0))
+    assert out.verdict is None and "not checked" in out.note and "original is kept" in out.note
+
+
+def test_the_whole_graph_is_checked_where_it_fits():
+    orig, wrong = layers(8), layers(8, {3: "wrong"})
+    out = checker(orig, 1.0).check(wrong, wrong, None, Deadline.after(60.0))
+    assert out.verdict.scope == "whole graph" and not out.verdict.ok
+
+
+def test_a_failing_part_is_checked_again_whole_where_that_fits():
+    from tensor_eqsat.partition import changes as changes_module
+
+    orig, good = layers(64), layers(64, {10: "good"})
+    c = checker(orig, 150.0)
+    # a part that claims too much: its optimized side is the wrong rewrite of the same layer
+    wrong_parts = changes_module.changes(orig, layers(64, {10: "wrong"}))
+    c.whole_s = lambda: 0.5  # the whole check fits after all (at check time)
+    out = c._parts(wrong_parts, Deadline.after(20.0), good)
+    assert out.ok and out.scope == "whole graph"  # the whole result is right: it is handed back
+    bad = c._parts(wrong_parts, Deadline.after(20.0), layers(64, {10: "wrong"}))
+    assert not bad.ok and bad.scope == "whole graph"
