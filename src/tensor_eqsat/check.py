@@ -296,7 +296,7 @@ class Checker:
         return (
             f"the result was not checked: checking {what} needs about {need:.1f} s here and "
             f"{max(left, 0.0):.1f} s were left; the original is kept (give a larger time budget, "
-            "or skip the check)"
+            "or skip the check: --no-check, DeliveryConfig(check=False))"
         )
 
     def _whole(self, artifact: Any) -> Any:
