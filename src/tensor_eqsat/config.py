@@ -16,8 +16,8 @@ Adding a setting (e.g. a target device, guard settings, parallel rollout workers
 3. If it should be recorded with the run, add it to
    :class:`~tensor_eqsat.optimize.OptimizeSettings` and its ``to_dict()`` (new keys only: the
    existing keys are read by the results database and by users' scripts).
-4. Give the CLI a flag that sets it in ``commands/optimize.py`` (``_config``), and
-   ``bench.Settings`` a field if sweeps vary it.
+4. Give the CLI a flag that sets it: one ``Flag`` in ``commands/_flags.py`` (its help starts
+   with the field's documented sentence), and ``bench.Settings`` a field if sweeps vary it.
 
 A nested setting can be overridden by its own name when that name is not also a top-level field
 (``optimize(g, budget=16)`` sets ``mcts.budget``); ILP settings take an ``ilp_`` prefix
@@ -98,8 +98,8 @@ class OptimizeConfig:
     """Every setting of :func:`~tensor_eqsat.optimize.optimize`. Defaults are the paper's best
     practical setting.
 
-    search: ``"mcts"`` (the paper), ``"saturate"`` (TENSAT), ``"auto"`` (the anytime portfolio of
-        both, :mod:`tensor_eqsat.search.portfolio`), or a
+    search: how the e-graph is built: ``"mcts"`` (the paper), ``"saturate"`` (TENSAT), ``"auto"`` (the
+        anytime portfolio of both, :mod:`tensor_eqsat.search.portfolio`), or a
         :class:`~tensor_eqsat.search.construction.Construction` object. Default mcts.
     main_extractor: the extractor whose cost rewards MCTS: ``greedy-tree`` (the paper's DCF),
         ``greedy-ocf`` (OCF), ``greedy-dag``, ``ilp``, or an Extractor object. Default
@@ -121,13 +121,14 @@ class OptimizeConfig:
     k_multi: saturation iterations with multi-pattern rules. Default None: the zoo model's value
         when the graph is a zoo model (a name, or ``model=``), else 1.
     seed: seeds every random choice. Default 0.
-    time_limit: seconds for the construction of an ``mcts`` or ``saturate`` run (ConfigError with
-        ``auto`` or with ``time_budget``): construction stops by then (MCTS planning stops early;
-        saturation stops between rules), and a final ILP gets what remains of it (at least
-        :data:`MIN_ILP_SECONDS`, at most ``ilp.time_limit``). Default None: none for MCTS,
+    time_limit: seconds for the construction alone of an ``mcts`` or ``saturate`` run:
+        construction stops by then (MCTS planning stops early; saturation stops between rules),
+        and a final ILP gets what remains of it (at least :data:`MIN_ILP_SECONDS`, at most
+        ``ilp.time_limit``). ``time_budget`` bounds the whole call instead (ConfigError with
+        both, or with ``auto``). Default None: none for MCTS,
         ``runner.time_limit`` (TENSAT's 3600 s) for saturation, and ``ilp.time_limit`` for the
         final ILP.
-    rules: ``"default"`` (the model's rule set, see ``ModelInfo.rule_set``: the paper's 139
+    rules: the rewrite rules: ``"default"`` (the model's rule set, see ``ModelInfo.rule_set``: the paper's 139
         rules, the NASRNN variant for ``nasrnn``), a rule set name, the path of a rule file, a
         RuleSet or RuleSpecs.
         Default ``"default"``.

@@ -30,11 +30,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import re
 import sys
 import threading
 from collections.abc import Iterator
-from dataclasses import replace
 
 from rich.live import Live
 from rich.table import Table
@@ -44,223 +42,31 @@ from tensor_eqsat.clock import Deadline
 from tensor_eqsat.commands._common import (
     add_dtype_argument,
     add_input_shape_argument,
-    byte_size,
     input_shapes_arg,
-    int_at_least,
-    non_negative_int,
-    positive_float,
-    positive_int,
     print_json,
-    rule_set,
-    seed,
     stderr,
     stdout,
 )
-from tensor_eqsat.config import AUTO_TIME_BUDGET, BYTES_PER_ENODE, REWARD_NODE_LIMIT, OptimizeConfig, Search
-from tensor_eqsat.deliver import MEASURE_BLOCKS, Delivery, DeliveryConfig, deliver
-from tensor_eqsat.errors import ConfigError
-from tensor_eqsat.extract.ilp import IlpConfig
-from tensor_eqsat.extract.registry import ExtractorKind
+from tensor_eqsat.commands._flags import add_flags, settings
+from tensor_eqsat.config import AUTO_TIME_BUDGET
+from tensor_eqsat.deliver import Delivery, deliver
 from tensor_eqsat.ir.cast import precision
 from tensor_eqsat.optimize import OptimizeResult, Progress
 from tensor_eqsat.outputs import check_output, check_output_dir
-from tensor_eqsat.rules.sets import rule_set_names
-from tensor_eqsat.search.mcts import Backend, FinalChoice, MctsConfig, Parallelism, RolloutPolicy
-from tensor_eqsat.search.portfolio import PortfolioConfig
-from tensor_eqsat.target import GuardReport, Target, target_names
+from tensor_eqsat.target import GuardReport, Target
 from tensor_eqsat.workers import oversubscription_warning
 
 NAME = "optimize"
 HELP = "optimize a graph file or zoo model with MCTS-guided (or TENSAT-style) equality saturation"
 
-_EXTRACTORS = [k.value for k in ExtractorKind]
-BOUNDED_ILP_TIME_LIMIT = 600.0
-"""The final ILP's limit when a time budget or limit bounds the run (the paper's artifact)."""
-UNBOUNDED_ILP_TIME_LIMIT = 30.0
-"""The final ILP's limit for ``mcts`` and ``saturate`` runs given no time bound (the solve
-returns its best answer then, never worse than its greedy-dag warm start)."""
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The positional model, ``--input-shape`` and ``--dtype``, every flag of
+    :data:`~tensor_eqsat.commands._flags.FLAGS` (the settings), then where the result goes."""
     p.add_argument("graph", metavar="MODEL|FILE", help="zoo model name, graph JSON or ONNX file")
     add_input_shape_argument(p)
-    p.add_argument(
-        "--search",
-        choices=[s.value for s in Search],
-        default="auto",
-        help="construction: auto (a portfolio of saturation at growing node limits and MCTS within "
-        "--time-budget, the cheapest result wins), mcts (the paper) or saturate (TENSAT) (default: auto)",
-    )
-    p.add_argument(
-        "--time-budget",
-        type=positive_float,
-        default=None,
-        metavar="S",
-        help=f"seconds for the whole run; auto returns the best graph found by then, and Ctrl-C the best "
-        f"so far (default: {AUTO_TIME_BUDGET:g} for auto; for mcts and saturate, --time-limit)",
-    )
-    p.add_argument(
-        "--memory-limit",
-        type=byte_size,
-        default=None,
-        metavar="SIZE",
-        help=f"memory the e-graph may use, e.g. 500M or 2G: caps every node limit at SIZE / "
-        f"{BYTES_PER_ENODE:,.0f} bytes per e-node; it bounds the e-graph, not the whole process "
-        "(the numeric check and the guard need the model's tensors too); refused when it is below "
-        "the model's own e-graph (default: none)",
-    )
-    p.add_argument(
-        "--extractor",
-        choices=_EXTRACTORS,
-        default="greedy-ocf",
-        help="main extractor, the MCTS reward (default: greedy-ocf, the paper's OCF)",
-    )
-    p.add_argument(
-        "--final-extractor", choices=_EXTRACTORS, default="ilp", help="final extractor (default: ilp)"
-    )
-    p.add_argument(
-        "--budget",
-        type=positive_int,
-        default=None,
-        help=f"MCTS simulations per step (default: 128; {PortfolioConfig().mcts_budget} for auto's MCTS)",
-    )
-    p.add_argument(
-        "--node-limit",
-        type=positive_int,
-        default=2000,
-        help="e-node limit; for auto, the first saturation rung's and MCTS's (default: 2000)",
-    )
-    p.add_argument(
-        "--workers",
-        type=positive_int,
-        default=1,
-        help="MCTS workers planning at once; results depend on the seed and this number, not on "
-        "the backend (default: 1, no worker)",
-    )
-    p.add_argument(
-        "--parallel",
-        choices=[k.value for k in Parallelism],
-        default=Parallelism.ROOT.value,
-        help="how workers share a step: root (a tree per worker, one task per worker and step) "
-        "or tree (one tree, a task per simulation; pays only with slow rewards) (default: root)",
-    )
-    p.add_argument(
-        "--backend",
-        choices=[k.value for k in Backend],
-        default=Backend.PROCESS.value,
-        help="where the workers run: process (a local process pool) or ray (Ray tasks, the "
-        "optional 'ray' extra) (default: process)",
-    )
-    p.add_argument(
-        "--address",
-        metavar="ADDR",
-        help="with --backend ray: the cluster to join (auto, or ray://HOST:10001); "
-        "default: a local Ray instance",
-    )
-    p.add_argument(
-        "--rollout-depth",
-        type=non_negative_int,
-        default=10,
-        help="rollouts take up to this + 1 steps, as in the paper's artifact (default: 10)",
-    )
-    p.add_argument(
-        "--rollout",
-        choices=[r.value for r in RolloutPolicy],
-        default="random",
-        help="rollout policy: random over all rules (the paper) or over unpruned ones (default: random)",
-    )
-    p.add_argument(
-        "--final-choice",
-        choices=[c.value for c in FinalChoice],
-        default=MctsConfig().final_choice.value,
-        help="the rule each MCTS step applies: the root child whose simulations reached the lowest "
-        "cost (best-seen), the best mean value (mean-value, the paper) or the most visited "
-        "(default: best-seen)",
-    )
-    p.add_argument(
-        "--subtree-reuse", action="store_true", help="keep the chosen child's subtree for the next step"
-    )
-    p.add_argument(
-        "--k-multi",
-        type=non_negative_int,
-        default=None,
-        help="saturate: iterations with multi-pattern rules (default: the zoo model's, else 1)",
-    )
-    p.add_argument(
-        "--rules",
-        default="default",
-        type=rule_set,
-        metavar="SET|FILE",
-        help=f"rule set (default, {', '.join(rule_set_names())}) or a rule file "
-        "(default: the paper's per zoo model, taso-inference for an ONNX file)",
-    )
     add_dtype_argument(p)
-    p.add_argument(
-        "--target",
-        choices=target_names(),
-        default=None,
-        help="where the model will run: picks the cost model and the runtime of the never-slower guard "
-        "(default: ort-cpu for an ONNX file; else cuda where PyTorch sees a GPU, otherwise h200, a "
-        "recorded NVIDIA H200 profile; a100 is the paper's 2019-era cost model)",
-    )
-    p.add_argument(
-        "--cost-model",
-        default=None,
-        metavar="SPEC",
-        help="expert override of the target's cost model: roofline[:a100|p100|h100|cpu|FILE.json], "
-        "measured[:cpu|cuda|ort-cpu], recorded[:h200|FILE] (a timing table, e.g. from tensor-eqsat "
-        "profile), or unit (default: the target's)",
-    )
-    p.add_argument(
-        "--no-partition",
-        action="store_true",
-        help="optimize the graph whole even when its e-graph would not fit the node limit (by default "
-        "such a graph is cut into regions and each distinct region is optimized once)",
-    )
-    p.add_argument(
-        "--no-guard",
-        action="store_true",
-        help="hand back the optimized model even if it is not measurably faster on the target",
-    )
-    p.add_argument(
-        "--guard-runs",
-        type=int_at_least(MEASURE_BLOCKS),
-        default=40,
-        help="timed runs per model for the never-slower guard (default: 40)",
-    )
-    p.add_argument("--seed", type=seed, default=0, help="seed of every random choice (default: 0)")
-    p.add_argument(
-        "--time-limit",
-        type=positive_float,
-        default=None,
-        metavar="S",
-        help="seconds for construction (default: none)",
-    )
-    p.add_argument(
-        "--ilp-time-limit",
-        type=positive_float,
-        default=None,
-        metavar="S",
-        help=f"seconds per ILP solve (default: {BOUNDED_ILP_TIME_LIMIT:g}, within what is left of "
-        f"--time-budget or --time-limit; {UNBOUNDED_ILP_TIME_LIMIT:g} for mcts and saturate given "
-        "neither, so that they end in minutes)",
-    )
-    p.add_argument(
-        "--reward-node-limit",
-        type=non_negative_int,
-        default=REWARD_NODE_LIMIT,
-        metavar="N",
-        help=f"branch-and-bound nodes per ILP reward solve with --extractor ilp, the same answer on any "
-        f"machine; 0 solves each to optimality (default: {REWARD_NODE_LIMIT})",
-    )
-    p.add_argument(
-        "--reward-stall-limit",
-        type=non_negative_int,
-        default=0,
-        metavar="N",
-        help="LP iterations (strong branching's included) an ILP reward solve with --extractor ilp may "
-        "spend without improving its answer, the same answer on any machine; 0 for no limit (default: 0)",
-    )
+    add_flags(p)
     p.add_argument(
         "-o",
         "--output",
@@ -268,34 +74,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="write the optimized graph: ONNX if OUT ends in .onnx, else JSON",
     )
     p.add_argument("--run-dir", metavar="DIR", help="write settings, stats, step log and both graphs here")
-    p.add_argument(
-        "--no-check",
-        action="store_true",
-        help="do not check the result numerically against the original before writing it",
-    )
-    p.add_argument(
-        "--measure",
-        action="store_true",
-        help="measure real latency of the original and optimized model and report the measured speedup",
-    )
-    p.add_argument(
-        "--measure-backend",
-        choices=["ort", "torch"],
-        default="ort",
-        help="runtime for --measure: onnxruntime or PyTorch eager (default: ort)",
-    )
-    p.add_argument(
-        "--threads",
-        type=positive_int,
-        default=1,
-        help="runtime threads for the guard and --measure (default: 1)",
-    )
-    p.add_argument(
-        "--measure-runs",
-        type=int_at_least(MEASURE_BLOCKS),
-        default=50,
-        help=f"timed runs per model for --measure, at least {MEASURE_BLOCKS} (default: 50)",
-    )
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
 
 
@@ -380,32 +158,6 @@ def _stdout_to_stderr() -> Iterator[None]:
         os.close(saved)
 
 
-def _mcts_config(args: argparse.Namespace) -> MctsConfig:
-    """The MCTS settings from the command line; ConfigError for a combination they refuse, and
-    for ``--backend ray`` without the Ray extra, before the run starts."""
-    try:
-        mcts = MctsConfig(
-            budget=args.budget if args.budget is not None else MctsConfig().budget,
-            max_rollout_depth=args.rollout_depth,
-            rollout=RolloutPolicy(args.rollout),
-            final_choice=FinalChoice(args.final_choice),
-            subtree_reuse=args.subtree_reuse,
-            workers=args.workers,
-            parallel=Parallelism(args.parallel),
-            backend=Backend(args.backend),
-            address=args.address,
-        )
-    except ValueError as exc:
-        # the settings' names as the flags that set them
-        flag = re.sub(r"MctsConfig\.(\w+)", lambda m: "--" + m.group(1).replace("_", "-"), str(exc))
-        raise ConfigError(flag) from None
-    if mcts.backend is Backend.RAY and args.search in ("mcts", "auto"):
-        from tensor_eqsat.search.ray_executor import import_ray
-
-        import_ray()
-    return mcts
-
-
 def run(args: argparse.Namespace) -> int:
     # The budget counts from the command's start (cli.main: the process's, the interpreter's start
     # and the imports included).
@@ -420,16 +172,7 @@ def run(args: argparse.Namespace) -> int:
     note = oversubscription_warning(workers=args.workers, threads=args.threads)
     if note:
         print(f"warning: {note}", file=sys.stderr)
-    config = _config(args)
-    delivery = DeliveryConfig(
-        check=not args.no_check,
-        guard=not args.no_guard,
-        guard_runs=args.guard_runs,
-        threads=args.threads,
-        measure=args.measure,
-        measure_backend=args.measure_backend,
-        measure_runs=args.measure_runs,
-    )
+    config, delivery = settings(args)
     line = _ProgressLine(deadline)
     with line.running(), _stdout_to_stderr():
         d = deliver(
@@ -506,43 +249,6 @@ def _why_kept(d: Delivery) -> str:
     if d.guard is not None and d.guard.kept_original:
         return "no measured gain"
     return "no predicted gain"
-
-
-def _ilp_time_limit(args: argparse.Namespace) -> float:
-    """``--ilp-time-limit``, else its default: the artifact's 600 s where a time budget or limit
-    bounds the run (the final ILP gets at most what is left of it), else
-    :data:`UNBOUNDED_ILP_TIME_LIMIT` (SqueezeNet's MCTS run took 629 s, 600 of them in the ILP)."""
-    if args.ilp_time_limit is not None:
-        return float(args.ilp_time_limit)
-    bounded = args.search == "auto" or args.time_budget is not None or args.time_limit is not None
-    return BOUNDED_ILP_TIME_LIMIT if bounded else UNBOUNDED_ILP_TIME_LIMIT
-
-
-def _config(args: argparse.Namespace) -> OptimizeConfig:
-    """The run's configuration from the command line (the one place flags become settings)."""
-    portfolio = PortfolioConfig()
-    if args.budget is not None:
-        portfolio = replace(portfolio, mcts_budget=args.budget)
-    return OptimizeConfig(
-        search=args.search,
-        target=args.target,
-        main_extractor=args.extractor,
-        final_extractor=args.final_extractor,
-        cost_model=args.cost_model,
-        node_limit=args.node_limit,
-        k_multi=args.k_multi,
-        seed=args.seed,
-        time_limit=args.time_limit,
-        rules=args.rules,
-        mcts=_mcts_config(args),
-        ilp=IlpConfig(time_limit=_ilp_time_limit(args)),
-        time_budget=args.time_budget,
-        memory_limit=args.memory_limit,
-        portfolio=portfolio,
-        reward_node_limit=args.reward_node_limit or None,
-        reward_stall_limit=args.reward_stall_limit or None,
-        partition=not args.no_partition,
-    )
 
 
 def _summary_table(name: str, d: Delivery) -> Table:

@@ -97,7 +97,7 @@ class IlpConfig:
     Attributes:
         backend: the solver. Default: SCIP where pyscipopt is installed (the ``ilp`` extra),
             else HiGHS (a core dependency), see :func:`installed_backend`.
-        time_limit: solver wall-time limit in seconds, None for none. Default 60 (the paper
+        time_limit: solver wall-time limit per solve, in seconds; None for none. Default 60 (the paper
             allowed 600 per solve).
         threads: solver threads. Default 1 (as the paper). HiGHS uses them in its MIP search;
             SCIP's branch and bound is single-threaded, it receives ``parallel/maxnthreads``.

@@ -69,22 +69,23 @@ class FinalChoice(Enum):
 class MctsConfig:
     """Settings of the search. Defaults are the paper artifact's, except ``final_choice``.
 
-    budget: simulations (selection, expansion, rollout, backpropagation) per real step; if
-        every root child expanded within the budget changed nothing, planning goes on until one
-        did (or the root is saturated). Default 128.
-    max_rollout_depth: the artifact's ``max_sim_step``; a rollout takes at most
-        ``max_rollout_depth + 1`` steps (its counter is checked after stepping). Default 10,
-        i.e. up to 11 steps.
+    budget: simulations (selection, expansion, rollout, backpropagation) per real step, a count,
+        not a time; if every root child expanded within the budget changed nothing, planning
+        goes on until one did (or the root is saturated). Default 128.
+    max_rollout_depth: rollout steps after the first (the artifact's ``max_sim_step``); a
+        rollout takes at most ``max_rollout_depth + 1`` steps (its counter is checked after
+        stepping). Default 10, i.e. up to 11 steps.
     gamma: discount of rewards in rollouts and backpropagation. Default 0.99.
     exploration: c in UCT = mean + c·sqrt(ln N / n). Default 2·sqrt(2) (the artifact's
         ``Q/n + 2·sqrt(2 ln N / n)``).
     expand_probability: probability that selection stops to expand at a non-root node with
         untried actions. Default 0.5.
-    rollout: :class:`RolloutPolicy`. Default RANDOM.
+    rollout: how rollouts choose rules (:class:`RolloutPolicy`). Default RANDOM.
     prune_actions: ask the environment for pruned actions at each new node. Default True.
-    final_choice: :class:`FinalChoice`. Default BEST_SEEN; MEAN_VALUE is the paper's (its
-        discounted mean over random rollouts can prefer a big gain now to the same gain after a
-        small one, and a terminal child's exact value to children whose rollouts rarely find it).
+    final_choice: the rule each real step applies (:class:`FinalChoice`). Default BEST_SEEN;
+        MEAN_VALUE is the paper's (its discounted mean over random rollouts can prefer a big gain
+        now to the same gain after a small one, and a terminal child's exact value to children
+        whose rollouts rarely find it).
     tie_break: :class:`TieBreak` (or its name) among root children tied on the final choice's
         score. Default LOWEST_ACTION (the artifact).
     subtree_reuse: keep the chosen child's subtree as the next root; its visits count against
@@ -106,9 +107,9 @@ class MctsConfig:
         paper's runs; no worker is started). A pool starts :attr:`pool_workers` =
         min(workers, budget) processes (a step never runs more than ``budget`` simulations at
         once); the run still depends on ``workers``, as it always did.
-    parallel: :class:`Parallelism`, how workers share a step. Default ROOT (one task per worker
+    parallel: how workers share a step (:class:`Parallelism`). Default ROOT (one task per worker
         per step). ``subtree_reuse`` needs TREE when ``workers`` > 1.
-    backend: :class:`Backend`, where the workers run. Default PROCESS; RAY needs ``workers`` > 1.
+    backend: where the workers run (:class:`Backend`). Default PROCESS; RAY needs ``workers`` > 1.
     address: the Ray cluster to join (``ray.init(address=...)``: ``auto``, ``ray://HOST:10001``);
         None starts a local Ray instance. Default None; only with ``backend`` RAY.
     """
