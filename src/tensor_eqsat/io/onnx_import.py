@@ -400,6 +400,21 @@ class Importer:
         self.pending_fusion = (j, node.output[0])
         return act
 
+    def single_reader(self, out: str) -> int | None:
+        """The index of the only node reading ``out`` (not a graph output, not already skipped),
+        else None: a handler may then import that reader together with the node (:meth:`absorb`)."""
+        users = self.consumers.get(out, [])
+        if len(users) != 1 or out in self.graph_outputs or users[0] in self.skip:
+            return None
+        return users[0]
+
+    def absorb(self, j: int, v: Value) -> None:
+        """Node ``j`` (a reader found by :meth:`single_reader`) is imported as ``v``: skip it."""
+        node = self.nodes[j]
+        self._check_shape(self.where(j, node), node.output[0], v)
+        self.skip.add(j)
+        self.values[node.output[0]] = v
+
     def finish_fusion(self, v: Value) -> None:
         if self.pending_fusion is not None:
             j, name = self.pending_fusion

@@ -17,18 +17,13 @@ from tensor_eqsat.ir.interpreter import run, run_all
 from tensor_eqsat.ir.ops import op_names
 
 # What re-import gives back: weight-only merge/enlarge are folded into initializers; on
-# activations enlarge becomes an ONNX Pad and merge Tile * mask, which import as opaque/ewmul.
+# activations enlarge becomes an ONNX Pad (imported as pad) and merge Tile * mask (opaque, ewmul).
 ROUND_TRIP_OPS = {
-    "enlarge": {"conv2d", "opaque"},
+    "enlarge": {"conv2d", "pad"},
     "merge": {"conv2d", "opaque", "ewmul"},  # Tile is opaque
     "noop": {"relu"},
-    # The ops of today's inference graphs export exactly; the ONNX importer does not map their
-    # ONNX forms back yet (they come back opaque, or as the ops SiLU is spelled with).
-    "silu": {"sigmoid", "ewmul"},
-    "rsqrt": {"sigmoid", "opaque"},
-    **{
-        op: {"opaque"} for op in ("hardsigmoid", "hardswish", "clip", "pow", "pad", "slice", "expand", "mean")
-    },
+    # The ops of today's inference graphs (silu, hardsigmoid, hardswish, clip, pow, rsqrt, pad,
+    # slice, expand, mean) export exactly and come back as themselves.
     # exported as the ops they stand for (Sqrt and Div by a tensor come back opaque; a transform
     # of weights only is folded into an initializer)
     "attention": {"matmul", "smul", "sdiv", "ewadd", "softmax"},
@@ -121,7 +116,7 @@ def test_opset_follows_the_ops_and_can_be_forced():
 
 def test_opaque_payload_keeps_the_source_opset_and_converts_when_needed():
     m = make_model(
-        [helper.make_node("ReduceMean", ["x"], ["y"], axes=[1], keepdims=1)],
+        [helper.make_node("ReduceMax", ["x"], ["y"], axes=[1], keepdims=1)],
         {"x": (2, 3)},
         {"y": None},
         opset=13,
@@ -133,7 +128,7 @@ def test_opaque_payload_keeps_the_source_opset_and_converts_when_needed():
     x = g2.input((2, 3), name="x")
     node = next(n for n in g.nodes if n.op == "opaque")
     g2.output(g2.gelu(g2.add("opaque", [x], **node.attr_dict())[0]))
-    model = export_onnx(g2)  # gelu needs opset 20: the ReduceMean payload is converted (axes -> input)
+    model = export_onnx(g2)  # gelu needs opset 20: the ReduceMax payload is converted (axes -> input)
     assert model.opset_import[0].version == 20
     np.testing.assert_allclose(run_onnx(model)[0], run(g2)[0], rtol=1e-5, atol=1e-6)
 
