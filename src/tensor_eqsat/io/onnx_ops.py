@@ -9,7 +9,7 @@ built halfway is harmless: the importer prunes dead nodes at the end.
 Mapping (exact unless noted; the full table is in docs/interop.md):
 
 * Conv, MaxPool, AveragePool: explicit pads equal to TASO's SAME split become ``padding="same"``,
-  zero pads ``"valid"``; any other pads become an explicit opaque ``Pad`` (zeros for conv and
+  zero pads ``"valid"``; any other pads become an explicit ``pad`` op (zeros for conv and
   count-including average pools, -inf for max pools) followed by a VALID op, which is exact. An
   average pool that excludes padding cannot be padded first and stays opaque. Conv bias is a
   separate ``ewadd`` of a (C, 1, 1) weight. Dilations other than 1, ceil_mode that changes the
@@ -33,9 +33,13 @@ Mapping (exact unless noted; the full table is in docs/interop.md):
 * Every other operator is kept as an ``opaque`` op (its payload runs in onnxruntime); with
   ``strict=True`` it is an :class:`UnsupportedOpError` naming the op and the node instead.
 
+Float32, float16 and bfloat16 tensors and constants import in their own dtype (constants derived
+from a constant, such as Sub's negation, keep it); where floats of different dtypes meet (around a
+Cast, which the IR has no op for) the node stays opaque, with its payload's exact types.
+
 Alternatives rejected: mapping every explicit pad to SAME (wrong for PyTorch's stride-2 convs
-with pad 1); a dedicated ``pad`` IR op (no rule could use it, and the opaque op already gives
-exact semantics and a generic cost).
+with pad 1); an opaque ``Pad`` for those pads (what this did before the IR had ``pad``: exact, but
+the search could not see through it).
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tensor_eqsat.errors import FormatError
-from tensor_eqsat.io.onnx_common import FLOAT
+from tensor_eqsat.io.onnx_common import FLOAT_ELEM_DTYPES, const_dtype, is_float_array, widen_const
 from tensor_eqsat.ir.graph import Tensor
 from tensor_eqsat.ir.ops import same_padding
 from tensor_eqsat.ir.types import Activation, Shape, volume
@@ -136,7 +140,7 @@ def _sum(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value
 def _mul(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
     for k in (0, 1):
         data, c = _req(ins, k), _req(ins, 1 - k)
-        scalar = c.const is not None and c.const.size == 1 and c.const.dtype == np.float32
+        scalar = c.const is not None and c.const.size == 1 and is_float_array(c.const)
         if scalar and data.const is None and _broadcast(data.shape, c.shape) == data.shape:
             assert c.const is not None
             x = _float_in(imp, node, ins, k)
@@ -147,7 +151,7 @@ def _mul(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value
 @handles("Sub")
 def _sub(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
     v0, v1 = _req(ins, 0), _req(ins, 1)
-    if v1.const is not None and v1.const.dtype == np.float32:
+    if v1.const is not None and is_float_array(v1.const):
         neg = imp.weight(f"{node.input[1]}_neg", -v1.const)
         return [imp.new(imp.g.ewadd(_float_in(imp, node, ins, 0), neg))]
     minus_b = imp.g.smul(_float_in(imp, node, ins, 1), -1.0)
@@ -165,7 +169,7 @@ def _neg(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value
 def _div(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
     v0, v1 = _req(ins, 0), _req(ins, 1)
     c = v1.const
-    if c is None or c.dtype != np.float32:
+    if c is None or not is_float_array(c):
         raise Unsupported("Div by a non-constant tensor is not modelled (only sdiv by a constant)")
     flat = c.reshape(-1)
     if flat.size == 0 or not np.all(flat == flat[0]) or flat[0] == 0:
@@ -253,7 +257,7 @@ def _conv(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Valu
     y = imp.g.conv2d(x, w, stride=stride, padding=padding, activation=act)
     if bias is not None:
         c = wv.shape[0]
-        if bias.const is not None and bias.const.dtype == np.float32:
+        if bias.const is not None and is_float_array(bias.const):
             b = imp.weight(node.input[2], bias.const.reshape(c, 1, 1))
         else:
             b = imp.g.reshape(_float_in(imp, node, ins, 2), (c, 1, 1))
@@ -326,7 +330,7 @@ def _global_pool(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> li
 
 
 def _transposed(imp: Importer, v: Value, name: str) -> Tensor:
-    if v.const is not None and v.const.dtype == np.float32:
+    if v.const is not None and is_float_array(v.const):
         return imp.weight(f"{name}_T", v.const.T)
     return imp.g.transpose(imp.tensor(v, name), (1, 0))
 
@@ -347,11 +351,13 @@ def _gemm(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Valu
         y = imp.g.smul(y, alpha)
     if has_c:
         assert cv is not None
-        if cv.const is not None and cv.const.dtype == np.float32:
+        if cv.const is not None and is_float_array(cv.const):
             c = (
                 imp.tensor(cv, node.input[2])
                 if beta == 1.0
-                else imp.weight(f"{node.input[2]}_beta", cv.const * np.float32(beta))
+                else imp.weight(
+                    f"{node.input[2]}_beta", widen_const(cv.const) * np.float32(beta), const_dtype(cv.const)
+                )
             )
         else:
             c = _float_in(imp, node, ins, 2)
@@ -529,18 +535,20 @@ def _layernorm(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list
     axis = int(a.get("axis", -1))
     axis = axis + rank if axis < 0 else axis
     norm = tuple(xv.shape[axis:])
+    x = _float_in(imp, node, ins, 0)
 
     def param(k: int, fill: float) -> Tensor:
         v = ins[k] if k < len(ins) else None
         if v is None:
-            return imp.weight(f"{node.output[0]}_{'bias' if k == 2 else 'scale'}", np.full(norm, fill))
+            base = f"{node.output[0]}_{'bias' if k == 2 else 'scale'}"
+            return imp.weight(base, np.full(norm, fill), x.dtype)
         if tuple(v.shape) == norm:
             return imp.tensor(v, node.input[k])
-        if v.const is not None and v.const.dtype == np.float32:
-            return imp.weight(node.input[k], np.broadcast_to(v.const, norm))
+        if v.const is not None and is_float_array(v.const):
+            data = np.broadcast_to(widen_const(v.const), norm)
+            return imp.weight(node.input[k], data, const_dtype(v.const))
         raise Unsupported(f"LayerNormalization parameter of shape {v.shape} broadcast to {norm}")
 
-    x = _float_in(imp, node, ins, 0)
     out = imp.g.layernorm(x, param(1, 1.0), param(2, 0.0), axis=axis, eps=float(a.get("epsilon", 1e-5)))
     return [imp.new(out)]
 
@@ -573,8 +581,8 @@ def _identity(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[
 def _cast(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
     v = _req(ins, 0)
     to = int(a["to"]) if node.op_type == "Cast" else _req(ins, 1).elem_type
-    if to != FLOAT or v.elem_type != FLOAT:
-        raise Unsupported("Cast between element types is not modelled")
+    if to != v.elem_type or to not in FLOAT_ELEM_DTYPES:
+        raise Unsupported("Cast between element types is not modelled (the IR has no cast op)")
     return [v]
 
 
