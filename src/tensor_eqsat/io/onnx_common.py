@@ -27,6 +27,7 @@ FLOAT = 1
 
 FLOAT16 = 10
 BFLOAT16 = 16
+INT64 = 7
 
 FLOAT_ELEM_DTYPES = {FLOAT: "float32", FLOAT16: "float16", BFLOAT16: "bfloat16"}
 """ONNX element types the IR computes with, and their IR dtype names."""
