@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tensor_eqsat.errors import FormatError, Setting, naming
-from tensor_eqsat.io.onnx_common import FLOAT, require_onnx
+from tensor_eqsat.io.onnx_common import DTYPE_ELEMS, FLOAT, require_onnx
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.ir.interpreter import random_input
 from tensor_eqsat.ir.types import Shape
@@ -98,8 +98,8 @@ def _gather_bound(node: Any, data_shape: Shape | None) -> int | None:
 
 def graph_inputs(graph: Graph) -> dict[str, InputInfo]:
     """Every input of ``graph`` by name, with its element type (from the opaque nodes that read
-    it; float32 when modelled ops read it) and index bound."""
-    infos = {graph.name_of(n.id): InputInfo() for n in graph.inputs()}
+    it; else the element type of the input's IR dtype) and index bound."""
+    infos = {graph.name_of(n.id): InputInfo(DTYPE_ELEMS.get(n.dtypes[0], FLOAT)) for n in graph.inputs()}
     if not any(n.op == "opaque" for n in graph.nodes):
         return infos
     from tensor_eqsat.io.opaque import decode_payload

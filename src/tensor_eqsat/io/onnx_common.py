@@ -23,7 +23,37 @@ DEFAULT_OPSET = 21
 
 
 FLOAT = 1
-"""onnx.TensorProto.FLOAT: the only element type of tensors the IR computes with."""
+"""onnx.TensorProto.FLOAT: the element type of float32 tensors (the IR's default)."""
+
+FLOAT16 = 10
+BFLOAT16 = 16
+INT64 = 7
+
+FLOAT_ELEM_DTYPES = {FLOAT: "float32", FLOAT16: "float16", BFLOAT16: "bfloat16"}
+"""ONNX element types the IR computes with, and their IR dtype names."""
+
+DTYPE_ELEMS = {v: k for k, v in FLOAT_ELEM_DTYPES.items()}
+"""IR float dtype name -> ONNX element type."""
+
+
+def is_float_array(arr: Any) -> bool:
+    """True for a float32, float16 or bfloat16 array (onnx gives bfloat16 as ml_dtypes')."""
+    return str(getattr(arr, "dtype", "")) in ("float32", "float16", "bfloat16")
+
+
+def const_dtype(arr: Any) -> str:
+    """The IR dtype of a float constant array (see :func:`is_float_array`)."""
+    name = str(arr.dtype)
+    if name not in DTYPE_ELEMS:
+        raise ValueError(f"constant of element type {name} is not float32, float16 or bfloat16")
+    return name
+
+
+def widen_const(arr: Any) -> Any:
+    """A float constant as a float32 numpy array (exact for float16 and bfloat16)."""
+    import numpy as np
+
+    return np.asarray(arr).astype(np.float32)
 
 
 def require_onnx() -> Any:

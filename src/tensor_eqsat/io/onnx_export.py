@@ -36,8 +36,10 @@ import numpy as np
 
 from tensor_eqsat.errors import GraphError, TensorEqsatError
 from tensor_eqsat.io.onnx_common import (
+    BFLOAT16,
     DEFAULT_OPSET,
-    FLOAT,
+    DTYPE_ELEMS,
+    INT64,
     MIN_OPSET,
     ir_version_for,
     require_onnx,
@@ -45,6 +47,7 @@ from tensor_eqsat.io.onnx_common import (
 from tensor_eqsat.io.onnx_files import LARGE_MODEL_BYTES, model_bytes, save_model
 from tensor_eqsat.io.opaque import convert_payload, decode_payload, payload_opset
 from tensor_eqsat.io.plan import fold_weights, live_nodes, observable_outputs, weight_only_nodes
+from tensor_eqsat.ir.dtypes import round_to
 from tensor_eqsat.ir.graph import Graph, Node, TensorRef
 from tensor_eqsat.ir.ops import same_padding
 from tensor_eqsat.ir.types import Activation
@@ -162,10 +165,31 @@ class _Exporter:
         self.used.add(name)
         return name
 
-    def const(self, base: str, value: np.ndarray) -> str:
+    def const(self, base: str, value: np.ndarray, dtype: str | None = None) -> str:
+        """A new initializer holding ``value``; a float value rounded to ``dtype`` when given."""
         name = self.fresh(base)
-        self.inits.append(self.onnx.numpy_helper.from_array(np.asarray(value), name))
+        self.inits.append(self.tensor_proto(value, name, dtype))
         return name
+
+    def tensor_proto(self, value: np.ndarray, name: str, dtype: str | None = None) -> Any:
+        """``value`` as an initializer in the IR dtype ``dtype`` (default: the array's own type);
+        bfloat16, held as float32 values (ir/dtypes.py), is written as ONNX BFLOAT16."""
+        arr = np.asarray(value)
+        if dtype is None or arr.dtype.kind not in "f" or dtype not in DTYPE_ELEMS:
+            return self.onnx.numpy_helper.from_array(arr, name)
+        arr = round_to(arr, dtype)
+        if dtype != "bfloat16":
+            return self.onnx.numpy_helper.from_array(arr, name)
+        bits = (np.ascontiguousarray(arr, dtype=np.float32).view(np.uint32) >> 16).astype(np.uint16)
+        t = self.onnx.TensorProto()
+        t.name, t.data_type = name, BFLOAT16
+        t.dims.extend(arr.shape)
+        t.raw_data = bits.tobytes()
+        return t
+
+    def dtype_in(self, n: Node) -> str:
+        """The dtype of ``n``'s first input: what the float constants of its ONNX nodes take."""
+        return self.graph.dtype_of(n.inputs[0])
 
     def node(self, op_type: str, inputs: Sequence[str], outputs: Sequence[str], **attrs: Any) -> None:
         name = self.fresh(f"{op_type}_{len(self.nodes)}")
@@ -214,7 +238,7 @@ class _Exporter:
             if n.op == "input":
                 name = g.name_of(n.id)
                 self.names[(n.id, 0)] = name
-                elem = infos[name].elem_type if name in infos else FLOAT
+                elem = infos[name].elem_type if name in infos else _elem_of(n.dtypes[0])
                 graph_inputs.append(helper.make_tensor_value_info(name, elem, list(n.shapes[0])))
         consumers = _live_consumers(g, live)
         for n in g.nodes:
@@ -227,10 +251,11 @@ class _Exporter:
                 for i in needed:
                     base = g.name_of(n.id) if n.op == "weight" else f"{n.op}_{n.id}"
                     if n.op == "weight":
-                        self.inits.append(self.onnx.numpy_helper.from_array(values[(n.id, 0)], base))
+                        self.inits.append(self.tensor_proto(values[(n.id, 0)], base, n.dtypes[0]))
                         name = base
                     else:
-                        name = self.const(base if len(n.shapes) == 1 else f"{base}_{i}", values[(n.id, i)])
+                        part = base if len(n.shapes) == 1 else f"{base}_{i}"
+                        name = self.const(part, values[(n.id, i)], n.dtypes[i])
                     self.names[(n.id, i)] = name
                 continue
             outs = []
@@ -254,7 +279,7 @@ class _Exporter:
                 self.node("Identity", [src], [name])
             done.add(ref)
             listed.add(name)
-            elem = self.elem_types.get(ref, FLOAT)
+            elem = self.elem_types.get(ref) or _elem_of(g.dtype_of(ref))
             graph_outputs.append(helper.make_tensor_value_info(name, elem, list(g.shape_of(ref))))
         onnx_graph = helper.make_graph(self.nodes, "tensor_eqsat", graph_inputs, graph_outputs, self.inits)
         opset_imports = [helper.make_opsetid(d, v) for d, v in sorted(self.opsets.items())]
@@ -266,6 +291,11 @@ class _Exporter:
         )
         model.ir_version = ir_version_for(model.opset_import)
         return model
+
+
+def _elem_of(dtype: str) -> int:
+    """The ONNX element type of an IR dtype (int64 for the IR's integer tensors)."""
+    return DTYPE_ELEMS.get(dtype, INT64)
 
 
 def _live_consumers(g: Graph, live: set[int]) -> set[TensorRef]:
@@ -326,7 +356,7 @@ def _simple(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
 def _scalar(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
     a = n.attr_dict()
     value = a["scalar"] if n.op == "smul" else a["divisor"]
-    c = ctx.const(f"{n.op}_{n.id}_c", np.array(value, dtype=np.float32))
+    c = ctx.const(f"{n.op}_{n.id}_c", np.array(value, dtype=np.float32), ctx.dtype_in(n))
     ctx.node("Mul" if n.op == "smul" else "Div", [ins[0], c], outs)
 
 
@@ -446,8 +476,8 @@ def _hardswish(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None
 @_emits("clip")
 def _clip(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
     a = n.attr_dict()
-    lo = ctx.const(f"clip_{n.id}_min", np.array(a["min"], dtype=np.float32))
-    hi = ctx.const(f"clip_{n.id}_max", np.array(a["max"], dtype=np.float32))
+    lo = ctx.const(f"clip_{n.id}_min", np.array(a["min"], dtype=np.float32), ctx.dtype_in(n))
+    hi = ctx.const(f"clip_{n.id}_max", np.array(a["max"], dtype=np.float32), ctx.dtype_in(n))
     ctx.node("Clip", [ins[0], lo, hi], outs)
 
 
@@ -469,7 +499,7 @@ def _pad(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
     a = n.attr_dict()
     pads = ctx.const(f"pad_{n.id}_pads", np.array(a["pads"], dtype=np.int64))
     value = -np.inf if a["fill"] == "neg_inf" else 0.0
-    fill = ctx.const(f"pad_{n.id}_value", np.array(value, dtype=np.float32))
+    fill = ctx.const(f"pad_{n.id}_value", np.array(value, dtype=np.float32), ctx.dtype_in(n))
     ctx.node("Pad", [ins[0], pads, fill], outs)
 
 
@@ -518,12 +548,12 @@ def _merge(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
     reps = ctx.const(f"merge_{n.id}_repeats", np.array([1, count, 1, 1], dtype=np.int64))
     tiled = ctx.fresh(f"merge_{n.id}_tiled")
     ctx.node("Tile", [ins[0], reps], [tiled])
-    ctx.node("Mul", [tiled, ctx.const(f"merge_{n.id}_mask", mask)], outs)
+    ctx.node("Mul", [tiled, ctx.const(f"merge_{n.id}_mask", mask, ctx.dtype_in(n))], outs)
 
 
 def _bn_multiplier(ctx: _Exporter, n: Node, scale: str, var: str) -> str:
     """``scale / sqrt(var + eps)`` as ONNX nodes; returns the result's name."""
-    eps = ctx.const(f"{n.op}_{n.id}_eps", np.array(n.attr_dict()["eps"], dtype=np.float32))
+    eps = ctx.const(f"{n.op}_{n.id}_eps", np.array(n.attr_dict()["eps"], dtype=np.float32), ctx.dtype_in(n))
     names = [ctx.fresh(f"{n.op}_{n.id}_{part}") for part in ("var_eps", "std", "mult")]
     ctx.node("Add", [var, eps], [names[0]])
     ctx.node("Sqrt", [names[0]], [names[1]])
@@ -561,7 +591,7 @@ def _attention(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None
     for value, op, part in ((a["scale"], "Mul", "scaled"), (a["divisor"], "Div", "divided")):
         if value != 1.0:
             nxt = ctx.fresh(f"attention_{n.id}_{part}")
-            c = ctx.const(f"attention_{n.id}_{part}_c", np.array(value, dtype=np.float32))
+            c = ctx.const(f"attention_{n.id}_{part}_c", np.array(value, dtype=np.float32), ctx.dtype_in(n))
             ctx.node(op, [scores, c], [nxt])
             scores = nxt
     if len(ins) == 4:

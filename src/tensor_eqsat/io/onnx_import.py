@@ -30,19 +30,24 @@ from tensor_eqsat.errors import FormatError, TensorEqsatError, naming
 from tensor_eqsat.io.inputs import INPUT_SHAPES, with_input_shapes
 from tensor_eqsat.io.onnx_common import (
     FLOAT,
+    FLOAT_ELEM_DTYPES,
     MIN_OPSET,
+    const_dtype,
     default_opset,
     describe_source,
     elem_type_name,
     ir_version_for,
+    is_float_array,
     load_model,
     require_onnx,
     require_ort,
+    widen_const,
 )
 from tensor_eqsat.io.onnx_files import LARGE_MODEL_BYTES, model_bytes
 from tensor_eqsat.io.onnx_gelu import find_gelu
 from tensor_eqsat.io.onnx_ops import ACTIVATIONS, HANDLERS, Ins, OnnxAttrs, Unsupported, Value
 from tensor_eqsat.io.opaque import ConstSlot, Slot, TensorSlot, build_opaque
+from tensor_eqsat.ir.dtypes import DTypeError
 from tensor_eqsat.ir.graph import Graph, Tensor
 from tensor_eqsat.ir.types import Shape, volume
 
@@ -244,7 +249,7 @@ class Importer:
                 raise FormatError(f"{self.source}: graph output {o.name!r} is never produced")
             if v.tensor is not None:
                 outs.append(v.tensor)
-            elif v.const is not None and v.const.dtype == np.float32:
+            elif v.const is not None and is_float_array(v.const):
                 outs.append(self.tensor(v, o.name))
             else:
                 raise FormatError(f"{self.source}: graph output {o.name!r} is a non-float constant")
@@ -334,6 +339,8 @@ class Importer:
                 reason = str(exc)
             except UnsupportedOpError:
                 raise
+            except DTypeError as exc:  # floats of different dtypes meet (around a Cast): opaque
+                reason = str(exc)
             except TensorEqsatError as exc:
                 raise FormatError(f"{where}: {exc}") from exc
             finally:
@@ -357,7 +364,9 @@ class Importer:
 
     # -- values ----------------------------------------------------------------------------------
     def new(self, t: Tensor) -> Value:
-        return Value(FLOAT, t.shape, tensor=t)
+        """The value of an IR tensor the importer built (its ONNX element type from its dtype)."""
+        elem = {v: k for k, v in FLOAT_ELEM_DTYPES.items()}.get(t.dtype, FLOAT)
+        return Value(elem, t.shape, tensor=t)
 
     def _fresh(self, base: str) -> str:
         name, k = base or "w", 1
@@ -367,19 +376,24 @@ class Importer:
         self.used.add(name)
         return name
 
-    def weight(self, base: str, data: np.ndarray) -> Tensor:
-        arr = np.ascontiguousarray(data, dtype=np.float32)
-        return self.g.weight(arr.shape, name=self._fresh(base), data=arr)
+    def weight(self, base: str, data: np.ndarray, dtype: str | None = None) -> Tensor:
+        """A new weight holding ``data`` in ``dtype`` (default: the data's own float dtype, float32
+        for anything else)."""
+        if dtype is None:
+            dtype = const_dtype(data) if is_float_array(data) else "float32"
+        arr = np.ascontiguousarray(widen_const(data))
+        return self.g.weight(arr.shape, name=self._fresh(base), data=arr, dtype=dtype)
 
     def tensor(self, v: Value, name: str) -> Tensor:
-        """The IR tensor of a float value, turning a constant into a weight (once)."""
+        """The IR tensor of a float value (float32, float16 or bfloat16), turning a constant into
+        a weight of its dtype (once)."""
         if v.tensor is not None:
-            if v.elem_type != FLOAT:
-                raise Unsupported(f"{name!r} has element type {elem_type_name(v.elem_type)}, not float32")
+            if v.elem_type not in FLOAT_ELEM_DTYPES:
+                raise Unsupported(f"{name!r} has element type {elem_type_name(v.elem_type)}, not a float")
             return v.tensor
         assert v.const is not None
-        if v.const.dtype != np.float32:
-            raise Unsupported(f"constant {name!r} has element type {v.const.dtype}, not float32")
+        if not is_float_array(v.const):
+            raise Unsupported(f"constant {name!r} has element type {v.const.dtype}, not a float")
         v.tensor = self.weight(name, v.const)
         return v.tensor
 
@@ -399,6 +413,21 @@ class Importer:
             return "none"
         self.pending_fusion = (j, node.output[0])
         return act
+
+    def single_reader(self, out: str) -> int | None:
+        """The index of the only node reading ``out`` (not a graph output, not already skipped),
+        else None: a handler may then import that reader together with the node (:meth:`absorb`)."""
+        users = self.consumers.get(out, [])
+        if len(users) != 1 or out in self.graph_outputs or users[0] in self.skip:
+            return None
+        return users[0]
+
+    def absorb(self, j: int, v: Value) -> None:
+        """Node ``j`` (a reader found by :meth:`single_reader`) is imported as ``v``: skip it."""
+        node = self.nodes[j]
+        self._check_shape(self.where(j, node), node.output[0], v)
+        self.skip.add(j)
+        self.values[node.output[0]] = v
 
     def finish_fusion(self, v: Value) -> None:
         if self.pending_fusion is not None:
@@ -472,7 +501,7 @@ class Importer:
         for name, v in zip(node.input, ins, strict=True):
             if v is None:
                 slots.append(None)
-            elif v.const is not None and (v.const.dtype != np.float32 or v.const.size <= EMBED_LIMIT):
+            elif v.const is not None and (not is_float_array(v.const) or v.const.size <= EMBED_LIMIT):
                 slots.append(ConstSlot(v.const))
             else:
                 if v.tensor is None:
@@ -507,28 +536,13 @@ class Importer:
     def explicit_pad(
         self, i: int, node: onnx.NodeProto, x: Tensor, pads: Sequence[int], value: float
     ) -> Tensor:
-        """``x`` padded spatially by ONNX-order pads (top, left, bottom, right), as an opaque Pad."""
-        onnx = self.onnx
-        where = self.where(i, node)
-        if self.strict:
-            raise UnsupportedOpError(
-                f"{where}: pads {tuple(pads)} are neither TASO's SAME nor VALID and need an explicit Pad; "
-                "strict import allows no opaque nodes"
-            )
+        """``x`` (NCHW) padded spatially by ONNX-order pads (top, left, bottom, right) with zeros or
+        -inf: an IR ``pad``, which a VALID window op then reads (exact)."""
         top, left, bottom, right = pads
-        full = np.array([0, 0, top, left, 0, 0, bottom, right], dtype=np.int64)
-        pad_node = onnx.helper.make_node("Pad", ["x", "pads", "value"], ["y"], mode="constant")
-        n, c, h, w = x.shape
-        out_shape = (n, c, h + top + bottom, w + left + right)
-        attrs = build_opaque(
-            pad_node,
-            [TensorSlot(FLOAT, x.shape), ConstSlot(full), ConstSlot(np.array(value, dtype=np.float32))],
-            [(FLOAT, out_shape)],
-            [onnx.helper.make_opsetid("", max(default_opset(self.model), MIN_OPSET))],
-            where=where,
-        )
-        self.opaque_ops.append("Pad")
-        return self.g.add("opaque", [x], **attrs)[0]
+        fill = "neg_inf" if value == float("-inf") else "zero"
+        if fill == "zero" and value != 0.0:
+            raise Unsupported(f"padding with {value:g} is not modelled")
+        return self.g.add("pad", [x], pads=(0, 0, top, left, 0, 0, bottom, right), fill=fill)[0]
 
 
 # ---------------------------------------------------------------------------------------------

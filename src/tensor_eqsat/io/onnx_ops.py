@@ -9,7 +9,7 @@ built halfway is harmless: the importer prunes dead nodes at the end.
 Mapping (exact unless noted; the full table is in docs/interop.md):
 
 * Conv, MaxPool, AveragePool: explicit pads equal to TASO's SAME split become ``padding="same"``,
-  zero pads ``"valid"``; any other pads become an explicit opaque ``Pad`` (zeros for conv and
+  zero pads ``"valid"``; any other pads become an explicit ``pad`` op (zeros for conv and
   count-including average pools, -inf for max pools) followed by a VALID op, which is exact. An
   average pool that excludes padding cannot be padded first and stays opaque. Conv bias is a
   separate ``ewadd`` of a (C, 1, 1) weight. Dilations other than 1, ceil_mode that changes the
@@ -24,12 +24,22 @@ Mapping (exact unless noted; the full table is in docs/interop.md):
 * A Relu/Sigmoid/Tanh that is the only reader of a bias-free Conv, MatMul, Gemm or pool output
   is fused into it. The Erf GELU pattern ``x * 0.5 * (1 + erf(x / sqrt 2))`` (any association,
   or ``erf(x * 1/sqrt 2)``) becomes one ``gelu``.
+* Clip with constant bounds, Pow by a constant scalar, HardSigmoid (PyTorch's alpha 1/6, beta
+  1/2), HardSwish, ReduceMean with constant axes, constant-mode Pad (value 0 or -inf), Slice with
+  constant bounds and positive steps (a chain of one-axis ``slice``), Expand to a constant shape:
+  ``clip``, ``pow``, ``hardsigmoid``, ``hardswish``, ``mean``, ``pad``, ``slice``, ``expand``.
+  ``Reciprocal(Sqrt(x))`` or ``Div(1, Sqrt(x))`` is one ``rsqrt`` and ``x * Sigmoid(x)`` one
+  ``silu`` when the Sqrt/Sigmoid has no other reader.
 * Every other operator is kept as an ``opaque`` op (its payload runs in onnxruntime); with
   ``strict=True`` it is an :class:`UnsupportedOpError` naming the op and the node instead.
 
+Float32, float16 and bfloat16 tensors and constants import in their own dtype (constants derived
+from a constant, such as Sub's negation, keep it); where floats of different dtypes meet (around a
+Cast, which the IR has no op for) the node stays opaque, with its payload's exact types.
+
 Alternatives rejected: mapping every explicit pad to SAME (wrong for PyTorch's stride-2 convs
-with pad 1); a dedicated ``pad`` IR op (no rule could use it, and the opaque op already gives
-exact semantics and a generic cost).
+with pad 1); an opaque ``Pad`` for those pads (what this did before the IR had ``pad``: exact, but
+the search could not see through it).
 """
 
 from __future__ import annotations
@@ -41,7 +51,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tensor_eqsat.errors import FormatError
-from tensor_eqsat.io.onnx_common import FLOAT
+from tensor_eqsat.io.onnx_common import FLOAT_ELEM_DTYPES, const_dtype, is_float_array, widen_const
 from tensor_eqsat.ir.graph import Tensor
 from tensor_eqsat.ir.ops import same_padding
 from tensor_eqsat.ir.types import Activation, Shape, volume
@@ -130,7 +140,7 @@ def _sum(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value
 def _mul(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
     for k in (0, 1):
         data, c = _req(ins, k), _req(ins, 1 - k)
-        scalar = c.const is not None and c.const.size == 1 and c.const.dtype == np.float32
+        scalar = c.const is not None and c.const.size == 1 and is_float_array(c.const)
         if scalar and data.const is None and _broadcast(data.shape, c.shape) == data.shape:
             assert c.const is not None
             x = _float_in(imp, node, ins, k)
@@ -141,7 +151,7 @@ def _mul(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value
 @handles("Sub")
 def _sub(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
     v0, v1 = _req(ins, 0), _req(ins, 1)
-    if v1.const is not None and v1.const.dtype == np.float32:
+    if v1.const is not None and is_float_array(v1.const):
         neg = imp.weight(f"{node.input[1]}_neg", -v1.const)
         return [imp.new(imp.g.ewadd(_float_in(imp, node, ins, 0), neg))]
     minus_b = imp.g.smul(_float_in(imp, node, ins, 1), -1.0)
@@ -159,7 +169,7 @@ def _neg(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value
 def _div(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
     v0, v1 = _req(ins, 0), _req(ins, 1)
     c = v1.const
-    if c is None or c.dtype != np.float32:
+    if c is None or not is_float_array(c):
         raise Unsupported("Div by a non-constant tensor is not modelled (only sdiv by a constant)")
     flat = c.reshape(-1)
     if flat.size == 0 or not np.all(flat == flat[0]) or flat[0] == 0:
@@ -167,12 +177,6 @@ def _div(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value
     if _broadcast(v0.shape, v1.shape) != v0.shape:
         raise Unsupported("Div whose divisor widens the shape is not modelled")
     return [imp.new(imp.g.sdiv(_float_in(imp, node, ins, 0), float(flat[0])))]
-
-
-@handles("Relu", "Sigmoid", "Tanh")
-def _act(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
-    x = _float_in(imp, node, ins, 0)
-    return [imp.new(imp.g.add(ACTIVATIONS[node.op_type], [x])[0])]
 
 
 @handles("Gelu")
@@ -253,7 +257,7 @@ def _conv(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Valu
     y = imp.g.conv2d(x, w, stride=stride, padding=padding, activation=act)
     if bias is not None:
         c = wv.shape[0]
-        if bias.const is not None and bias.const.dtype == np.float32:
+        if bias.const is not None and is_float_array(bias.const):
             b = imp.weight(node.input[2], bias.const.reshape(c, 1, 1))
         else:
             b = imp.g.reshape(_float_in(imp, node, ins, 2), (c, 1, 1))
@@ -326,7 +330,7 @@ def _global_pool(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> li
 
 
 def _transposed(imp: Importer, v: Value, name: str) -> Tensor:
-    if v.const is not None and v.const.dtype == np.float32:
+    if v.const is not None and is_float_array(v.const):
         return imp.weight(f"{name}_T", v.const.T)
     return imp.g.transpose(imp.tensor(v, name), (1, 0))
 
@@ -347,11 +351,13 @@ def _gemm(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Valu
         y = imp.g.smul(y, alpha)
     if has_c:
         assert cv is not None
-        if cv.const is not None and cv.const.dtype == np.float32:
+        if cv.const is not None and is_float_array(cv.const):
             c = (
                 imp.tensor(cv, node.input[2])
                 if beta == 1.0
-                else imp.weight(f"{node.input[2]}_beta", cv.const * np.float32(beta))
+                else imp.weight(
+                    f"{node.input[2]}_beta", widen_const(cv.const) * np.float32(beta), const_dtype(cv.const)
+                )
             )
         else:
             c = _float_in(imp, node, ins, 2)
@@ -529,18 +535,20 @@ def _layernorm(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list
     axis = int(a.get("axis", -1))
     axis = axis + rank if axis < 0 else axis
     norm = tuple(xv.shape[axis:])
+    x = _float_in(imp, node, ins, 0)
 
     def param(k: int, fill: float) -> Tensor:
         v = ins[k] if k < len(ins) else None
         if v is None:
-            return imp.weight(f"{node.output[0]}_{'bias' if k == 2 else 'scale'}", np.full(norm, fill))
+            base = f"{node.output[0]}_{'bias' if k == 2 else 'scale'}"
+            return imp.weight(base, np.full(norm, fill), x.dtype)
         if tuple(v.shape) == norm:
             return imp.tensor(v, node.input[k])
-        if v.const is not None and v.const.dtype == np.float32:
-            return imp.weight(node.input[k], np.broadcast_to(v.const, norm))
+        if v.const is not None and is_float_array(v.const):
+            data = np.broadcast_to(widen_const(v.const), norm)
+            return imp.weight(node.input[k], data, const_dtype(v.const))
         raise Unsupported(f"LayerNormalization parameter of shape {v.shape} broadcast to {norm}")
 
-    x = _float_in(imp, node, ins, 0)
     out = imp.g.layernorm(x, param(1, 1.0), param(2, 0.0), axis=axis, eps=float(a.get("epsilon", 1e-5)))
     return [imp.new(out)]
 
@@ -573,6 +581,213 @@ def _identity(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[
 def _cast(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
     v = _req(ins, 0)
     to = int(a["to"]) if node.op_type == "Cast" else _req(ins, 1).elem_type
-    if to != FLOAT or v.elem_type != FLOAT:
-        raise Unsupported("Cast between element types is not modelled")
+    if to != v.elem_type or to not in FLOAT_ELEM_DTYPES:
+        raise Unsupported("Cast between element types is not modelled (the IR has no cast op)")
     return [v]
+
+
+# ---------------------------------------------------------------------------------------------
+# The ops of today's inference graphs (ir/ops_activation.py, ir/ops_extent.py)
+# ---------------------------------------------------------------------------------------------
+
+
+def _const_scalar(v: Value | None, what: str) -> float:
+    """The value of a one-element numeric constant (float or integer)."""
+    if v is None or v.const is None:
+        raise Unsupported(f"{what} is not a constant")
+    if v.const.size != 1 or v.const.dtype.kind not in "fiu":
+        raise Unsupported(f"{what} is not a one-element number")
+    return float(np.asarray(v.const).reshape(-1)[0])
+
+
+def _same_shape_as(x: Value, *others: Value | None) -> None:
+    """Refuse constant operands that would widen ``x``'s shape by broadcasting."""
+    for o in others:
+        if o is not None and _broadcast(x.shape, o.shape) != x.shape:
+            raise Unsupported(f"an operand of shape {o.shape} broadcasts {x.shape} to a larger shape")
+
+
+@handles("Clip")
+def _clip(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
+    xv = _req(ins, 0)
+    lo_v = ins[1] if len(ins) > 1 else None
+    hi_v = ins[2] if len(ins) > 2 else None
+    if lo_v is None or hi_v is None:
+        raise Unsupported("Clip without both min and max is not modelled")
+    lo, hi = _const_scalar(lo_v, "Clip's min"), _const_scalar(hi_v, "Clip's max")
+    if lo > hi:
+        raise Unsupported(f"Clip with min {lo:g} > max {hi:g} is not modelled")
+    _same_shape_as(xv, lo_v, hi_v)
+    return [imp.new(imp.g.add("clip", [_float_in(imp, node, ins, 0)], min=lo, max=hi)[0])]
+
+
+@handles("Pow")
+def _pow(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
+    xv, ev = _req(ins, 0), _req(ins, 1)
+    if xv.const is not None:
+        raise Unsupported("Pow of a constant base is not modelled")
+    exponent = _const_scalar(ev, "Pow's exponent")
+    _same_shape_as(xv, ev)
+    return [imp.new(imp.g.add("pow", [_float_in(imp, node, ins, 0)], exponent=exponent)[0])]
+
+
+@handles("HardSigmoid")
+def _hardsigmoid(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
+    alpha, beta = np.float32(a.get("alpha", 0.2)), np.float32(a.get("beta", 0.5))
+    if alpha != np.float32(1.0 / 6.0) or beta != np.float32(0.5):
+        raise Unsupported(f"HardSigmoid alpha={alpha:g}, beta={beta:g} (only PyTorch's 1/6, 0.5)")
+    return [imp.new(imp.g.add("hardsigmoid", [_float_in(imp, node, ins, 0)])[0])]
+
+
+@handles("HardSwish")
+def _hardswish(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
+    return [imp.new(imp.g.add("hardswish", [_float_in(imp, node, ins, 0)])[0])]
+
+
+@handles("Sqrt")
+def _sqrt(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
+    """``Reciprocal(Sqrt(x))`` or ``Div(1, Sqrt(x))`` (Sqrt read by nothing else): one ``rsqrt``."""
+    j = imp.single_reader(node.output[0])
+    reader = imp.nodes[j] if j is not None else None
+    if j is None or reader is None or reader.domain not in ("", "ai.onnx"):
+        raise Unsupported("Sqrt is modelled only as 1 / Sqrt(x) (rsqrt)")
+    if reader.op_type == "Div":
+        one = imp.values.get(reader.input[0])
+        if reader.input[1] != node.output[0] or one is None or one.const is None:
+            raise Unsupported("Sqrt is modelled only as 1 / Sqrt(x) (rsqrt)")
+        c = np.asarray(one.const)
+        if c.dtype.kind != "f" or c.size == 0 or not np.all(c == 1):
+            raise Unsupported("Sqrt is modelled only as 1 / Sqrt(x) (rsqrt)")
+        _same_shape_as(_req(ins, 0), one)
+    elif reader.op_type != "Reciprocal":
+        raise Unsupported("Sqrt is modelled only as 1 / Sqrt(x) (rsqrt)")
+    out = imp.new(imp.g.add("rsqrt", [_float_in(imp, node, ins, 0)])[0])
+    imp.absorb(j, out)
+    # The Sqrt's own output is read by nobody else; the reader's output is the rsqrt.
+    return [out]
+
+
+def _silu_reader(imp: Importer, node: Any) -> int | None:
+    """The Mul reading ``x`` and ``Sigmoid(x)`` when it is the Sigmoid's only reader, else None."""
+    j = imp.single_reader(node.output[0])
+    if j is None:
+        return None
+    mul = imp.nodes[j]
+    if mul.op_type != "Mul" or mul.domain not in ("", "ai.onnx"):
+        return None
+    if sorted(mul.input) != sorted([node.input[0], node.output[0]]):
+        return None
+    return j
+
+
+@handles("Relu", "Sigmoid", "Tanh")
+def _act(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
+    x = _float_in(imp, node, ins, 0)
+    j = _silu_reader(imp, node) if node.op_type == "Sigmoid" else None
+    if j is not None:  # x * Sigmoid(x): one silu
+        out = imp.new(imp.g.add("silu", [x])[0])
+        imp.absorb(j, out)
+        return [out]
+    return [imp.new(imp.g.add(ACTIVATIONS[node.op_type], [x])[0])]
+
+
+@handles("ReduceMean")
+def _reduce_mean(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
+    xv = _req(ins, 0)
+    rank = len(xv.shape)
+    raw = _raw_axes(ins, a)
+    if not raw:
+        if int(a.get("noop_with_empty_axes", 0)):
+            return [xv]
+        raw = list(range(rank))
+    axes = sorted({ax + rank if ax < 0 else ax for ax in raw})
+    if rank == 0 or any(not 0 <= ax < rank for ax in axes):
+        raise FormatError(f"{imp.where(i, node)}: ReduceMean axes {raw} out of range for rank {rank}")
+    if any(xv.shape[ax] == 0 for ax in axes):
+        raise Unsupported("ReduceMean over an empty axis")
+    keep = bool(int(a.get("keepdims", 1)))
+    x = _float_in(imp, node, ins, 0)
+    return [imp.new(imp.g.add("mean", [x], axes=tuple(axes), keepdims=keep)[0])]
+
+
+@handles("Pad")
+def _pad_node(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
+    xv = _req(ins, 0)
+    rank = len(xv.shape)
+    mode = a.get("mode", "constant")
+    if mode != "constant":
+        raise Unsupported(f"Pad mode {mode!r} is not modelled (only constant)")
+    pads = _const_ints(ins[1] if len(ins) > 1 else None, "Pad's pads")
+    value_v = ins[2] if len(ins) > 2 else None
+    value = 0.0 if value_v is None else _const_scalar(value_v, "Pad's constant_value")
+    if value == 0.0:
+        fill = "zero"
+    elif value == float("-inf"):
+        fill = "neg_inf"
+    else:
+        raise Unsupported(f"Pad with constant {value:g} is not modelled (only 0 and -inf)")
+    axes_v = ins[3] if len(ins) > 3 else None
+    axes = list(range(rank)) if axes_v is None else _const_ints(axes_v, "Pad's axes")
+    axes = [ax + rank if ax < 0 else ax for ax in axes]
+    if len(pads) != 2 * len(axes) or any(not 0 <= ax < rank for ax in axes) or len(set(axes)) != len(axes):
+        raise FormatError(f"{imp.where(i, node)}: Pad pads {pads} do not fit axes {axes} of rank {rank}")
+    if any(p < 0 for p in pads):
+        raise Unsupported(f"Pad with negative pads {pads} (a crop) is not modelled")
+    full = [0] * (2 * rank)
+    for k, ax in enumerate(axes):
+        full[ax], full[rank + ax] = pads[k], pads[len(axes) + k]
+    x = _float_in(imp, node, ins, 0)
+    return [imp.new(imp.g.add("pad", [x], pads=tuple(full), fill=fill)[0])]
+
+
+@handles("Slice")
+def _slice_node(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
+    xv = _req(ins, 0)
+    rank = len(xv.shape)
+    starts = _const_ints(ins[1] if len(ins) > 1 else None, "Slice's starts")
+    ends = _const_ints(ins[2] if len(ins) > 2 else None, "Slice's ends")
+    axes_v = ins[3] if len(ins) > 3 else None
+    steps_v = ins[4] if len(ins) > 4 else None
+    axes = list(range(len(starts))) if axes_v is None else _const_ints(axes_v, "Slice's axes")
+    steps = [1] * len(starts) if steps_v is None else _const_ints(steps_v, "Slice's steps")
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        raise FormatError(f"{imp.where(i, node)}: Slice starts/ends/axes/steps differ in length")
+    axes = [ax + rank if ax < 0 else ax for ax in axes]
+    if any(not 0 <= ax < rank for ax in axes) or len(set(axes)) != len(axes):
+        raise FormatError(f"{imp.where(i, node)}: Slice axes {axes} do not fit rank {rank}")
+    cuts = []
+    for ax, s, e, step in zip(axes, starts, ends, steps, strict=True):
+        if step < 1:
+            raise Unsupported(f"Slice step {step} is not modelled (only >= 1)")
+        dim = xv.shape[ax]
+        # ONNX's clamping for a positive step: negatives count from the end, then clamp to [0, dim].
+        s = min(max(s + dim if s < 0 else s, 0), dim)
+        e = min(max(e + dim if e < 0 else e, 0), dim)
+        if s >= e:
+            raise Unsupported(f"Slice of axis {ax} is empty ({s}:{e})")
+        if (s, e, step) != (0, dim, 1):
+            cuts.append((ax, s, e, step))
+    if not cuts:
+        return [xv]
+    y = _float_in(imp, node, ins, 0)
+    for ax, s, e, step in sorted(cuts):
+        y = imp.g.add("slice", [y], axis=ax, start=s, end=e, step=step)[0]
+    return [imp.new(y)]
+
+
+@handles("Expand")
+def _expand(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
+    xv = _req(ins, 0)
+    target = _const_ints(ins[1] if len(ins) > 1 else None, "Expand's shape")
+    try:
+        out = _broadcast(xv.shape, tuple(target))
+    except ValueError as exc:
+        raise FormatError(f"{imp.where(i, node)}: Expand of {xv.shape} to {target}: {exc}") from exc
+    if out == xv.shape:
+        return [xv]
+    if 0 in out:
+        raise Unsupported("Expand to an empty tensor")
+    x = _float_in(imp, node, ins, 0)
+    if len(out) > len(xv.shape):  # ONNX broadcasting prepends size-1 dims: a reshape, exact
+        x = imp.g.reshape(x, (1,) * (len(out) - len(xv.shape)) + tuple(xv.shape))
+    return [imp.new(imp.g.add("expand", [x], shape=out)[0])]

@@ -51,8 +51,8 @@ def test_conv_pads_that_match_same_or_valid_map_to_them(size, kernel, stride, pa
     assert attrs_of(g, "conv2d")[0]["padding"] == padding
 
 
-def test_conv_with_pytorch_style_pads_gets_an_explicit_opaque_pad():
-    # stride 2, pad 1 on an even size: not TASO's SAME (which pads (0, 1)), so a Pad + VALID conv.
+def test_conv_with_pytorch_style_pads_gets_an_explicit_pad():
+    # stride 2, pad 1 on an even size: not TASO's SAME (which pads (0, 1)), so a pad + VALID conv.
     m = make_model(
         [N("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1], strides=[2, 2])],
         {"x": (1, 3, 8, 8)},
@@ -60,11 +60,10 @@ def test_conv_with_pytorch_style_pads_gets_an_explicit_opaque_pad():
         {"w": rand(4, 3, 3, 3)},
     )
     g = check_import(m)
-    assert ops(g) == {"opaque": 1, "conv2d": 1}
-    assert attrs_of(g, "opaque")[0]["op_type"] == "Pad"
+    assert ops(g) == {"pad": 1, "conv2d": 1}
+    assert attrs_of(g, "pad") == [{"pads": (0, 0, 1, 1, 0, 0, 1, 1), "fill": "zero"}]
     assert attrs_of(g, "conv2d")[0]["padding"] == "valid"
-    with pytest.raises(UnsupportedOpError, match="Pad"):
-        import_onnx(m, strict=True)
+    assert ops(import_onnx(m, strict=True)) == {"pad": 1, "conv2d": 1}  # no opaque node left
 
 
 @pytest.mark.parametrize("auto_pad", ["SAME_UPPER", "SAME_LOWER", "VALID"])
@@ -76,7 +75,7 @@ def test_conv_auto_pad(auto_pad):
         {"w": rand(3, 2, 3, 3)},
     )
     g = check_import(m)
-    expected = {"SAME_UPPER": {"conv2d": 1}, "VALID": {"conv2d": 1}, "SAME_LOWER": {"opaque": 1, "conv2d": 1}}
+    expected = {"SAME_UPPER": {"conv2d": 1}, "VALID": {"conv2d": 1}, "SAME_LOWER": {"pad": 1, "conv2d": 1}}
     assert ops(g) == expected[auto_pad]
 
 
@@ -329,7 +328,7 @@ def test_erf_gelu_pattern_is_left_alone_when_an_intermediate_is_read_elsewhere()
     [
         ([1, 1, 1, 1], 1, {"poolmax": 1}),
         ([0, 0, 1, 1], 2, {"poolmax": 1}),
-        ([1, 1, 1, 1], 2, {"opaque": 1, "poolmax": 1}),
+        ([1, 1, 1, 1], 2, {"pad": 1, "poolmax": 1}),  # -inf padding, then VALID
     ],
 )
 def test_maxpool(pads, stride, expect):
@@ -346,7 +345,7 @@ def test_maxpool(pads, stride, expect):
     [
         ([1, 1, 1, 1], 1, 0, {"poolavg": 1}),
         ([0, 0, 0, 0], 2, 0, {"poolavg": 1}),
-        ([1, 1, 1, 1], 1, 1, {"opaque": 1, "poolavg": 1}),  # padding counted: Pad(0) + VALID
+        ([1, 1, 1, 1], 1, 1, {"pad": 1, "poolavg": 1}),  # padding counted: pad(0) + VALID
         ([1, 1, 1, 1], 2, 0, {"opaque": 1}),  # excluded padding that is not SAME: kept whole
     ],
 )
