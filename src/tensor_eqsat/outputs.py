@@ -23,7 +23,6 @@ import secrets
 import stat
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
 
 from tensor_eqsat.errors import TensorEqsatError
 
@@ -103,39 +102,19 @@ def _reason(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
-@contextlib.contextmanager
-def _removed_on_sigterm(tmp: Path) -> Iterator[None]:
+def _removed_on_sigterm(tmp: Path) -> contextlib.AbstractContextManager[None]:
     """While the block runs, SIGTERM first removes ``tmp``, then takes its course (the previous
     handler, or the default: the process ends). A ``finally`` does not run when SIGTERM ends
     the process, so without this an interrupted write left its temporary file behind. Main
     thread only (Python runs signal handlers there); elsewhere, or where SIGTERM is ignored,
     nothing changes."""
-    import signal
-    import threading
+    from tensor_eqsat.workers import before_sigterm
 
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.getsignal(signal.SIGTERM)
-    if previous == signal.SIG_IGN or previous is None:
-        yield
-        return
-
-    def on_sigterm(signum: int, frame: Any) -> None:
+    def remove() -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-        signal.signal(signal.SIGTERM, previous)
-        if callable(previous):
-            previous(signum, frame)
-        else:  # SIG_DFL: end the process the way SIGTERM would have
-            os.kill(os.getpid(), signal.SIGTERM)
 
-    signal.signal(signal.SIGTERM, on_sigterm)
-    try:
-        yield
-    finally:
-        if signal.getsignal(signal.SIGTERM) is on_sigterm:
-            signal.signal(signal.SIGTERM, previous)
+    return before_sigterm(remove)
 
 
 @contextlib.contextmanager

@@ -103,9 +103,10 @@ def kill_workers(pool: ProcessPoolExecutor) -> None:
 
 
 @contextlib.contextmanager
-def kill_workers_on_sigterm(pool: ProcessPoolExecutor) -> Iterator[None]:
-    """While the block runs, SIGTERM first kills ``pool``'s workers, then is handled as before
-    (the previous handler is called; the default action ends the process, as SIGTERM would).
+def before_sigterm(cleanup: Callable[[], None]) -> Iterator[None]:
+    """While the block runs, SIGTERM first calls ``cleanup``, then is handled as before (the
+    previous handler is called; the default action ends the process, as SIGTERM would). A
+    ``finally`` does not run when SIGTERM ends the process: this is where such cleanup goes.
 
     Does nothing outside the main thread (Python runs signal handlers there only) or where
     SIGTERM is ignored. The previous handler is restored on exit.
@@ -119,8 +120,7 @@ def kill_workers_on_sigterm(pool: ProcessPoolExecutor) -> Iterator[None]:
         return
 
     def on_sigterm(signum: int, frame: Any) -> None:
-        log.warning("SIGTERM: stopping %d worker process(es)", len(getattr(pool, "_processes", None) or {}))
-        kill_workers(pool)
+        cleanup()
         signal.signal(signal.SIGTERM, previous)
         if callable(previous):
             previous(signum, frame)
@@ -133,6 +133,17 @@ def kill_workers_on_sigterm(pool: ProcessPoolExecutor) -> Iterator[None]:
     finally:
         if signal.getsignal(signal.SIGTERM) is on_sigterm:
             signal.signal(signal.SIGTERM, previous)
+
+
+def kill_workers_on_sigterm(pool: ProcessPoolExecutor) -> contextlib.AbstractContextManager[None]:
+    """While the block runs, SIGTERM first kills ``pool``'s workers, then is handled as before
+    (see :func:`before_sigterm`)."""
+
+    def stop() -> None:
+        log.warning("SIGTERM: stopping %d worker process(es)", len(getattr(pool, "_processes", None) or {}))
+        kill_workers(pool)
+
+    return before_sigterm(stop)
 
 
 def usable_cpus() -> int:
