@@ -8,24 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tensor_eqsat import zoo
+from cli_run import exit_code
 from tensor_eqsat.cli import main
 from tensor_eqsat.ir.serialize import save
-
-
-@pytest.fixture
-def graph_file(tmp_path: Path) -> Path:
-    path = tmp_path / "squeeze.json"
-    save(zoo.get("squeezenet", image=47, width_divisor=8, classes=10), path)
-    return path
-
-
-def _code(argv: list[str]) -> int:
-    """The exit code of one CLI invocation, whether the parser or the command ended it."""
-    try:
-        return main(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0)
 
 
 def _no_work(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -44,7 +29,7 @@ def test_an_output_that_is_one_of_the_run_directorys_files_is_refused(name, tmp_
     rd = tmp_path / "rd"
     rd.mkdir()
     _no_work(monkeypatch)
-    assert _code(["optimize", "squeezenet", "-o", str(rd / name), "--run-dir", str(rd)]) == 2
+    assert exit_code(["optimize", "squeezenet", "-o", str(rd / name), "--run-dir", str(rd)]) == 2
     err = capsys.readouterr().err
     assert f"the run directory {rd} writes its own {name} there" in err
     assert list(rd.iterdir()) == []
@@ -72,7 +57,7 @@ def test_an_output_beside_the_run_files_is_written(graph_file, tmp_path, capsys)
 )
 def test_a_bad_cost_model_is_refused_before_any_work(flags, message, capsys, monkeypatch):
     _no_work(monkeypatch)
-    assert _code(["optimize", "vgg", *flags]) == 2
+    assert exit_code(["optimize", "vgg", *flags]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
 
@@ -81,7 +66,7 @@ def test_too_many_runtime_threads_are_refused_before_any_work(capsys, monkeypatc
     from tensor_eqsat.workers import usable_cpus
 
     _no_work(monkeypatch)
-    assert _code(["optimize", "squeezenet", "--threads", "1000", "--time-budget", "8"]) == 2
+    assert exit_code(["optimize", "squeezenet", "--threads", "1000", "--time-budget", "8"]) == 2
     err = capsys.readouterr().err
     assert f"--threads 1000: this machine has {usable_cpus()} usable CPU core(s)" in err
 
@@ -114,7 +99,7 @@ def test_weights_that_cannot_fit_in_memory_are_refused_up_front(
     monkeypatch.setattr(deliver_module, "available_memory", lambda: 50_000_000)
     monkeypatch.setattr(deliver_module, "optimize", lambda *a, **k: pytest.fail("the search started"))
     argv = ["optimize", str(path), *(f.format(tmp=tmp_path) for f in flags), "--target", "a100"]
-    assert _code(argv) == 2
+    assert exit_code(argv) == 2
     err = capsys.readouterr().err
     assert "declares 134 MB of weights" in err and message in err and "50 MB is available" in err
     assert not (tmp_path / "out.json").exists()
@@ -125,7 +110,7 @@ def test_weights_without_a_run_or_an_output_need_no_memory(tmp_path, capsys, mon
     path = _declared_weights(tmp_path / "big.json", 4096)
     monkeypatch.setattr(deliver_module, "available_memory", lambda: 50_000_000)
     argv = ["optimize", str(path), "--no-check", "--no-guard", "--search", "saturate", "--target", "a100"]
-    assert _code(argv) == 0
+    assert exit_code(argv) == 0
 
 
 @pytest.mark.parametrize(

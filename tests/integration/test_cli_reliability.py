@@ -12,29 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from tensor_eqsat import zoo
+from cli_run import exit_code
 from tensor_eqsat.cli import main
-from tensor_eqsat.ir.serialize import load, save
+from tensor_eqsat.ir.serialize import load
 
 FAST = ["--search", "mcts", "--budget", "2", "--rollout-depth", "1", "--node-limit", "200"]
 HAS_ONNX = (
     importlib.util.find_spec("onnx") is not None and importlib.util.find_spec("onnxruntime") is not None
 )
-
-
-@pytest.fixture
-def graph_file(tmp_path: Path) -> Path:
-    path = tmp_path / "squeeze.json"
-    save(zoo.get("squeezenet", image=47, width_divisor=8, classes=10), path)
-    return path
-
-
-def _code(argv: list[str]) -> int:
-    """The exit code of one CLI invocation, whether the parser or the command ended it."""
-    try:
-        return main(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0)
 
 
 def _no_work(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -115,7 +100,7 @@ BAD_OPTIONS = [
 def test_bad_option_values_are_refused_at_parse_time(argv, message, capsys, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     _no_work(monkeypatch)
-    assert _code(argv) == 2
+    assert exit_code(argv) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err
     last = err.strip().splitlines()[-1]
@@ -142,7 +127,7 @@ def test_optimize_refuses_unwritable_outputs_before_the_run(flags, message, tmp_
     (tmp_path / "file.txt").write_text("")
     _no_work(monkeypatch)
     argv = ["optimize", "squeezenet", *(f.format(tmp=tmp_path) for f in flags)]
-    assert _code(argv) == 2
+    assert exit_code(argv) == 2
     err = capsys.readouterr().err
     assert err.strip() == "error: " + message.format(tmp=tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file.txt"]
@@ -154,7 +139,7 @@ def test_optimize_refuses_a_read_only_directory_before_the_run(tmp_path, capsys,
     real = os.access
     monkeypatch.setattr(os, "access", lambda p, mode: False if str(p) == str(ro) else real(p, mode))
     _no_work(monkeypatch)
-    assert _code(["optimize", "squeezenet", "-o", str(ro / "x.json")]) == 2
+    assert exit_code(["optimize", "squeezenet", "-o", str(ro / "x.json")]) == 2
     assert "is not writable" in capsys.readouterr().err
 
 
@@ -166,7 +151,7 @@ def test_extract_refuses_an_unwritable_output_before_extracting(tmp_path, capsys
     monkeypatch.setattr(
         "tensor_eqsat.commands.extract.load_problem", lambda *a: pytest.fail("extracted before the check")
     )
-    assert _code(["extract", str(problem), "-o", str(tmp_path / "no" / "r.json")]) == 2
+    assert exit_code(["extract", str(problem), "-o", str(tmp_path / "no" / "r.json")]) == 2
     assert "does not exist" in capsys.readouterr().err
 
 
@@ -175,7 +160,7 @@ def test_egraph_refuses_unwritable_outputs_before_building(flag, tmp_path, capsy
     monkeypatch.setattr(
         "tensor_eqsat.commands.egraph.load_graph_arg", lambda *a: pytest.fail("built before the check")
     )
-    assert _code(["egraph", "squeezenet", flag, str(tmp_path)]) == 2
+    assert exit_code(["egraph", "squeezenet", flag, str(tmp_path)]) == 2
     assert capsys.readouterr().err.strip() == f"error: {flag} {tmp_path}: is a directory"
 
 
@@ -216,7 +201,7 @@ def test_optimize_accepts_a_rules_file(graph_file, rules_file, capsys):
 def test_optimize_refuses_a_malformed_rules_file_before_the_run(rules_file, capsys, monkeypatch):
     rules_file.write_text("rule 1 broken\n    (relu ?x => ?x\n")
     _no_work(monkeypatch)
-    assert _code(["optimize", "squeezenet", "--rules", str(rules_file)]) == 2
+    assert exit_code(["optimize", "squeezenet", "--rules", str(rules_file)]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and str(rules_file) in err.strip().splitlines()[-1]
 
@@ -277,7 +262,7 @@ def test_cost_and_egraph_print_their_results_on_stdout(graph_file, capsys):
 )
 def test_bench_mistakes_are_one_error_up_front(args, message, tmp_path, capsys):
     db = tmp_path / "r.sqlite"
-    assert _code(["bench", "--models", "nasrnn", *args, "--dry-run", "--db", str(db)]) == 2
+    assert exit_code(["bench", "--models", "nasrnn", *args, "--dry-run", "--db", str(db)]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and message in err
     assert not db.exists()
@@ -413,9 +398,9 @@ def test_bench_and_report_refuse_a_database_with_a_corrupted_page(tmp_path, caps
         data[start : start + 12] = b"\x0d\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff"
     db.write_bytes(bytes(data))
     before = db.read_bytes()
-    assert _code(["report", str(db), "-o", str(tmp_path / "rep"), "--no-figures"]) == 2
+    assert exit_code(["report", str(db), "-o", str(tmp_path / "rep"), "--no-figures"]) == 2
     assert "Traceback" not in capsys.readouterr().err
-    assert _code(["bench", "--models", "vgg", "--configs", "tensat", "--dry-run", "--db", str(db)]) == 2
+    assert exit_code(["bench", "--models", "vgg", "--configs", "tensat", "--dry-run", "--db", str(db)]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and str(db) in err
     assert db.read_bytes() == before  # nothing appended to the damaged file
@@ -426,7 +411,7 @@ def test_a_read_only_db_directory_is_named_as_such(tmp_path, capsys, monkeypatch
     ro.mkdir()
     real = os.access
     monkeypatch.setattr(os, "access", lambda p, mode: False if str(p) == str(ro) else real(p, mode))
-    assert _code(["bench", "--models", "vgg", "--dry-run", "--db", str(ro / "r.sqlite")]) == 2
+    assert exit_code(["bench", "--models", "vgg", "--dry-run", "--db", str(ro / "r.sqlite")]) == 2
     err = capsys.readouterr().err
     assert f"directory {ro} is not writable" in err and "not a results database" not in err
 
@@ -555,7 +540,7 @@ def test_hostile_files_and_arguments_get_one_line_errors(argv, message, tmp_path
     _hostile_files(tmp_path)
     monkeypatch.chdir(tmp_path)
     _no_work(monkeypatch)
-    assert _code(argv) == 2
+    assert exit_code(argv) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err
     assert message in err.strip().splitlines()[-1]

@@ -14,6 +14,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from torch_models import (  # noqa: E402
+    FAST,
     Attention,
     BasicBlock,
     InPlaceOnInput,
@@ -31,14 +32,6 @@ from tensor_eqsat.torch import dynamo_backend as backend_module  # noqa: E402
 from tensor_eqsat.torch.config import TORCH_TARGETS  # noqa: E402
 from tensor_eqsat.torch.dynamo_backend import graph_cache  # noqa: E402
 from tensor_eqsat.torch.fx_export import CONST_PREFIX  # noqa: E402
-
-FAST = {
-    "then": "eager",
-    "time_budget": 5,
-    "cost_model": "roofline:cpu",
-    "search": {"search": "saturate", "node_limit": 300},
-    "guard": False,
-}
 
 
 def run(model, *inputs, grad=False, **options):

@@ -10,20 +10,13 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from torch_models import (  # noqa: E402
+    FAST,
     Attention,
     fresh,  # noqa: F401 (an autouse fixture: a fresh cache and Dynamo for every test)
 )
 
 import tensor_eqsat.torch as te_torch  # noqa: E402
 from tensor_eqsat.errors import ConfigError, TensorEqsatError  # noqa: E402
-
-FAST = {
-    "then": "eager",
-    "time_budget": 5,
-    "cost_model": "roofline:cpu",
-    "search": {"search": "saturate", "node_limit": 300},
-    "guard": False,
-}
 
 
 def _mul(ps):

@@ -161,3 +161,13 @@ class ScalarArithmetic(nn.Module):
 
     def forward(self, x):
         return 0.5 * x * (1.0 + torch.tanh(x + 0.044715)) - 3 + (2.0 - x)
+
+
+FAST = {
+    "then": "eager",
+    "time_budget": 5,
+    "cost_model": "roofline:cpu",
+    "search": {"search": "saturate", "node_limit": 300},
+    "guard": False,
+}
+"""Backend settings for quick tests: a small saturation priced by the CPU roofline, run eagerly, no guard."""
