@@ -690,7 +690,7 @@ def _write(graph: Graph, src: Source, out: Path, seed: int, artifact: Any = None
             if artifact is not None
             else export_onnx(graph, output_names=_output_names(src, graph), seed=seed)
         )
-        save_model(model, out)
+        save_model(model, out, checked=True)  # export_onnx checked it: written once, not re-read
     else:
         from tensor_eqsat.ir.serialize import save
 

@@ -12,6 +12,18 @@ separate Relu/Sigmoid/Tanh node and SAME padding becomes explicit (asymmetric) p
 are inlined from their payload. The model passes ``onnx.checker`` (full check) before it is
 returned.
 
+Large weights. VGG-19 exports 548 MB of initializers, and every copy of them costs seconds on a
+loaded CPU (the never-slower guard, the check and the write each export the model). So each
+initializer's bytes are made once (``ndarray.tobytes``) and set once, in place, in the model's
+own graph (``initializer.add()``: building TensorProtos apart and ``make_graph`` copied each into
+the graph, and ``make_model`` copied the graph again); the size of a model is the sum of the
+arrays' sizes, known while building (``ByteSize`` walked 548 MB for 2 s); and the checker sees a
+skeleton, the model before its initializers over :data:`CHECK_DETACH_BYTES` are added, those
+declared as graph inputs of their type and shape instead (the importer's way for models over
+2 GiB, issue 36 item 6): serializing the whole model for the checker took longer than writing it.
+What the skeleton does not check, that an initializer's bytes match its type and shape, holds by
+construction (they are the bytes of a numpy array of that shape).
+
 Versions: the default-domain opset is the highest of 13, what the ops need (LayerNormalization
 17, Gelu 20) and the opset the opaque payloads were written for (payloads older than the target
 are converted with onnx's version converter); the IR version is the lowest that allows it (10 for
@@ -26,10 +38,8 @@ op (not runnable elsewhere).
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -44,7 +54,7 @@ from tensor_eqsat.io.onnx_common import (
     ir_version_for,
     require_onnx,
 )
-from tensor_eqsat.io.onnx_files import LARGE_MODEL_BYTES, model_bytes, save_model
+from tensor_eqsat.io.onnx_files import save_model
 from tensor_eqsat.io.opaque import convert_payload, decode_payload, payload_opset
 from tensor_eqsat.io.plan import fold_weights, live_nodes, observable_outputs, weight_only_nodes
 from tensor_eqsat.ir.dtypes import round_to
@@ -59,6 +69,11 @@ ONNX_ACTIVATIONS = {a.value: a.onnx_op for a in Activation if a.onnx_op is not N
 
 OP_MIN_OPSET = {"layernorm": 17, "gelu": 20, "hardswish": 14, "mean": 18}
 """Ops whose ONNX counterpart needs a newer opset than :data:`MIN_OPSET`."""
+
+CHECK_DETACH_BYTES = 1 << 16
+"""Initializers larger than this are declared graph inputs in the skeleton ``onnx.checker`` sees
+(see the module docstring). Every constant that shape inference reads (a Reshape's shape, a
+Slice's starts, a Pad's pads) is a few dozen bytes."""
 
 
 def export_onnx(
@@ -120,18 +135,13 @@ def export_onnx(
     model = ctx.build()
     if check:
         try:
-            if model_bytes(model) > LARGE_MODEL_BYTES:
-                # The checker reads models over 2 GiB only from a file with external data.
-                with tempfile.TemporaryDirectory(prefix="tensor-eqsat-") as tmp:
-                    save_model(model, Path(tmp) / "model.onnx")
-                    onnx.checker.check_model(str(Path(tmp) / "model.onnx"), full_check=True)
-            else:
-                onnx.checker.check_model(model, full_check=True)
+            onnx.checker.check_model(ctx.skeleton(model), full_check=True)
         except Exception as exc:
             text = " ".join(str(exc).split())  # the checker's message spans lines
             raise TensorEqsatError(f"export produced an invalid ONNX model: {text}") from exc
+    ctx.add_initializers(model)
     if path is not None:
-        save_model(model, path)
+        save_model(model, path, checked=check)
     return model
 
 
@@ -151,6 +161,7 @@ class _Exporter:
     seed: int
     nodes: list[Any] = field(default_factory=list)
     inits: list[Any] = field(default_factory=list)
+    """Initializers in order: TensorProtos (an opaque payload's), or :class:`_Raw` arrays."""
     used: set[str] = field(default_factory=set)
     names: dict[TensorRef, str] = field(default_factory=dict)
     elem_types: dict[TensorRef, int] = field(default_factory=dict)
@@ -171,21 +182,56 @@ class _Exporter:
         self.inits.append(self.tensor_proto(value, name, dtype))
         return name
 
-    def tensor_proto(self, value: np.ndarray, name: str, dtype: str | None = None) -> Any:
+    def tensor_proto(self, value: np.ndarray, name: str, dtype: str | None = None) -> _Raw:
         """``value`` as an initializer in the IR dtype ``dtype`` (default: the array's own type);
-        bfloat16, held as float32 values (ir/dtypes.py), is written as ONNX BFLOAT16."""
+        bfloat16, held as float32 values (ir/dtypes.py), is written as ONNX BFLOAT16. Its bytes
+        are made when the model gets its initializers (:meth:`add_initializers`)."""
         arr = np.asarray(value)
-        if dtype is None or arr.dtype.kind not in "f" or dtype not in DTYPE_ELEMS:
-            return self.onnx.numpy_helper.from_array(arr, name)
-        arr = round_to(arr, dtype)
-        if dtype != "bfloat16":
-            return self.onnx.numpy_helper.from_array(arr, name)
-        bits = (np.ascontiguousarray(arr, dtype=np.float32).view(np.uint32) >> 16).astype(np.uint16)
-        t = self.onnx.TensorProto()
-        t.name, t.data_type = name, BFLOAT16
+        if dtype is not None and arr.dtype.kind in "f" and dtype in DTYPE_ELEMS:
+            arr = round_to(arr, dtype)
+            if dtype == "bfloat16":
+                bits = (np.ascontiguousarray(arr, dtype=np.float32).view(np.uint32) >> 16).astype(np.uint16)
+                return _Raw(name, BFLOAT16, bits)
+        return _Raw(name, None, arr)
+
+    def skeleton(self, model: onnx.ModelProto) -> onnx.ModelProto:
+        """``model`` (built, without initializers) as the checker sees it: the initializers up
+        to :data:`CHECK_DETACH_BYTES`, the larger ones declared graph inputs (a copy; ``model``
+        is unchanged)."""
+        helper = self.onnx.helper
+        skeleton = self.onnx.ModelProto()
+        skeleton.CopyFrom(model)
+        graph = skeleton.graph
+        for init in self.inits:
+            if isinstance(init, _Raw) and init.array.nbytes > CHECK_DETACH_BYTES:
+                elem = init.elem if init.elem is not None else self._elem(init.array)
+                graph.input.append(helper.make_tensor_value_info(init.name, elem, list(init.array.shape)))
+            else:
+                self._add(graph, init)
+        return skeleton
+
+    def add_initializers(self, model: onnx.ModelProto) -> None:
+        """Add the initializers to ``model``'s graph, in order, each made in place."""
+        for init in self.inits:
+            self._add(model.graph, init)
+
+    def _elem(self, arr: np.ndarray) -> int:
+        return int(self.onnx.helper.np_dtype_to_tensor_dtype(arr.dtype))
+
+    def _add(self, graph: Any, init: Any) -> None:
+        if not isinstance(init, _Raw):
+            graph.initializer.append(init)  # an opaque payload's TensorProto
+            return
+        arr = init.array
+        if init.elem is None and (arr.dtype.kind not in "biuf" or arr.dtype.byteorder == ">"):
+            # Strings, big-endian data: onnx's own conversion (rare, and small).
+            graph.initializer.append(self.onnx.numpy_helper.from_array(arr, init.name))
+            return
+        t = graph.initializer.add()
+        t.name = init.name
+        t.data_type = init.elem if init.elem is not None else self._elem(arr)
         t.dims.extend(arr.shape)
-        t.raw_data = bits.tobytes()
-        return t
+        t.raw_data = np.ascontiguousarray(arr).tobytes()  # the one copy of the data
 
     def dtype_in(self, n: Node) -> str:
         """The dtype of ``n``'s first input: what the float constants of its ONNX nodes take."""
@@ -214,6 +260,7 @@ class _Exporter:
         return self.opset
 
     def build(self) -> onnx.ModelProto:
+        """The model's nodes, inputs and outputs; its initializers are in :attr:`inits`."""
         helper = self.onnx.helper
         g = self.graph
         live = live_nodes(g, self.outputs)
@@ -281,7 +328,8 @@ class _Exporter:
             listed.add(name)
             elem = self.elem_types.get(ref) or _elem_of(g.dtype_of(ref))
             graph_outputs.append(helper.make_tensor_value_info(name, elem, list(g.shape_of(ref))))
-        onnx_graph = helper.make_graph(self.nodes, "tensor_eqsat", graph_inputs, graph_outputs, self.inits)
+        # Without initializers: they are added in place, after the check (see add_initializers).
+        onnx_graph = helper.make_graph(self.nodes, "tensor_eqsat", graph_inputs, graph_outputs)
         opset_imports = [helper.make_opsetid(d, v) for d, v in sorted(self.opsets.items())]
         model = helper.make_model(
             onnx_graph,
@@ -291,6 +339,16 @@ class _Exporter:
         )
         model.ir_version = ir_version_for(model.opset_import)
         return model
+
+
+@dataclass(frozen=True)
+class _Raw:
+    """An initializer to be made from an array: ``elem`` its ONNX element type when the array's
+    dtype does not say it (bfloat16 bits held as uint16), else None."""
+
+    name: str
+    elem: int | None
+    array: np.ndarray
 
 
 def _elem_of(dtype: str) -> int:

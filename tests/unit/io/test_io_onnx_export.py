@@ -159,7 +159,7 @@ def test_model_bytes_says_large_when_protobuf_cannot_serialize() -> None:
     # protobuf's ByteSize raises past 2 GiB (ViT-Huge's weights); that size is "large", not an error
     from google.protobuf.message import EncodeError
 
-    from tensor_eqsat.io.onnx_export import LARGE_MODEL_BYTES, model_bytes
+    from tensor_eqsat.io.onnx_files import LARGE_MODEL_BYTES, model_bytes
 
     class TooBig:
         def ByteSize(self) -> int:
@@ -210,3 +210,64 @@ def _named_inputs(g):
             self.name, self.shapes = g.name_of(n.id), n.shapes
 
     return [_In(n) for n in g.inputs()]
+
+
+def test_large_weights_are_checked_as_a_skeleton_and_written_without_a_second_check(monkeypatch, tmp_path):
+    # Issue 36 item 6: VGG-19's 548 MB export was serialized for the checker, walked by ByteSize,
+    # copied into the graph twice, then read back and checked again after the write. Now the
+    # checker sees the model without its large weights (declared inputs of their type and shape),
+    # the weights are set once, and a checked export is written once and not parsed again.
+    import onnx
+
+    import tensor_eqsat.io.onnx_files as files_mod
+    from tensor_eqsat.io.onnx_export import CHECK_DETACH_BYTES
+
+    g = Graph()
+    x = g.input((1, 8, 128), name="x")
+    big = g.weight((128, 256), name="big")  # 128 KiB: over the skeleton's limit
+    small = g.weight((256,), name="small")  # 1 KiB: stays in the skeleton
+    g.output(g.ewadd(g.matmul(x, big), small))
+    assert 128 * 256 * 4 > CHECK_DETACH_BYTES >= 256 * 4
+    checked, written, reread = [], [], []
+    real_check = onnx.checker.check_model
+    monkeypatch.setattr(
+        onnx.checker, "check_model", lambda m, *a, **k: checked.append(m) or real_check(m, *a, **k)
+    )
+    real_write = files_mod._write_model
+    monkeypatch.setattr(
+        files_mod, "_write_model", lambda data, p: written.append(len(data)) or real_write(data, p)
+    )
+    monkeypatch.setattr(files_mod, "check_model_file", lambda *a, **k: reread.append(a))
+    path = tmp_path / "m.onnx"
+    model = export_onnx(g, path)
+    (skeleton,) = checked
+    assert [t.name for t in skeleton.graph.initializer] == ["small"]
+    declared = {i.name: [d.dim_value for d in i.type.tensor_type.shape.dim] for i in skeleton.graph.input}
+    assert declared == {"x": [1, 8, 128], "big": [128, 256]}
+    # The model handed back and the file hold every weight, with the interpreter's values.
+    assert [i.name for i in model.graph.input] == ["x"]
+    assert [t.name for t in model.graph.initializer] == ["big", "small"]
+    values = dict(
+        zip(["big", "small"], [onnx.numpy_helper.to_array(t) for t in model.graph.initializer], strict=True)
+    )
+    from tensor_eqsat.ir.interpreter import leaf_values
+
+    leaves = leaf_values(g)
+    np.testing.assert_array_equal(values["big"], leaves["big"])
+    np.testing.assert_array_equal(values["small"], leaves["small"])
+    assert written == [path.stat().st_size] and reread == []
+    assert onnx.load(str(path)) == model
+    feed = {"x": random_input("x", (1, 8, 128))}
+    np.testing.assert_allclose(run_onnx(path, feed)[0], run(g, feed)[0], rtol=1e-5, atol=1e-5)
+
+
+def test_an_unchecked_export_is_checked_when_written(monkeypatch, tmp_path):
+    import tensor_eqsat.io.onnx_files as files_mod
+
+    reread = []
+    real = files_mod.check_model_file
+    monkeypatch.setattr(files_mod, "check_model_file", lambda *a, **k: reread.append(a) or real(*a, **k))
+    g = Graph()
+    g.output(g.relu(g.input((2, 3), name="x")))
+    export_onnx(g, tmp_path / "m.onnx", check=False)
+    assert len(reread) == 1

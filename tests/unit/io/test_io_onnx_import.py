@@ -762,7 +762,6 @@ def test_imported_graph_runs_like_the_model_with_other_inputs():
 
 def test_models_over_the_protobuf_limit_go_through_a_skeleton_and_external_data(monkeypatch, tmp_path):
     # The 2 GiB limit is simulated by lowering the thresholds to a few hundred bytes.
-    import tensor_eqsat.io.onnx_export as export_mod
     import tensor_eqsat.io.onnx_files as files_mod
     import tensor_eqsat.io.onnx_import as import_mod
     from tensor_eqsat.io.onnx_export import export_onnx
@@ -770,7 +769,6 @@ def test_models_over_the_protobuf_limit_go_through_a_skeleton_and_external_data(
 
     monkeypatch.setattr(import_mod, "LARGE_MODEL_BYTES", 2000)
     monkeypatch.setattr(import_mod, "DETACH_BYTES", 1000)
-    monkeypatch.setattr(export_mod, "LARGE_MODEL_BYTES", 2000)
     monkeypatch.setattr(files_mod, "LARGE_MODEL_BYTES", 2000)
     detached = []
     original = import_mod.Importer._detach_large_initializers
