@@ -5,6 +5,7 @@ Each subcommand is a module in :mod:`tensor_eqsat.commands` defining ``NAME``, `
 command touches no shared table. Machine-readable output (``--json``) goes to stdout alone;
 progress, logs and errors go to stderr. Every :class:`TensorEqsatError` becomes a one-line
 ``error: ...`` message and exit code 2; running out of memory is a one-line error and exit 1.
+Ctrl-C is exit code 130 and ends a command promptly at any phase (:mod:`tensor_eqsat.interrupts`).
 """
 
 from __future__ import annotations
@@ -67,8 +68,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help(sys.stderr)
         return 2
+    from tensor_eqsat.interrupts import ending_on_ctrl_c
+
     try:
-        return int(args._run(args) or 0)
+        # Run as the process's command line, a Ctrl-C's watchdog also covers the exit.
+        with ending_on_ctrl_c(until_exit=argv is None):
+            return int(args._run(args) or 0)
     except TensorEqsatError as exc:
         print(f"error: {exc.cli_text()}", file=sys.stderr)
         return 2

@@ -9,7 +9,17 @@ shutdown never runs, and its workers, blocked on a pipe, stayed alive forever (i
   parent dies (``prctl(PR_SET_PDEATHSIG)``), and on every POSIX system a daemon thread polls
   ``os.getppid()`` and exits when the parent is gone (also the fallback where prctl is missing);
 * while a pool runs in the main thread, :func:`kill_workers_on_sigterm` makes SIGTERM kill the
-  pool's workers before the signal takes its usual course.
+  pool's workers before the signal takes its usual course;
+* a worker takes SIGTERM's default action (a forked worker inherited the parent's handler, which
+  then tried to stop the parent's pool from inside the worker), and the workers of a pool made
+  with ``ignore_sigint`` ignore Ctrl-C: a terminal's Ctrl-C reaches the whole foreground process
+  group, and a worker that raised KeyboardInterrupt on its own printed a traceback (idle, or
+  in its initializer, which also broke the pool) while the parent was already ending the run.
+  The parent kills such workers when its KeyboardInterrupt leaves the pool's block (issue 36);
+* a pool's ``submit`` holds a Ctrl-C back while it runs (:func:`deferred_sigint`): the first
+  one forks the workers, and a KeyboardInterrupt raised in the parent during the fork is raised
+  inside an at-fork hook (logging's ``_releaseLock``), where Python prints it as "Exception
+  ignored" and drops it: the run went on as if Ctrl-C had never been pressed.
 
 ``PR_SET_PDEATHSIG`` fires when the *thread* that forked the worker exits, not only the process;
 the pools here are created, used and shut down by one call in one thread, so that thread
@@ -73,23 +83,75 @@ def exit_with_parent(parent_pid: int) -> None:
 
 
 def init_worker(
-    parent_pid: int, initializer: Callable[..., object] | None = None, initargs: tuple[Any, ...] = ()
+    parent_pid: int,
+    initializer: Callable[..., object] | None = None,
+    initargs: tuple[Any, ...] = (),
+    ignore_sigint: bool = False,
 ) -> None:
-    """A pool's ``initializer``: :func:`exit_with_parent`, then ``initializer(*initargs)``."""
+    """A pool's ``initializer``: SIGTERM's default action and SIGINT's (KeyboardInterrupt), or
+    SIGINT ignored when ``ignore_sigint`` (a forked worker inherits the parent's handlers: the
+    CLI's, or the one :func:`deferred_sigint` sets while the fork runs), :func:`exit_with_parent`,
+    then ``initializer(*initargs)``."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN if ignore_sigint else signal.default_int_handler)
     exit_with_parent(parent_pid)
     if initializer is not None:
         initializer(*initargs)
+
+
+@contextlib.contextmanager
+def deferred_sigint() -> Iterator[None]:
+    """Hold a Ctrl-C back while the block runs: SIGINT's Python handler is called (raising
+    KeyboardInterrupt, by default) when the block ends, not in the middle of it. For code that
+    runs Python callbacks where an exception is dropped (``os.fork``'s at-fork hooks). Main
+    thread only, and only where SIGINT has a Python handler; elsewhere nothing changes.
+
+    >>> with deferred_sigint():
+    ...     pass
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    if not callable(previous):
+        yield
+        return
+    pending: list[tuple[int, Any]] = []
+    signal.signal(signal.SIGINT, lambda signum, frame: pending.append((signum, frame)))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if pending:
+            previous(*pending[0])
+
+
+class _Pool(ProcessPoolExecutor):
+    """A ``ProcessPoolExecutor`` whose ``submit`` (which starts the workers) defers Ctrl-C."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        with deferred_sigint():
+            return super().submit(fn, *args, **kwargs)
 
 
 def process_pool(
     workers: int,
     initializer: Callable[..., object] | None = None,
     initargs: tuple[Any, ...] = (),
+    *,
+    ignore_sigint: bool = False,
     **kwargs: Any,
 ) -> ProcessPoolExecutor:
-    """A ``ProcessPoolExecutor`` whose workers exit with this process (see the module docstring)."""
-    return ProcessPoolExecutor(
-        workers, initializer=init_worker, initargs=(os.getpid(), initializer, initargs), **kwargs
+    """A ``ProcessPoolExecutor`` whose workers exit with this process (see the module docstring).
+
+    ignore_sigint: the workers ignore Ctrl-C (SIGINT); the caller must then kill them
+        (:func:`kill_workers`) when its own KeyboardInterrupt ends their use. Default False.
+    """
+    return _Pool(
+        workers,
+        initializer=init_worker,
+        initargs=(os.getpid(), initializer, initargs, ignore_sigint),
+        **kwargs,
     )
 
 
@@ -102,15 +164,44 @@ def kill_workers(pool: ProcessPoolExecutor) -> None:
     pool.shutdown(wait=False, cancel_futures=True)
 
 
+_CLEANUPS: list[Callable[[], None]] = []
+"""The cleanups of the :func:`before_sigterm` blocks running now, innermost last."""
+
+
+def run_cleanups() -> None:
+    """Run the cleanups of every :func:`before_sigterm` block running now, innermost first,
+    each once (an error in one is logged; the others still run). For a process about to end
+    without unwinding its stack (``os._exit`` after a Ctrl-C that did not end it, see
+    :mod:`tensor_eqsat.interrupts`)."""
+    while _CLEANUPS:
+        cleanup = _CLEANUPS.pop()
+        try:
+            cleanup()
+        except Exception:
+            log.exception("cleanup before exit failed")
+
+
 @contextlib.contextmanager
 def before_sigterm(cleanup: Callable[[], None]) -> Iterator[None]:
     """While the block runs, SIGTERM first calls ``cleanup``, then is handled as before (the
     previous handler is called; the default action ends the process, as SIGTERM would). A
     ``finally`` does not run when SIGTERM ends the process: this is where such cleanup goes.
+    :func:`run_cleanups` calls it too while the block runs.
 
-    Does nothing outside the main thread (Python runs signal handlers there only) or where
+    Installs nothing outside the main thread (Python runs signal handlers there only) or where
     SIGTERM is ignored. The previous handler is restored on exit.
     """
+    _CLEANUPS.append(cleanup)
+    try:
+        with _on_sigterm(cleanup):
+            yield
+    finally:
+        if cleanup in _CLEANUPS:
+            _CLEANUPS.remove(cleanup)
+
+
+@contextlib.contextmanager
+def _on_sigterm(cleanup: Callable[[], None]) -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -140,7 +231,7 @@ def kill_workers_on_sigterm(pool: ProcessPoolExecutor) -> contextlib.AbstractCon
     (see :func:`before_sigterm`)."""
 
     def stop() -> None:
-        log.warning("SIGTERM: stopping %d worker process(es)", len(getattr(pool, "_processes", None) or {}))
+        log.warning("stopping %d worker process(es)", len(getattr(pool, "_processes", None) or {}))
         kill_workers(pool)
 
     return before_sigterm(stop)

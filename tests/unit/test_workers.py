@@ -57,3 +57,52 @@ def test_a_pool_runs_its_initializer_after_the_parent_watch(tmp_path):
 def _touch(path: str) -> None:
     with open(path, "w") as f:
         f.write("ok")
+
+
+def _handlers() -> tuple[object, object]:
+    return signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
+@pytest.mark.parametrize("ignore_sigint", [False, True])
+def test_workers_take_sigterms_default_and_may_ignore_ctrl_c(ignore_sigint):
+    # A forked worker inherited the parent's SIGTERM handler (which stopped the parent's pool from
+    # inside the worker); the MCTS pool's workers ignore the Ctrl-C a terminal sends the group.
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: None)
+    try:
+        with process_pool(1, ignore_sigint=ignore_sigint) as pool:
+            sigint, sigterm = pool.submit(_handlers).result()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert sigterm == signal.SIG_DFL
+    assert sigint == (signal.SIG_IGN if ignore_sigint else signal.default_int_handler)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
+def test_a_ctrl_c_during_submit_is_raised_after_it_not_lost():
+    from tensor_eqsat.workers import deferred_sigint
+
+    reached = []
+    with pytest.raises(KeyboardInterrupt), deferred_sigint():
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)
+        reached.append("end of block")  # not interrupted inside
+    assert reached == ["end of block"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
+def test_the_first_submit_forks_with_ctrl_c_deferred(monkeypatch):
+    import tensor_eqsat.workers as workers
+
+    entered = []
+    real = workers.deferred_sigint
+
+    def spy():
+        entered.append(1)
+        return real()
+
+    monkeypatch.setattr(workers, "deferred_sigint", spy)
+    with process_pool(1) as pool:
+        assert pool.submit(_pid).result() != os.getpid()
+    assert entered == [1]

@@ -61,8 +61,9 @@ def worker_pool(config: MctsConfig, env: Environment) -> Iterator[Executor]:
     down (a Ray instance started here too) on exit. ConfigError if the Ray extra is missing.
 
     A process pool's workers exit with this process, even when it is killed (SIGKILL or an
-    unhandled SIGTERM), and SIGTERM kills them first (see :mod:`tensor_eqsat.workers`); a
-    KeyboardInterrupt or an error in the block kills them instead of waiting for their tasks."""
+    unhandled SIGTERM), and SIGTERM kills them first (see :mod:`tensor_eqsat.workers`); they
+    ignore Ctrl-C, which reaches a terminal's whole process group: a KeyboardInterrupt (or an
+    error) in the block kills them instead of waiting for their tasks."""
     init = getattr(env, "worker_initializer", None)
     fn, args = init() if init is not None else (None, ())
     n = config.pool_workers
@@ -80,7 +81,7 @@ def worker_pool(config: MctsConfig, env: Environment) -> Iterator[Executor]:
         with RayExecutor(n, address=config.address, initializer=fn, initargs=args) as ray:
             yield ray
     else:
-        pool = process_pool(n, fn, args)
+        pool = process_pool(n, fn, args, ignore_sigint=True)
         try:
             with kill_workers_on_sigterm(pool):
                 yield pool
