@@ -38,7 +38,7 @@ import logging
 import math
 import time
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -68,10 +68,11 @@ RE_EXPORTED = "re-exported original"
 MEASURE_BLOCKS = 5
 """``measure`` times the two models in this many alternating blocks."""
 WRITE_RESERVE_S = 1.0
-"""Seconds kept for the write after the guard."""
-EXPORT_BYTES_PER_S = 25e6
-"""Weight bytes an ONNX export of a model without an ONNX file of its own makes, checks and
-writes per second (ViT-Large's 1.2 GB took 52 to 95 s on a loaded 2-core CPU)."""
+"""The least seconds kept for the write after the guard (:func:`_write_estimate`)."""
+EXPORT_BYTES_PER_S = 40e6
+"""Weight bytes an ONNX export of a model makes, checks and writes per second: VGG-19's 548 MB
+took 9 to 14 s on a loaded 2-core CPU once the export stopped copying its weights four times
+(issue 36; ViT-Large's 1.2 GB had taken 52 to 95 s before)."""
 RUN_COPIES = 3
 """Copies of a model's weights that running it for the check or the guard holds at once (the
 graph's own, the runtime's, and the rewritten graph's)."""
@@ -145,7 +146,11 @@ class Delivery:
     ``measure``'s figures. output: where the model was written (None when not written).
     message: why nothing was optimized, if so. notes: what the user should be told (why nothing
     was measured or checked, an interrupt). stop: why the call ended (an interrupt, else the
-    search's reason). wall_s: seconds of the whole call.
+    search's reason). wall_s: seconds of the whole call (for the CLI, from the process's start).
+    phases: seconds of each step of the call, in order: ``start`` (until the search: loading the
+    source, the e-graph, the check's and the guard's predictions), ``search``, ``check``,
+    ``guard`` and ``write`` (those that ran); they add up to ``wall_s`` but for the bookkeeping
+    between them.
     """
 
     source: Source
@@ -162,6 +167,7 @@ class Delivery:
     notes: tuple[str, ...] = ()
     stop: StopReason | None = None
     wall_s: float = 0.0
+    phases: dict[str, float] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -207,6 +213,7 @@ class Delivery:
         delivery = {
             "stop": None if detail is None else detail.to_dict(),
             "wall_s": self.wall_s,
+            "phases": dict(self.phases),
             "time_budget": self.config.auto_time_budget()
             if self.config.search is Search.AUTO
             else self.config.time_budget,
@@ -335,7 +342,8 @@ def deliver(
             "the target runs float32 convolutions in TF32 (PyTorch's default); "
             "the check compared with TF32 off, against float32"
         )
-    checker, after_search = None, 0.0
+    write_s = _write_estimate(src, out)
+    checker, after_search = None, write_s
     if dcfg.check:
         from tensor_eqsat.check import Checker
 
@@ -345,19 +353,25 @@ def deliver(
         checker = Checker(
             src.reference(), src.graph, backend=check_backend, device=check_device, seed=cfg.seed
         )
-        after_search = checker.reserve(deadline.left()) + WRITE_RESERVE_S  # (the check ends before it)
+        check_s = checker.reserve(deadline.left())
+        after_search += check_s  # (the check ends before the write)
         log.info("%.1f s: the check is predicted to take %.1f s (whole graph: %.1f s)",
-                 deadline.elapsed(), after_search, checker.whole_s())  # fmt: skip
-    after_search += _guard_estimate(guard_runtime, src, dcfg, cfg.seed) if guard_runtime else 0.0
+                 deadline.elapsed(), check_s, checker.whole_s())  # fmt: skip
+    guard_s = _guard_estimate(guard_runtime, src, dcfg, cfg.seed) if guard_runtime else 0.0
+    after_search += guard_s
     stop: StopReason | None = None
+    phases = {"start": deadline.elapsed()}
+    t = time.perf_counter()
     try:
         result = _search(src, cfg, search_deadline(deadline, after_search), egraph, progress)
     except KeyboardInterrupt:
         log.warning("interrupted during the search: the original is handed back")
-        written = _write_original(src, out, cfg.seed) if out is not None else None
+        phases["search"] = time.perf_counter() - t
+        written = _timed(phases, "write", _write_original, src, out, cfg.seed) if out is not None else None
         why = "interrupted before the search found a result: original kept"
         return Delivery(src, target, cfg, None, src.graph, True, output=written, message=why,
-                        stop=StopReason.INTERRUPTED, wall_s=deadline.elapsed())  # fmt: skip
+                        stop=StopReason.INTERRUPTED, wall_s=deadline.elapsed(), phases=phases)  # fmt: skip
+    phases["search"] = time.perf_counter() - t
     log.info("%.1f s: search done", deadline.elapsed())
     if result.portfolio is not None and result.portfolio.stop is StopReason.INTERRUPTED:
         stop = StopReason.INTERRUPTED
@@ -365,20 +379,42 @@ def deliver(
     chosen, verdict, guard_report, kept = result.graph, None, None, False
     checked: tuple[Graph, Any] | None = None  # the graph checked and the artifact that was (written as is)
     unchecked: str | None = None
+    before_write = deadline.before(write_s)
     try:
         if checker is not None and result.graph is not src.graph:  # (no candidate: the original)
+            t = time.perf_counter()
             checked = (chosen, _artifact(chosen, src, fmt, cfg.seed))
-            before = deadline.before(WRITE_RESERVE_S)
-            outcome = checker.check(chosen, checked[1], _changed_regions(result), before)
+            outcome = checker.check(chosen, checked[1], _changed_regions(result), before_write)
             verdict, unchecked = outcome.verdict, outcome.note
-        if unchecked is None and (verdict is None or verdict.ok) and guard_runtime is not None:
-            guard_report, chosen = _guard(src, result, guard_runtime, target, dcfg, cfg.seed,
-                                          deadline.before(WRITE_RESERVE_S))  # fmt: skip
+            phases["check"] = time.perf_counter() - t
+        left = before_write.left()
+        guard_fits = left is None or guard_s <= left
+        if (
+            unchecked is None
+            and (verdict is None or verdict.ok)
+            and guard_runtime is not None
+            and not guard_fits
+        ):
+            # The guard's runs have a floor (every arm prepared, warmed and timed in each block):
+            # started anyway it overran the budget by minutes (VGG-19: 146 s for a 60 s budget).
+            unmeasured = (
+                f"not measured on {target.name}: the never-slower guard needs about {guard_s:.0f} s and "
+                f"{max(left or 0.0, 0.0):.0f} s of the time budget are left; original kept"
+            )
+            log.warning(unmeasured)
+            notes.append(unmeasured)
+            kept = True
+        elif unchecked is None and (verdict is None or verdict.ok) and guard_runtime is not None:
+            t = time.perf_counter()
+            guard_report, chosen = _guard(src, result, guard_runtime, target, dcfg, cfg.seed, before_write)
+            phases["guard"] = time.perf_counter() - t
             kept = guard_report.kept_original
             if not kept and chosen is not result.graph and checker is not None:
+                t = time.perf_counter()
                 checked = (chosen, _artifact(chosen, src, fmt, cfg.seed))
-                outcome = checker.check(chosen, checked[1], None, deadline.before(WRITE_RESERVE_S))
+                outcome = checker.check(chosen, checked[1], None, before_write)
                 verdict, unchecked = outcome.verdict, outcome.note
+                phases["check"] = phases.get("check", 0.0) + time.perf_counter() - t
         if unchecked is not None:
             log.warning(unchecked)
             notes.append(unchecked)
@@ -395,10 +431,10 @@ def deliver(
     written = None
     if out is not None and ok:
         if chosen is src.graph:
-            written = _write_original(src, out, cfg.seed)
+            written = _timed(phases, "write", _write_original, src, out, cfg.seed)
         else:
             artifact = checked[1] if checked is not None and checked[0] is chosen else None
-            written = _write(chosen, src, out, cfg.seed, artifact)
+            written = _timed(phases, "write", _write, chosen, src, out, cfg.seed, artifact)
             if src.input_shapes:
                 shapes = ", ".join(f"{k}={','.join(map(str, v))}" for k, v in src.input_shapes.items())
                 notes.append(f"{out} has the static input shapes it was optimized for ({shapes})")
@@ -408,7 +444,28 @@ def deliver(
     if dcfg.measure and guard_report is None and ok and stop is None:
         measured = _measure(src, chosen, dcfg, cfg.seed)
     return Delivery(src, target, cfg, result, chosen, kept, verdict, guard_report, measured, written, None,
-                    tuple(notes), stop or result.stop_reason, deadline.elapsed())  # fmt: skip
+                    tuple(notes), stop or result.stop_reason, deadline.elapsed(), phases)  # fmt: skip
+
+
+def _timed(phases: dict[str, float], name: str, fn: Any, *args: Any) -> Any:
+    """``fn(*args)``, its seconds recorded as ``phases[name]``."""
+    t = time.perf_counter()
+    try:
+        return fn(*args)
+    finally:
+        phases[name] = time.perf_counter() - t
+
+
+def _write_estimate(src: Source, out: Path | None) -> float:
+    """Seconds the write is predicted to take (0 without an output): an ONNX output exports the
+    weights (about :data:`EXPORT_BYTES_PER_S`), graph JSON holds none; at least
+    :data:`WRITE_RESERVE_S`. The search ends early enough for it, and the check and the guard
+    end before it."""
+    if out is None:
+        return 0.0
+    if output_format(out) is not OutputFormat.ONNX:
+        return WRITE_RESERVE_S
+    return max(WRITE_RESERVE_S, _weight_bytes(src.graph) / EXPORT_BYTES_PER_S)
 
 
 def _search(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import time
 from contextlib import contextmanager
@@ -381,3 +382,37 @@ def test_a_model_too_large_to_check_whole_is_checked_region_by_region(monkeypatc
     assert d.ok and not d.kept_original and "changed parts" in d.verify.scope
     copies = sum(c.copies for c in d.result.changed_regions)
     assert f"({copies} in the graph)" in d.verify.scope
+
+
+def test_a_guard_that_cannot_fit_the_time_left_is_not_started(monkeypatch):
+    # Issue 36: VGG-19's guard (every arm exported, prepared, warmed and timed in each block) ran
+    # 146 s of a 60 s budget. A guard predicted not to fit before the write is not started: the
+    # original is kept, unmeasured, and the delivery says why.
+    module = importlib.import_module("tensor_eqsat.deliver")
+
+    monkeypatch.setattr(module, "_guard_estimate", lambda *a, **k: 1e6)
+    runtime = FakeRuntime(lambda model: 1.0)
+    d = deliver(
+        chain(), target="ort-cpu", runtime=runtime, cost_model="roofline:a100", time_budget=30, **SMALL
+    )
+    assert d.guard is None and d.kept_original and d.graph is d.source.graph
+    assert runtime.prepared == []  # nothing timed
+    assert any("the never-slower guard needs about 1000000 s" in n for n in d.notes), d.notes
+    assert "guard" not in d.phases and d.exit_code == 0
+
+
+def test_the_write_is_reserved_before_the_search_and_timed(tmp_path, monkeypatch):
+    # The search ends early enough for the predicted write, and the delivery times every step.
+    module = importlib.import_module("tensor_eqsat.deliver")
+
+    reserved = []
+    real = module.search_deadline
+    monkeypatch.setattr(module, "_write_estimate", lambda src, out: 7.0)
+    monkeypatch.setattr(module, "search_deadline", lambda d, after: reserved.append(after) or real(d, after))
+    out = tmp_path / "o.onnx"
+    d = deliver(
+        chain(), target="a100", output=out, time_budget=60, delivery=DeliveryConfig(check=False), **SMALL
+    )
+    assert reserved == [7.0]  # no check and no guard: the write alone
+    assert list(d.phases) == ["start", "search", "write"] and d.output == out
+    assert d.to_dict()["delivery"]["phases"] == d.phases
