@@ -256,6 +256,9 @@ def _why_kept(d: Delivery) -> str:
         return "interrupted"
     if d.guard is not None and d.guard.kept_original:
         return "no measured gain"
+    r = d.result
+    if r is not None and r.optimized_cost_ms < r.original_cost_ms:
+        return "not checked or measured within the time budget"  # (the notes say which)
     return "no predicted gain"
 
 
