@@ -29,12 +29,18 @@ def _mark(phase: str) -> None:
     print(f"PHASE {phase}", file=sys.stderr, flush=True)
 
 
-def _hold(mode: str) -> None:
+def _hold(mode: str, phase: str) -> None:
+    """Mark the phase's start, then hold it (see the module docstring)."""
     if mode == "work":
+        _mark(phase)
         time.sleep(HOLD_S)
         return
-    while True:  # stuck: Ctrl-C is swallowed
+    marked = False
+    while True:  # stuck: Ctrl-C is swallowed, from before the marker on
         with contextlib.suppress(KeyboardInterrupt):
+            if not marked:
+                marked = True
+                _mark(phase)
             time.sleep(HOLD_S)
 
 
@@ -45,9 +51,10 @@ def _wrap(owner: Any, name: str, phase: str, mode: str, *, hold: bool = True) ->
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         if not seen:
             seen.append(1)
-            _mark(phase)
             if hold:
-                _hold(mode)
+                _hold(mode, phase)
+            else:
+                _mark(phase)
         return real(*args, **kwargs)
 
     setattr(owner, name, wrapper)
@@ -60,8 +67,7 @@ def _half_written(mode: str) -> None:
         with open(path, "wb") as f:
             f.write(data[: len(data) // 2])
             f.flush()
-            _mark("write")
-            _hold(mode)
+            _hold(mode, "write")
             f.write(data[len(data) // 2 :])
 
     files._write_model = write
@@ -78,8 +84,7 @@ def main() -> int:
         real = EGraph.from_graph
 
         def from_graph(graph: Any, *args: Any, **kwargs: Any) -> Any:
-            _mark("build")
-            _hold(mode)
+            _hold(mode, "build")
             return real(graph, *args, **kwargs)
 
         EGraph.from_graph = from_graph  # type: ignore[method-assign,assignment]
