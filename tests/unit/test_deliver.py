@@ -427,3 +427,28 @@ def test_the_write_is_reserved_before_the_search_and_timed(tmp_path, monkeypatch
     assert reserved == [7.0]  # no check and no guard: the write alone
     assert list(d.phases) == ["start", "search", "write"] and d.output == out
     assert d.to_dict()["delivery"]["phases"] == d.phases
+
+
+def test_an_onnx_output_is_the_checked_export_written_once_and_not_read_back(tmp_path, monkeypatch):
+    # Issue 36 item 6: the model checked is the model written (exported once, by the check), its
+    # bytes serialized and written once, and not parsed and checked again after the write.
+    files = importlib.import_module("tensor_eqsat.io.onnx_files")
+    export = importlib.import_module("tensor_eqsat.io.onnx_export")
+    written, reread, checked_exports = [], [], []
+    real_write, real_export = files._write_model, export.export_onnx
+    monkeypatch.setattr(files, "_write_model", lambda data, p: written.append(p) or real_write(data, p))
+    monkeypatch.setattr(files, "check_model_file", lambda *a, **k: reread.append(a))
+
+    def spy(graph, *args, check=True, **kwargs):
+        if check:
+            checked_exports.append(graph)
+        return real_export(graph, *args, check=check, **kwargs)
+
+    monkeypatch.setattr(export, "export_onnx", spy)
+    out = tmp_path / "o.onnx"
+    d = deliver(chain(), target="a100", output=out, **SMALL)
+    assert d.ok and not d.kept_original and d.output == out
+    assert checked_exports == [d.graph] and len(written) == 1 and reread == []
+    import onnx
+
+    onnx.checker.check_model(str(out), full_check=True)
