@@ -173,8 +173,11 @@ def run_cleanups() -> None:
     each once (an error in one is logged; the others still run). For a process about to end
     without unwinding its stack (``os._exit`` after a Ctrl-C that did not end it, see
     :mod:`tensor_eqsat.interrupts`)."""
-    while _CLEANUPS:
-        cleanup = _CLEANUPS.pop()
+    while True:
+        try:
+            cleanup = _CLEANUPS.pop()
+        except IndexError:  # (a block in another thread may end meanwhile)
+            return
         try:
             cleanup()
         except Exception:
@@ -196,7 +199,7 @@ def before_sigterm(cleanup: Callable[[], None]) -> Iterator[None]:
         with _on_sigterm(cleanup):
             yield
     finally:
-        if cleanup in _CLEANUPS:
+        with contextlib.suppress(ValueError):  # (run already by run_cleanups)
             _CLEANUPS.remove(cleanup)
 
 
