@@ -239,6 +239,36 @@ def solve_highs(
     )
 
 
+HIGHS_POLL_S = 0.1
+"""How often the main thread looks up from waiting for a HiGHS solve (a Ctrl-C is seen then)."""
+
+
+def _run_interruptibly(h: Any) -> Any:
+    """``h.run()``, with Ctrl-C ending it at once (issue 36): in the main thread ``h.run()`` is
+    one native call, during which Python runs no signal handler, so a Ctrl-C waited for the
+    solve's end (up to its time limit: 30 s for the final extraction, or ``--ilp-time-limit``).
+    Here HiGHS solves in its own thread (highspy's ``startSolve``) while the main thread waits
+    in steps of :data:`HIGHS_POLL_S`; on KeyboardInterrupt the solve is cancelled (HiGHS stops
+    at its next interrupt check), waited for, and the KeyboardInterrupt raised again. Outside
+    the main thread, where no signal arrives, ``h.run()`` as is."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return h.run()
+    h.HandleUserInterrupt = True  # (the callbacks that let cancelSolve stop it)
+    h.startSolve()
+    try:
+        while True:
+            done, status = h.wait(HIGHS_POLL_S)
+            if done:
+                return status
+    except KeyboardInterrupt:
+        h.cancelSolve()
+        while not h.wait(HIGHS_POLL_S)[0]:
+            pass
+        raise
+
+
 def _run_highs(
     highspy: Any,
     np: Any,
@@ -288,7 +318,7 @@ def _run_highs(
         sol.col_value = list(warm)
         sol.value_valid = True
         h.setSolution(sol)
-    run_status = h.run()
+    run_status = _run_interruptibly(h)
     if run_status == highspy.HighsStatus.kError:
         raise ExtractionError(f"ilp: HiGHS failed ({h.modelStatusToString(h.getModelStatus())})")
     values = None
