@@ -3,9 +3,11 @@
 A command line run of tensor-eqsat treats Ctrl-C (SIGINT) as Python does: KeyboardInterrupt in
 the main thread, which the search turns into "hand back the best found so far" and the CLI into
 exit status 130. That is not enough on its own: the main thread may be inside native code that
-returns only when it is done (a HiGHS solve runs to its time limit), a KeyboardInterrupt raised
-while a finalizer runs is printed as "Exception ignored" and lost, and a library may catch it.
-Then the run went on for minutes after a Ctrl-C, or for ever.
+returns only when it is done (a HiGHS solve ran to its time limit until it got a thread of its
+own, see ``extract/ilp_solvers.py``), a KeyboardInterrupt raised in an at-fork hook or while a
+finalizer runs is printed as "Exception ignored" and lost (``workers.deferred_sigint`` covers the
+fork of a worker pool), and a library may catch it. Then the run went on for minutes after a
+Ctrl-C, or for ever.
 
 So :func:`ending_on_ctrl_c` (what ``cli.main`` wraps a command in) installs a SIGINT handler
 that raises KeyboardInterrupt as before and also starts a watchdog thread: if the command has
