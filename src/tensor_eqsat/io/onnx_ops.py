@@ -12,7 +12,8 @@ Mapping (exact unless noted; the full table is in docs/interop.md):
   zero pads ``"valid"``; any other pads become an explicit ``pad`` op (zeros for conv and
   count-including average pools, -inf for max pools) followed by a VALID op, which is exact. An
   average pool that excludes padding cannot be padded first and stays opaque. Conv bias is a
-  separate ``ewadd`` of a (C, 1, 1) weight. Dilations other than 1, ceil_mode that changes the
+  separate ``ewadd`` of a (C, 1, 1) weight. A ceil-mode AveragePool whose one window covers the
+  whole map is the spatial ``mean``. Dilations other than 1, other ceil_mode that changes the
   output size, and non-2-D windows stay opaque.
 * Gemm: transposes (of constants precomputed), ``smul`` by alpha, ``beta * C`` added.
 * Add, Mul: ``ewadd``/``ewmul``; Mul by a one-element constant that does not change the shape:
@@ -299,8 +300,24 @@ def _maxpool(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[V
     return [out]
 
 
+def _one_clipped_window(a: OnnxAttrs, xv: Value) -> bool:
+    """A ceil-mode pool whose single window starts at the origin and covers the whole unpadded
+    map (kernel at least the map, less than a stride beyond it): HF EfficientNet's final
+    ``AvgPool2d(1280, ceil_mode=True)``. The window is clipped to the map, so its divisor is
+    H * W whether or not padding counts (there is none): the spatial mean."""
+    if not int(a.get("ceil_mode", 0)) or len(xv.shape) != 4:
+        return False
+    kernel, stride = _check_2d(a, xv, tuple(a["kernel_shape"]))
+    size = (xv.shape[2], xv.shape[3])
+    if any(_onnx_pads(a, size, kernel, stride)):
+        return False
+    return all(size[d] <= kernel[d] < size[d] + stride[d] for d in range(2))
+
+
 @handles("AveragePool")
 def _avgpool(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
+    if _one_clipped_window(a, _req(ins, 0)):
+        return [imp.new(imp.g.add("mean", [_float_in(imp, node, ins, 0)], axes=(2, 3), keepdims=True)[0])]
     x, kernel, stride, pads, padding = _pool_common(imp, i, node, ins, a)
     include = bool(int(a.get("count_include_pad", 0)))
     if include and any(pads):
