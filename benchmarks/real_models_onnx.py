@@ -18,7 +18,10 @@ attention "eager", float32; ``--quick`` shrinks them). Per model and batch:
 * **import**: ONNX nodes, IR ops, and the nodes kept opaque, by ONNX op type.
 * **h200** (unless ``--no-h200``): :func:`tensor_eqsat.deliver.deliver` with ``target="h200"``
   (the recorded H200 profile, priced, no guard) and the default rule set for ONNX files
-  (``taso-inference``): rules applied by name, predicted gain, the numeric check.
+  (``taso-inference``): rules applied by name, predicted gain, the delivery's numeric check, and
+  the search's result compared with the export in onnxruntime by the benchmark itself (2 seeded
+  draws: a delivery whose check did not fit its time hands back the original, and the rewrite is
+  still worth knowing correct).
 * **ort-cpu**: ``deliver`` with ``target="ort-cpu"`` (the ONNX Runtime cost model, the numeric
   check against the file, the never-slower guard with ``--runs`` runs per arm), writing
   ``<model>_b<batch>.opt.onnx``: rules applied, predicted gain, what the guard measured, kept or
@@ -148,6 +151,12 @@ def run_model(name: str, batch: int, args: argparse.Namespace) -> dict[str, Any]
             path, target="h200", time_budget=args.time_budget, seed=0, delivery=DeliveryConfig(guard=False)
         )
         row["h200"] = delivery_row(d)
+        if d.result is not None and d.result.graph is not d.source.graph:
+            # The search's result against the export in onnxruntime, whether or not the delivery
+            # had the time to check it (a result it could not check is not handed back).
+            check = verify(path, d.result.graph, trials=2, backend="ort")
+            row["h200"]["result_equal"], row["h200"]["result_check"] = bool(check.ok), check.summary()
+        del d
     d = deliver(
         path,
         target="ort-cpu",
@@ -225,8 +234,11 @@ def show(r: dict[str, Any]) -> None:
 
 
 def _check(d: dict[str, Any]) -> str:
-    """The delivery's numeric check and the batch norms its result still holds."""
+    """The delivery's numeric check (and the benchmark's own of the search's result, when the
+    delivery could not) and the batch norms the result still holds."""
     verdict = "FAILED" if not d["check_ok"] else "ok" if d["checked"] else "not checked, kept"
+    if not d["checked"] and "result_equal" in d:
+        verdict += "; result = export" if d["result_equal"] else "; result DIFFERS"
     return f"{verdict} ({d['batchnorm_left']})" if d["batchnorm_left"] is not None else verdict
 
 
