@@ -251,6 +251,12 @@ def _check(d: dict[str, Any]) -> str:
     return f"{verdict} ({d['batchnorm_left']})" if d["batchnorm_left"] is not None else verdict
 
 
+def _handed_back(d: dict[str, Any]) -> str:
+    if not d["kept_original"]:
+        return "rewritten"
+    return "kept (check did not fit)" if any("not checked" in n for n in d["notes"]) else "kept"
+
+
 def markdown(results: list[dict[str, Any]]) -> str:
     lines = [
         "| model | batch | ONNX nodes (BN) | IR ops / opaque | opaque by type | rules h200 | predicted h200 "
@@ -275,7 +281,7 @@ def markdown(results: list[dict[str, Any]]) -> str:
             f"| {r['ir_ops']} / {r['ir_opaque']} | {opaque} | {rules_h} | {pred_h} "
             f"| {_check(h) if h else '-'} | {sum(o['rules_applied'].values())} "
             f"| {_gain(o['predicted_gain_pct'])} | {guard} "
-            f"| {'kept' if o['kept_original'] else 'rewritten'} | {timed} "
+            f"| {_handed_back(o)} | {timed} "
             f"| {'yes' if r['outputs_equal'] else 'NO'} |"
         )
     lines += ["", "Rules applied (h200; ort-cpu):", ""]
