@@ -439,7 +439,7 @@ def size_run(args: argparse.Namespace, p: argparse.ArgumentParser) -> sizing.Pla
     runs = [(m, b) for m in args.models for b in args.batch]
     plan = sizing.Plan(runs, args.time_budget, args.runs, args.blocks, max_s)
     if args.dtype != "float32" or args.quick:
-        print("# the estimate is for full-size float32 models: an upper bound here, nothing trimmed", flush=True)
+        print("# the estimate is for full-size float32 models: a bound here, nothing trimmed", flush=True)
     elif not args.no_time:
         sizing.trim(plan)
     args.time_budget, args.runs, args.blocks = plan.time_budget, plan.timed_runs, plan.blocks
