@@ -3,7 +3,7 @@ with freezing.
 
     PYTHONPATH=src python benchmarks/real_models.py [MODEL ...] [--batch 1 8] [--device cpu|cuda]
         [--no-time] [--quick] [--time-budget 10] [--dtype float32] [--threads 1] [--runs 40]
-        [--blocks 8] [--json benchmarks/out/real_models.json] [--markdown TABLES.md]
+        [--blocks 8] [--max-minutes 6] [--json benchmarks/out/real_models.json] [--markdown TABLES.md]
 
 Models (the HuggingFace ``transformers`` implementations, random init from their configs, nothing
 downloaded, eval mode, ``attn_implementation="eager"``; the ``hf`` extra): ``resnet50``
@@ -45,6 +45,16 @@ Compiles dominate the wall time: four Inductor compiles per model and batch (abo
 for these models on an H200, from ``calibration/h200-2026-11b/torch_backend_hf.json``). With
 one CPU thread the clock is the thread's CPU time (steadier on a shared machine). Compare ratios
 within a run, not milliseconds across runs.
+
+On a GPU the run is sized before it starts: ``real_models_sizing.py`` estimates each model's
+seconds from the compile and run times recorded on an H200 and prints the estimate; with
+``--max-minutes`` (default 6 on CUDA, none on the CPU) it trims the timed runs, the search
+budget, the batch sizes after the first, the ``inductor_again`` arm and the h200 pricing pass,
+in that order, until the estimate fits, and prints what it trimmed. No model is dropped. The
+estimate is printed again at the end beside the measured wall time of every model.
+
+The same eight models through ONNX (exported by torch's exporter, ``tensor-eqsat optimize
+model.onnx``, onnxruntime): ``benchmarks/real_models_onnx.py``.
 """
 
 from __future__ import annotations
@@ -65,6 +75,9 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 sys.path.insert(0, str(_HERE.parent / "src"))
 
 import torch  # noqa: E402
+
+sys.path.append(str(_HERE))  # after the installed packages: this folder's sizing module only
+import real_models_sizing as sizing  # noqa: E402
 
 import tensor_eqsat.torch as te_torch  # noqa: E402
 from tensor_eqsat.torch.config import TorchConfig  # noqa: E402
@@ -223,6 +236,9 @@ def time_model(model: Any, inputs: tuple[Any, ...], local: str, args: argparse.N
         ("tensor_eqsat", "tensor_eqsat", options),
         ("inductor_again", inductor_again, None),
     ]
+    again = getattr(args, "again_arm", True)  # (trimmed away to fit --max-minutes)
+    if not again:
+        arms.pop()
     fns: dict[str, Any] = {"eager": model}
     compile_s: dict[str, float] = {}
     diffs: dict[str, float] = {}
@@ -242,7 +258,9 @@ def time_model(model: Any, inputs: tuple[Any, ...], local: str, args: argparse.N
             ok, diff, _ = compare_outputs(_tensor_out(expected), _tensor_out(got), args.rtol, args.atol)
             diffs[label], equal[label] = diff, ok
     backend_reports = summarize(list(te_torch.backend.reports))
-    order = ["inductor", "inductor", "eager", "freezing", "tensor_eqsat", "inductor_again"]
+    order = ["inductor", "inductor", "eager", "freezing", "tensor_eqsat"] + (
+        ["inductor_again"] if again else []
+    )
     times, medians = time_callables(
         [lambda *a, f=fns[k]: f(*a) for k in order], inputs, device, runs=args.runs, blocks=args.blocks
     )
@@ -253,7 +271,7 @@ def time_model(model: Any, inputs: tuple[Any, ...], local: str, args: argparse.N
     ratios = [t / i for i, t in zip(ind_blocks, medians[4], strict=True)]
     q = statistics.quantiles(ratios, n=4) if len(ratios) >= 4 else [1.0, 1.0, 1.0]
     spread = (q[2] - q[0]) / 2 / statistics.median(ratios) * 100
-    between = abs(ms["inductor_again"] - ind_ms) / ind_ms * 100
+    between = abs(ms["inductor_again"] - ind_ms) / ind_ms * 100 if again else 0.0
     te_ms, fr_ms = ms["tensor_eqsat"], ms["freezing"]
     return {
         "compile_s": compile_s,
@@ -269,7 +287,7 @@ def time_model(model: Any, inputs: tuple[Any, ...], local: str, args: argparse.N
         "noise_pct": max(self_noise, spread, between),
         "self_noise_pct": self_noise,
         "block_spread_pct": spread,
-        "between_compiles_pct": between,
+        "between_compiles_pct": between if again else None,
         "runs": args.runs,
     }
 
@@ -280,6 +298,8 @@ def run_model(name: str, batch: int, args: argparse.Namespace) -> dict[str, Any]
     model, inputs = build(name, args.quick, batch, DTYPES[args.dtype], args.device)
     # Timed, the backend arm searches for the local target itself (its report is the local row).
     targets = ["h200"] if args.no_local or not args.no_time else ["h200", local]
+    if not getattr(args, "h200_pass", True):  # (trimmed away to fit --max-minutes)
+        targets.remove("h200")
     out: dict[str, Any] = {
         "model": name,
         "batch": batch,
@@ -287,7 +307,7 @@ def run_model(name: str, batch: int, args: argparse.Namespace) -> dict[str, Any]
         "dtype": args.dtype,
         "threads": torch.get_num_threads(),
         "quick": args.quick,
-        **analyse(model, inputs, targets, args.time_budget),
+        **(analyse(model, inputs, targets, args.time_budget) if targets else {}),
     }
     if not args.no_time:
         out["timing"] = time_model(model, inputs, local, args)
@@ -302,6 +322,8 @@ def _gains(g: list[float]) -> str:
 
 
 def show(r: dict[str, Any], local: str) -> None:
+    if "h200" not in r:  # the h200 pass trimmed away: the counts from the backend arm's report
+        r = {**r, "h200": {**r["timing"]["backend"], "rules_applied": {}, "predicted_gain_pct": []}}
     h = r["h200"]
     rules = h["rules_applied"]
     print(
@@ -364,12 +386,15 @@ def markdown(results: list[dict[str, Any]], local: str) -> str:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
-        h, lo = r["h200"], r.get(local)
+        lo = r.get(local)
+        h = r.get("h200") or r["timing"]["backend"]  # (the h200 pass trimmed away: the counts from it)
+        priced = "h200" in r
         opaque = ", ".join(f"{k} x{v}" for k, v in h["opaque_ops"].items()) or "-"
         lines.append(
             f"| {r['model']} | {r['batch']} | {h['ops_mapped']} / {h['ops_opaque']} "
             f"| {h['mapped_pct']:.1f} % | {opaque} | {len(h['fallbacks'])} "
-            f"| {sum(h['rules_applied'].values())} | {_gains(h['predicted_gain_pct'])} % "
+            f"| {sum(h['rules_applied'].values()) if priced else 'not priced'} "
+            f"| {_gains(h['predicted_gain_pct']) + ' %' if priced else '-'} "
             f"| {_gains(lo['predicted_gain_pct']) + ' %' if lo else '-'} |"
         )
     timed = [r for r in results if "timing" in r]
@@ -390,11 +415,38 @@ def markdown(results: list[dict[str, Any]], local: str) -> str:
                 f"| {'; '.join(t['backend_verdicts'])} |"
             )
     rules = [
-        f"* {r['model']} b{r['batch']}: {_rules(r['h200'])}" for r in results if r["h200"]["rules_applied"]
+        f"* {r['model']} b{r['batch']}: {_rules(r['h200'])}"
+        for r in results
+        if r.get("h200", {}).get("rules_applied")
     ]
     if rules:
         lines += ["", "Rules applied, priced for the H200:", "", *rules]
     return "\n".join(lines) + "\n"
+
+
+def size_run(args: argparse.Namespace, p: argparse.ArgumentParser) -> sizing.Plan | None:
+    """On a GPU, the run's estimate (printed), trimmed to ``--max-minutes`` (default 6 there); the
+    trimmed search budget, runs, blocks and arms are set on ``args``. None on the CPU without
+    ``--max-minutes`` (nothing estimated or trimmed: the CPU run as before)."""
+    gpu = args.device.startswith("cuda")
+    if args.max_minutes is None and not gpu:
+        return None
+    if not gpu:
+        p.error(
+            "--max-minutes: the time model is recorded on an H200 (GPU runs only); none exists for the CPU"
+        )
+    max_s = 60.0 * (6.0 if args.max_minutes is None else args.max_minutes)
+    runs = [(m, b) for m in args.models for b in args.batch]
+    plan = sizing.Plan(runs, args.time_budget, args.runs, args.blocks, max_s)
+    if args.dtype != "float32" or args.quick:
+        print("# the estimate is for full-size float32 models: a bound here, nothing trimmed", flush=True)
+    elif not args.no_time:
+        sizing.trim(plan)
+    args.time_budget, args.runs, args.blocks = plan.time_budget, plan.timed_runs, plan.blocks
+    args.again_arm, args.h200_pass = plan.again_arm, plan.h200_pass
+    for line in plan.lines():
+        print(line, flush=True)
+    return plan
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -421,6 +473,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", type=Path, default=None, help="write the results here")
     p.add_argument("--markdown", type=Path, default=None, help="write the tables here (markdown)")
     p.add_argument("--cold-caches", action="store_true", help="Inductor's FX graph / AOTAutograd caches off")
+    p.add_argument(
+        "--max-minutes",
+        type=float,
+        default=None,
+        help="trim the run to fit this estimate (default on CUDA 6, CPU none; real_models_sizing.py)",
+    )
     args = p.parse_args(argv)
     for m in args.models:
         if m not in MODELS:
@@ -445,14 +503,27 @@ def main(argv: list[str] | None = None) -> int:
     )
     if hasattr(os, "getloadavg"):
         print(f"# load average {os.getloadavg()}", flush=True)
+    plan = size_run(args, p)
     t0 = time.perf_counter()
     results = []
-    for name in args.models:
-        for batch in args.batch:
-            r = run_model(name, batch, args)
-            results.append(r)
-            show(r, local)
+    for name, batch in plan.runs if plan is not None else [(m, b) for m in args.models for b in args.batch]:
+        r = run_model(name, batch, args)
+        if plan is not None:
+            r["estimate_s"] = plan.seconds(name, batch)
+        results.append(r)
+        show(r, local)
     print(f"# total {time.perf_counter() - t0:.0f} s", flush=True)
+    if plan is not None:
+        for r in results:
+            est = plan.seconds(r["model"], r["batch"])
+            print(
+                f"#   {r['model']} b{r['batch']}: {r['wall_s']:.0f} s measured, {est:.0f} s estimated",
+                flush=True,
+            )
+        print(
+            f"#   whole run: {time.perf_counter() - t0:.0f} s measured, {plan.total_s:.0f} s estimated",
+            flush=True,
+        )
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(results, indent=2) + "\n")

@@ -96,3 +96,18 @@ def test_from_torch_gives_the_graph_and_restores_training_mode():
     assert module.training
     assert [g.name_of(n.id) for n in g.inputs()] == ["image"]
     assert "batchnorm" not in g.op_counts()  # exported in eval mode: folded into the conv
+
+
+def test_keep_batchnorm_exports_the_batch_norm_and_computes_the_same():
+    module = _randomize(ConvBlock())
+    x = random_input("x", (1, 8, 12, 12), 0)
+    with torch.no_grad():
+        want = module(torch.from_numpy(x)).numpy()
+    kept = torch_to_onnx(module, (torch.from_numpy(x),), input_names=["x"], keep_batchnorm=True)
+    folded = torch_to_onnx(module, (torch.from_numpy(x),), input_names=["x"])
+    assert [n.op_type for n in kept.graph.node].count("BatchNormalization") == 1
+    assert "BatchNormalization" not in {n.op_type for n in folded.graph.node}
+    g = import_onnx(kept)
+    assert g.op_counts().get("batchnorm") == 1
+    np.testing.assert_allclose(run(g, {"x": x})[0], want, rtol=1e-4, atol=1e-4)
+    assert verify(kept, folded, trials=2).ok

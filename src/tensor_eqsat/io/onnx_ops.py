@@ -12,8 +12,8 @@ Mapping (exact unless noted; the full table is in docs/interop.md):
   zero pads ``"valid"``; any other pads become an explicit ``pad`` op (zeros for conv and
   count-including average pools, -inf for max pools) followed by a VALID op, which is exact. An
   average pool that excludes padding cannot be padded first and stays opaque. Conv bias is a
-  separate ``ewadd`` of a (C, 1, 1) weight. Dilations other than 1, ceil_mode that changes the
-  output size, and non-2-D windows stay opaque.
+  separate ``ewadd`` of a (C, 1, 1) weight. A ceil-mode AveragePool with one window over the whole
+  map is a ``mean``. Dilations other than 1, other ceil_mode, and non-2-D windows stay opaque.
 * Gemm: transposes (of constants precomputed), ``smul`` by alpha, ``beta * C`` added.
 * Add, Mul: ``ewadd``/``ewmul``; Mul by a one-element constant that does not change the shape:
   ``smul``. Sub: ``x + (-c)`` with the constant negated, or ``a + smul(b, -1)`` (IEEE negation
@@ -53,7 +53,7 @@ import numpy as np
 from tensor_eqsat.errors import FormatError
 from tensor_eqsat.io.onnx_common import FLOAT_ELEM_DTYPES, const_dtype, is_float_array, widen_const
 from tensor_eqsat.ir.graph import Tensor
-from tensor_eqsat.ir.ops import same_padding
+from tensor_eqsat.ir.ops import one_clipped_window, same_padding
 from tensor_eqsat.ir.types import Activation, Shape, volume
 
 if TYPE_CHECKING:
@@ -301,6 +301,11 @@ def _maxpool(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[V
 
 @handles("AveragePool")
 def _avgpool(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
+    xv = _req(ins, 0)
+    kernel, stride = _check_2d(a, xv, tuple(a["kernel_shape"]))
+    size = (xv.shape[2], xv.shape[3])
+    if int(a.get("ceil_mode", 0)) and one_clipped_window(size, kernel, _onnx_pads(a, size, kernel, stride)):
+        return [imp.new(imp.g.add("mean", [_float_in(imp, node, ins, 0)], axes=(2, 3), keepdims=True)[0])]
     x, kernel, stride, pads, padding = _pool_common(imp, i, node, ins, a)
     include = bool(int(a.get("count_include_pad", 0)))
     if include and any(pads):

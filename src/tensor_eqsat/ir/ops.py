@@ -52,7 +52,7 @@ from tensor_eqsat.ir import (
     ops_window,
 )
 from tensor_eqsat.ir.ops_opaque import decode_shapes, encode_shapes
-from tensor_eqsat.ir.ops_window import conv2d_numpy, same_padding, window_out
+from tensor_eqsat.ir.ops_window import conv2d_numpy, one_clipped_window, same_padding, window_out
 from tensor_eqsat.ir.opspec import OpSpec, all_ops, lookup, register
 
 _FAMILIES = (
@@ -93,6 +93,7 @@ __all__ = [
     "decode_shapes",
     "encode_shapes",
     "get_op",
+    "one_clipped_window",
     "op_names",
     "same_padding",
     "window_out",

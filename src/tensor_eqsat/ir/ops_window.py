@@ -31,6 +31,18 @@ def same_padding(size: int, kernel: int, stride: int) -> tuple[int, int]:
     return total // 2, total - total // 2
 
 
+def one_clipped_window(size: Sequence[int], kernel: Sequence[int], pads: Sequence[int]) -> bool:
+    """Whether a ceil-mode pool over a map of ``size`` (H, W) has one window, clipped to the
+    whole unpadded map: a kernel at least the map and no padding (``pads`` any length). An
+    average pool there divides by H * W: the spatial mean (HF EfficientNet's final
+    ``AvgPool2d(1280, ceil_mode=True)``).
+
+    >>> one_clipped_window((7, 7), (1280, 1280), (0, 0, 0, 0)), one_clipped_window((7, 7), (6, 6), ())
+    (True, False)
+    """
+    return not any(pads) and all(s <= k for s, k in zip(size, kernel, strict=True))
+
+
 def window_out(size: int, kernel: int, stride: int, padding: str) -> int:
     """Output size of a conv or pool along one spatial dim (TASO's rule)."""
     if padding == "same":

@@ -384,6 +384,56 @@ def test_pool_ceil_mode_is_kept_when_it_changes_nothing_and_opaque_otherwise():
     assert ops(check_import(odd)) == {"opaque": 1}
 
 
+@pytest.mark.parametrize("include", [0, 1])
+def test_ceil_mode_average_pool_with_one_window_over_the_whole_map_is_the_spatial_mean(include):
+    # HF EfficientNet's final AvgPool2d(1280, ceil_mode=True) on a 7x7 map: one clipped window.
+    m = make_model(
+        [
+            N(
+                "AveragePool",
+                ["x"],
+                ["y"],
+                kernel_shape=[16, 16],
+                strides=[16, 16],
+                ceil_mode=1,
+                count_include_pad=include,
+            )
+        ],
+        {"x": (2, 3, 7, 5)},
+        {"y": None},
+    )
+    g = check_import(m)  # (the IR interpreter against onnxruntime)
+    assert ops(g) == {"mean": 1}
+    assert attrs_of(g, "mean")[0] == {"axes": (2, 3), "keepdims": True}
+
+
+@pytest.mark.parametrize(
+    ("kernel", "strides", "pads"),
+    [
+        ((16, 4), (16, 4), (0, 0, 0, 0)),  # the whole height but two windows across
+        ((16, 16), (16, 16), (1, 1, 1, 1)),  # padded
+        ((6, 6), (6, 6), (0, 0, 0, 0)),  # windows that do not cover the map
+    ],
+)
+def test_other_ceil_mode_average_pools_are_not_the_mean(kernel, strides, pads):
+    m = make_model(
+        [
+            N(
+                "AveragePool",
+                ["x"],
+                ["y"],
+                kernel_shape=list(kernel),
+                strides=list(strides),
+                pads=list(pads),
+                ceil_mode=1,
+            )
+        ],
+        {"x": (1, 2, 7, 7)},
+        {"y": None},
+    )
+    assert "mean" not in ops(check_import(m))
+
+
 def test_global_pools_and_fused_relu():
     m = make_model(
         [N("GlobalAveragePool", ["x"], ["a"]), N("GlobalMaxPool", ["x"], ["b"]), N("Relu", ["b"], ["c"])],
