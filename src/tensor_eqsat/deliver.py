@@ -10,10 +10,11 @@ The steps, in order:
 3. **Nothing to optimize?** The e-graph is built once; when no rule matches anywhere, the model
    is handed back unchanged, with why. The same e-graph is what the search grows.
 4. **Clock.** One :class:`~tensor_eqsat.clock.Deadline` bounds the whole call. What the check
-   will cost is predicted from the graph's size and this machine's remembered throughput
-   before anything is prepared (:mod:`tensor_eqsat.check`), and the search ends early enough
-   for the check, the guard and the write (:func:`~tensor_eqsat.clock.search_deadline`). The
-   search is never skipped for the check.
+   and the guard will cost is predicted from the graph's size and this machine's remembered
+   throughput before anything is prepared (:mod:`tensor_eqsat.check`; the guard's learned from
+   every guard), and the search ends early enough for the check, the guard and the write (kept
+   only where something is written) (:func:`~tensor_eqsat.clock.search_deadline`). The search
+   is never skipped for the check.
 5. **Search.** :func:`~tensor_eqsat.optimize.optimize`.
 6. **Check.** The result is compared with the original on seeded random inputs (for an ONNX
    input, with the user's file itself; for ONNX output, the exported file itself), in the
@@ -36,7 +37,6 @@ import copy
 import importlib.util
 import logging
 import math
-import time
 from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -65,10 +65,13 @@ GUARD_ALTERNATIVES = ("greedy-dag", "greedy-tree")
 """Extractors whose extractions the guard measures beside the final one (cheap, often distinct)."""
 RE_EXPORTED = "re-exported original"
 """The guard's label for the imported graph exported again without any rewrite (ONNX input)."""
+GUARD_WARMUP = 5
+"""Untimed runs of each model in the guard, before its timed ones."""
 MEASURE_BLOCKS = 5
 """``measure`` times the two models in this many alternating blocks."""
 WRITE_RESERVE_S = 1.0
-"""Seconds kept for the write after the guard."""
+"""Seconds kept for the write after the guard, when something is written (a model or a run
+directory); none otherwise (a 2 s budget cannot spare half of itself for nothing)."""
 EXPORT_BYTES_PER_S = 25e6
 """Weight bytes an ONNX export of a model without an ONNX file of its own makes, checks and
 writes per second (ViT-Large's 1.2 GB took 52 to 95 s on a loaded 2-core CPU)."""
@@ -335,7 +338,8 @@ def deliver(
             "the target runs float32 convolutions in TF32 (PyTorch's default); "
             "the check compared with TF32 off, against float32"
         )
-    checker, after_search = None, 0.0
+    write_s = WRITE_RESERVE_S if out is not None or run_dir is not None else 0.0
+    checker, after_search = None, write_s
     if dcfg.check:
         from tensor_eqsat.check import Checker
 
@@ -345,10 +349,11 @@ def deliver(
         checker = Checker(
             src.reference(), src.graph, backend=check_backend, device=check_device, seed=cfg.seed
         )
-        after_search = checker.reserve(deadline.left()) + WRITE_RESERVE_S  # (the check ends before it)
+        reserve = checker.reserve(deadline.left())
+        after_search += reserve  # (the check ends before the write)
         log.info("%.1f s: the check is predicted to take %.1f s (whole graph: %.1f s)",
-                 deadline.elapsed(), after_search, checker.whole_s())  # fmt: skip
-    after_search += _guard_estimate(guard_runtime, src, dcfg, cfg.seed) if guard_runtime else 0.0
+                 deadline.elapsed(), reserve, checker.whole_s())  # fmt: skip
+    after_search += _guard_estimate(guard_runtime, src, dcfg) if guard_runtime else 0.0
     stop: StopReason | None = None
     try:
         result = _search(src, cfg, search_deadline(deadline, after_search), egraph, progress)
@@ -368,16 +373,16 @@ def deliver(
     try:
         if checker is not None and result.graph is not src.graph:  # (no candidate: the original)
             checked = (chosen, _artifact(chosen, src, fmt, cfg.seed))
-            before = deadline.before(WRITE_RESERVE_S)
+            before = deadline.before(write_s)
             outcome = checker.check(chosen, checked[1], _changed_regions(result), before)
             verdict, unchecked = outcome.verdict, outcome.note
         if unchecked is None and (verdict is None or verdict.ok) and guard_runtime is not None:
             guard_report, chosen = _guard(src, result, guard_runtime, target, dcfg, cfg.seed,
-                                          deadline.before(WRITE_RESERVE_S))  # fmt: skip
+                                          deadline.before(write_s))  # fmt: skip
             kept = guard_report.kept_original
             if not kept and chosen is not result.graph and checker is not None:
                 checked = (chosen, _artifact(chosen, src, fmt, cfg.seed))
-                outcome = checker.check(chosen, checked[1], None, deadline.before(WRITE_RESERVE_S))
+                outcome = checker.check(chosen, checked[1], None, deadline.before(write_s))
                 verdict, unchecked = outcome.verdict, outcome.note
         if unchecked is not None:
             log.warning(unchecked)
@@ -611,20 +616,52 @@ def _output_names(src: Source, graph: Graph) -> list[str] | None:
     return names if len(names) == len(observable_outputs(graph)) else None
 
 
-def _guard_estimate(runtime: Runtime, src: Source, dcfg: DeliveryConfig, seed: int) -> float:
-    """Seconds the guard is predicted to take: the original prepared and run twice here, scaled
-    to the guard's arms (two originals, up to four candidates, then three for the confirmation,
-    and three more as CUDA graphs on a GPU) and runs."""
-    t0 = time.perf_counter()
-    fn = runtime.prepare(src.reference(), seed=seed)
-    prepare_s = time.perf_counter() - t0
-    t1 = time.perf_counter()
-    with runtime.session():
-        fn()
-        fn()
-    run_s = (time.perf_counter() - t1) / 2
+GUARD_RUN_MODEL = {"cpu": "roofline:cpu", "cuda": "roofline:h100"}
+"""The analytic cost model whose price of the original, per device, is the cheap fact behind the
+guard's predicted run time (this machine's learned factor scales it)."""
+
+
+def _guard_throughput(runtime: Runtime) -> Any:
+    """This machine's remembered guard throughput for ``runtime`` (:class:`~tensor_eqsat.check.Throughput`,
+    kept beside the check's, under its own key)."""
+    from tensor_eqsat.check import Throughput
+
+    return Throughput.load(f"guard {runtime.name}:{runtime.device}")
+
+
+def _guard_terms(graph: Graph, runtime: Runtime, arms: int, runs: int) -> tuple[int, int, float]:
+    """What ``arms`` prepared models timed ``runs`` times each (warm-up included) amount to: their
+    weight bytes, operators and analytic run seconds (:data:`GUARD_RUN_MODEL`), the original's
+    standing for every arm."""
+    from tensor_eqsat.check import op_count, weight_bytes
+    from tensor_eqsat.cost.spec import parse_cost_model
+
+    spec = GUARD_RUN_MODEL["cuda" if runtime.device.startswith("cuda") else "cpu"]
+    run_s = parse_cost_model(spec).graph_cost(graph) / 1e3
+    return arms * weight_bytes(graph), arms * op_count(graph), arms * runs * run_s
+
+
+def _guard_estimate(runtime: Runtime, src: Source, dcfg: DeliveryConfig) -> float:
+    """Seconds the guard is predicted to take, from cheap facts, before the search (nothing is
+    prepared or run: the budget goes to the search): each arm's preparation from the original's
+    weight bytes and operators, its runs from the analytic model's price, scaled to the guard's
+    arms (two originals, up to four candidates, then three for the confirmation, and three more
+    as CUDA graphs on a GPU) and runs (warm-up included), over this machine's throughput for the
+    runtime, remembered across runs and learned from every guard (:func:`_learn_guard`)."""
     arms = 6 + 3 + (3 if _graph_runtime(runtime) is not None else 0)  # (the CUDA graph timing)
-    return arms * prepare_s + arms * (dcfg.guard_runs + 5) * run_s
+    terms = _guard_terms(src.graph, runtime, arms, dcfg.guard_runs + GUARD_WARMUP)
+    return float(_guard_throughput(runtime).predict(*terms))
+
+
+def _learn_guard(runtime: Runtime, src: Source, dcfg: DeliveryConfig, report: GuardReport) -> None:
+    """Remember what the guard took against its predicted terms, for the arms it timed (a guard
+    whose blocks the deadline shortened says nothing of a whole one, and teaches nothing)."""
+    if report.measured.runs < dcfg.guard_runs:
+        return
+    timed = sum(c.duplicate_of is None for c in report.candidates)
+    arms = 2 + timed + 3 * (report.confirmation is not None) + 3 * (report.graph is not None)
+    terms = _guard_terms(src.graph, runtime, arms, dcfg.guard_runs + GUARD_WARMUP)
+    _guard_throughput(runtime).record(*terms[:2], report.seconds, run_s=terms[2])
 
 
 def _guard(
@@ -663,10 +700,12 @@ def _guard(
         original_graph=original_graph,
         runs=dcfg.guard_runs,
         blocks=min(8, max(2, dcfg.guard_runs // 5)),
+        warmup=GUARD_WARMUP,
         seed=seed,
         deadline=deadline,
         graph_runtime=_graph_runtime(runtime),
     )
+    _learn_guard(runtime, src, dcfg, report)
     return report, result.original if choice is None else candidates[choice][1]
 
 
