@@ -632,7 +632,7 @@ def _guard_throughput(runtime: Runtime) -> Any:
 def _guard_terms(graph: Graph, runtime: Runtime, arms: int, runs: int) -> tuple[int, int, float]:
     """What ``arms`` prepared models timed ``runs`` times each (warm-up included) amount to: their
     weight bytes, operators and analytic run seconds (:data:`GUARD_RUN_MODEL`), the original's
-    standing for every arm."""
+    figures standing in for every arm's."""
     from tensor_eqsat.check import op_count, weight_bytes
     from tensor_eqsat.cost.spec import parse_cost_model
 
