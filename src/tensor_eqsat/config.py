@@ -57,12 +57,15 @@ TENSAT_ITER_LIMIT = 10_000
 """TENSAT's iteration limit in the paper's baseline runs (``run_exp_main.sh``: n_iter)."""
 TENSAT_TIME_LIMIT = 3600.0
 """TENSAT's saturation time limit in the paper's baseline runs (n_sec), seconds."""
-MIN_ILP_SECONDS = 0.1
+MIN_ILP_SECONDS = 1.0
 """The least time an ILP solve gets when a run's ``time_limit`` is used up: enough to return the
-greedy-dag warm start, which the solver keeps as its incumbent, checked (at this limit the whole
-extraction took 0.15 s on a saturated SqueezeNet e-graph, 0.4 s on BERT's 2,000 e-nodes); without
-a solver answer the greedy-dag extraction is the result. More runs past a short budget: at 1 s,
-``optimize squeezenet --time-budget 2`` ended after 2.4 s."""
+greedy-dag warm start, which the solver keeps as its incumbent, checked (that limit bounds the
+construction alone; the extraction may end after it)."""
+MIN_BUDGET_ILP_SECONDS = 0.1
+"""The same within a ``time_budget`` (``auto``'s included), which bounds the whole call: still
+enough to return the warm start (at this limit the whole extraction took 0.15 s on a saturated
+SqueezeNet e-graph, 0.4 s on BERT's 2,000 e-nodes), and without a solver answer the greedy-dag
+extraction is the result. At 1 s, ``optimize squeezenet --time-budget 2`` ended after 2.4 s."""
 REWARD_NODE_LIMIT = 100
 """Branch-and-bound nodes per ILP reward solve (``OptimizeConfig.reward_node_limit``): few enough
 to be several times faster than a time limit, enough to keep rewards within a percent of the
@@ -306,14 +309,17 @@ class OptimizeConfig:
     def extractor(self, which: str, time_left: float | None = None) -> Extractor:
         """A fresh main (``which="main"``) or final extractor.
 
-        time_left: seconds left of the run's ``time_limit``; an ILP solve gets at most that (but
-        at least :data:`MIN_ILP_SECONDS`, so it can still return its greedy-dag warm start), on
-        top of ``ilp.time_limit``. Default None: ``ilp.time_limit`` alone.
+        time_left: seconds left of the run's ``time_limit`` or ``time_budget``; an ILP solve gets
+        at most that (but at least :data:`MIN_ILP_SECONDS`, within a time budget
+        :data:`MIN_BUDGET_ILP_SECONDS`, so it can still return its greedy-dag warm start), on top
+        of ``ilp.time_limit``. Default None: ``ilp.time_limit`` alone.
 
         >>> cfg = OptimizeConfig(ilp=IlpConfig(time_limit=60))
         >>> cfg.extractor("final", time_left=5.0).config.time_limit
         5.0
         >>> cfg.extractor("final", time_left=-2.0).config.time_limit  # the run's time is used up
+        1.0
+        >>> replace(cfg, time_budget=2.0).extractor("final", time_left=-2.0).config.time_limit
         0.1
         >>> cfg.extractor("final", time_left=500.0).config.time_limit
         60
@@ -323,7 +329,8 @@ class OptimizeConfig:
             return choice
         ilp = self.ilp
         if time_left is not None:
-            cap = max(time_left, MIN_ILP_SECONDS)
+            budget = self.search is Search.AUTO or self.time_budget is not None
+            cap = max(time_left, MIN_BUDGET_ILP_SECONDS if budget else MIN_ILP_SECONDS)
             ilp = replace(ilp, time_limit=cap if ilp.time_limit is None else min(ilp.time_limit, cap))
         return make_extractor(choice, ilp_config=ilp)
 
