@@ -62,10 +62,12 @@ MIN_ILP_SECONDS = 1.0
 greedy-dag warm start, which the solver keeps as its incumbent, checked (that limit bounds the
 construction alone; the extraction may end after it)."""
 MIN_BUDGET_ILP_SECONDS = 0.1
-"""The same within a ``time_budget`` (``auto``'s included), which bounds the whole call: still
-enough to return the warm start (at this limit the whole extraction took 0.15 s on a saturated
-SqueezeNet e-graph, 0.4 s on BERT's 2,000 e-nodes), and without a solver answer the greedy-dag
-extraction is the result. At 1 s, ``optimize squeezenet --time-budget 2`` ended after 2.4 s."""
+"""The same within a ``time_budget`` (``auto``'s included), which bounds the whole call: an ILP
+solve gets at least this, and with less time left the final extraction is the solver's warm
+start, unsolved (:meth:`~tensor_eqsat.extract.ilp.IlpExtractor.warm_start`: greedy-dag, or the
+best graph so far). Building the model takes longer than greedy-dag: with this limit the whole
+extraction took 0.15 s on a saturated SqueezeNet e-graph and 0.4 s on BERT's 2,000 e-nodes, the
+warm start 0.01 and 0.03 s. At 1 s, ``optimize squeezenet --time-budget 2`` ended after 2.4 s."""
 REWARD_NODE_LIMIT = 100
 """Branch-and-bound nodes per ILP reward solve (``OptimizeConfig.reward_node_limit``): few enough
 to be several times faster than a time limit, enough to keep rewards within a percent of the
@@ -329,10 +331,17 @@ class OptimizeConfig:
             return choice
         ilp = self.ilp
         if time_left is not None:
-            budget = self.search is Search.AUTO or self.time_budget is not None
-            cap = max(time_left, MIN_BUDGET_ILP_SECONDS if budget else MIN_ILP_SECONDS)
+            cap = max(time_left, MIN_BUDGET_ILP_SECONDS if self.has_budget() else MIN_ILP_SECONDS)
             ilp = replace(ilp, time_limit=cap if ilp.time_limit is None else min(ilp.time_limit, cap))
         return make_extractor(choice, ilp_config=ilp)
+
+    def has_budget(self) -> bool:
+        """Whether a time budget bounds the whole run (``time_budget``, or ``auto``'s default).
+
+        >>> OptimizeConfig(search="auto").has_budget(), OptimizeConfig(search="saturate").has_budget()
+        (True, False)
+        """
+        return self.search is Search.AUTO or self.time_budget is not None
 
     def main_cost(self, cost_model: CostModel) -> ExtractorCost | IlpReward:
         """The reward's cost function: the main extractor's cost of an e-graph. With the ``ilp``
