@@ -1,10 +1,14 @@
 """The ``tensor-eqsat`` command line: a thin layer over the library.
 
 Each subcommand is a module in :mod:`tensor_eqsat.commands` defining ``NAME``, ``HELP``,
-``add_arguments(parser)`` and ``run(args) -> int``; they are discovered at start-up, so adding a
-command touches no shared table. Machine-readable output (``--json``) goes to stdout alone;
-progress, logs and errors go to stderr. Every :class:`TensorEqsatError` becomes a one-line
-``error: ...`` message and exit code 2; running out of memory is a one-line error and exit 1.
+``add_arguments(parser)`` and ``run(args) -> int``, and named for its command; they are discovered
+at start-up, so adding a command touches no shared table. A command line that names its command
+imports that command's module alone (the others pull in what a short ``--time-budget`` cannot
+spare: the benchmark tables, the equivalence checker, the rule verifier); the top-level help, an
+unknown command and a bare ``tensor-eqsat`` import them all. Machine-readable output
+(``--json``) goes to stdout alone; progress, logs and errors go to stderr. Every
+:class:`TensorEqsatError` becomes a one-line ``error: ...`` message and exit code 2; running out
+of memory is a one-line error and exit 1.
 Ctrl-C is exit code 130 and ends a command promptly at any phase (:mod:`tensor_eqsat.interrupts`).
 """
 
@@ -25,17 +29,39 @@ from tensor_eqsat import __version__, commands
 from tensor_eqsat.errors import TensorEqsatError
 
 
-def _command_modules() -> list[ModuleType]:
-    mods = []
-    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-        if info.name.startswith("_"):
-            continue
-        mods.append(importlib.import_module(f"{commands.__name__}.{info.name}"))
-    return mods
+def command_names() -> list[str]:
+    """The subcommands' names, sorted: the modules of :mod:`tensor_eqsat.commands` (none imported).
+
+    >>> "optimize" in command_names() and "_common" not in command_names()
+    True
+    """
+    infos = pkgutil.iter_modules(commands.__path__)
+    return sorted(info.name for info in infos if not info.name.startswith("_"))
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every discovered subcommand."""
+def _command_module(name: str) -> ModuleType:
+    return importlib.import_module(f"{commands.__name__}.{name}")
+
+
+def requested_command(argv: Sequence[str]) -> str | None:
+    """The subcommand an argument list names (its first argument that is not a top-level option:
+    those take no value), else None; None too where the top-level help comes before it.
+
+    >>> requested_command(["-vv", "optimize", "squeezenet"]), requested_command(["-h", "optimize"])
+    ('optimize', None)
+    """
+    at = next((i for i, a in enumerate(argv) if not a.startswith("-")), len(argv))
+    if at == len(argv) or {"-h", "--help"} & set(argv[:at]):
+        return None
+    return argv[at] if argv[at] in command_names() else None
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser with every discovered subcommand.
+
+    command: build only this subcommand's arguments (its module alone imported); the others
+        are listed by name, without arguments. Default None: every subcommand in full.
+    """
     parser = argparse.ArgumentParser(
         prog="tensor-eqsat",
         description="Optimize tensor computation graphs with equality saturation and MCTS.",
@@ -43,7 +69,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"tensor-eqsat {__version__}")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output on stderr")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for mod in _command_modules():
+    for name in command_names():
+        if command is not None and name != command:
+            sub.add_parser(name)
+            continue
+        mod = _command_module(name)
         p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
         mod.add_arguments(p)
         p.set_defaults(_run=mod.run)
@@ -57,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from tensor_eqsat.clock import process_start
 
     started = process_start() if argv is None else time.perf_counter()
-    parser = build_parser()
+    parser = build_parser(requested_command(sys.argv[1:] if argv is None else argv))
     args = parser.parse_args(argv)
     args._started = started
     logging.basicConfig(

@@ -10,10 +10,11 @@ The steps, in order:
 3. **Nothing to optimize?** The e-graph is built once; when no rule matches anywhere, the model
    is handed back unchanged, with why. The same e-graph is what the search grows.
 4. **Clock.** One :class:`~tensor_eqsat.clock.Deadline` bounds the whole call. What the check
-   will cost is predicted from the graph's size and this machine's remembered throughput
-   before anything is prepared (:mod:`tensor_eqsat.check`), and the search ends early enough
-   for the check, the guard and the write (:func:`~tensor_eqsat.clock.search_deadline`). The
-   search is never skipped for the check.
+   and the guard will cost is predicted from the graph's size and this machine's remembered
+   throughput before anything is prepared (:mod:`tensor_eqsat.check`; the guard's learned from
+   every guard), and the search ends early enough for the check, the guard and the write (kept
+   only where something is written) (:func:`~tensor_eqsat.clock.search_deadline`). The search
+   is never skipped for the check.
 5. **Search.** :func:`~tensor_eqsat.optimize.optimize`.
 6. **Check.** The result is compared with the original on seeded random inputs (for an ONNX
    input, with the user's file itself; for ONNX output, the exported file itself), in the
@@ -65,10 +66,14 @@ GUARD_ALTERNATIVES = ("greedy-dag", "greedy-tree")
 """Extractors whose extractions the guard measures beside the final one (cheap, often distinct)."""
 RE_EXPORTED = "re-exported original"
 """The guard's label for the imported graph exported again without any rewrite (ONNX input)."""
+GUARD_WARMUP = 5
+"""Untimed runs of each model in the guard, before its timed ones."""
 MEASURE_BLOCKS = 5
 """``measure`` times the two models in this many alternating blocks."""
 WRITE_RESERVE_S = 1.0
-"""The least seconds kept for the write after the guard (:func:`_write_estimate`)."""
+"""The least seconds kept for the write after the guard, when something is written (a model or a
+run directory; :func:`_write_estimate`); none otherwise (a 2 s budget cannot spare half of
+itself for nothing)."""
 EXPORT_BYTES_PER_S = 33e6
 """Weight bytes an ONNX export of a model makes, checks and writes per second, on a loaded 2-core
 CPU (load average 8.6) once the export stopped copying its weights four times (issue 36):
@@ -348,7 +353,7 @@ def deliver(
             "the target runs float32 convolutions in TF32 (PyTorch's default); "
             "the check compared with TF32 off, against float32"
         )
-    write_s = _write_estimate(src, out)
+    write_s = _write_estimate(src, out, run_dir)
     checker, after_search = None, write_s
     if dcfg.check:
         from tensor_eqsat.check import Checker
@@ -363,7 +368,7 @@ def deliver(
         after_search += check_s  # (the check ends before the write)
         log.info("%.1f s: the check is predicted to take %.1f s (whole graph: %.1f s)",
                  deadline.elapsed(), check_s, checker.whole_s())  # fmt: skip
-    guard_s = _guard_estimate(guard_runtime, src, dcfg, cfg.seed) if guard_runtime else 0.0
+    guard_s = _guard_estimate(guard_runtime, src, dcfg) if guard_runtime else 0.0
     after_search += guard_s
     stop: StopReason | None = None
     phases = {"start": deadline.elapsed()}
@@ -463,13 +468,13 @@ def _timed(phases: dict[str, float], name: str, fn: Any, *args: Any) -> Any:
         phases[name] = time.perf_counter() - t
 
 
-def _write_estimate(src: Source, out: Path | None) -> float:
-    """Seconds the write is predicted to take (0 without an output): an ONNX output exports the
-    weights (about :data:`EXPORT_BYTES_PER_S`), graph JSON holds none; at least
-    :data:`WRITE_RESERVE_S`. The search ends early enough for it, and the check and the guard
-    end before it."""
+def _write_estimate(src: Source, out: Path | None, run_dir: str | Path | None = None) -> float:
+    """Seconds the write is predicted to take (0 with neither an output nor a run directory): an
+    ONNX output exports the weights (about :data:`EXPORT_BYTES_PER_S`), graph JSON holds none; at
+    least :data:`WRITE_RESERVE_S`. The search ends early enough for it, and the check and the
+    guard end before it."""
     if out is None:
-        return 0.0
+        return 0.0 if run_dir is None else WRITE_RESERVE_S
     if output_format(out) is not OutputFormat.ONNX:
         return WRITE_RESERVE_S
     return max(WRITE_RESERVE_S, _weight_bytes(src.graph) / EXPORT_BYTES_PER_S)
@@ -675,20 +680,52 @@ def _output_names(src: Source, graph: Graph) -> list[str] | None:
     return names if len(names) == len(observable_outputs(graph)) else None
 
 
-def _guard_estimate(runtime: Runtime, src: Source, dcfg: DeliveryConfig, seed: int) -> float:
-    """Seconds the guard is predicted to take: the original prepared and run twice here, scaled
-    to the guard's arms (two originals, up to four candidates, then three for the confirmation,
-    and three more as CUDA graphs on a GPU) and runs."""
-    t0 = time.perf_counter()
-    fn = runtime.prepare(src.reference(), seed=seed)
-    prepare_s = time.perf_counter() - t0
-    t1 = time.perf_counter()
-    with runtime.session():
-        fn()
-        fn()
-    run_s = (time.perf_counter() - t1) / 2
+GUARD_RUN_MODEL = {"cpu": "roofline:cpu", "cuda": "roofline:h100"}
+"""The analytic cost model whose price of the original, per device, is the cheap fact behind the
+guard's predicted run time (this machine's learned factor scales it)."""
+
+
+def _guard_throughput(runtime: Runtime) -> Any:
+    """This machine's remembered guard throughput for ``runtime`` (:class:`~tensor_eqsat.check.Throughput`,
+    kept beside the check's, under its own key)."""
+    from tensor_eqsat.check import Throughput
+
+    return Throughput.load(f"guard {runtime.name}:{runtime.device}")
+
+
+def _guard_terms(graph: Graph, runtime: Runtime, arms: int, runs: int) -> tuple[int, int, float]:
+    """What ``arms`` prepared models timed ``runs`` times each (warm-up included) amount to: their
+    weight bytes, operators and analytic run seconds (:data:`GUARD_RUN_MODEL`), the original's
+    figures standing in for every arm's."""
+    from tensor_eqsat.check import op_count, weight_bytes
+    from tensor_eqsat.cost.spec import parse_cost_model
+
+    spec = GUARD_RUN_MODEL["cuda" if runtime.device.startswith("cuda") else "cpu"]
+    run_s = parse_cost_model(spec).graph_cost(graph) / 1e3
+    return arms * weight_bytes(graph), arms * op_count(graph), arms * runs * run_s
+
+
+def _guard_estimate(runtime: Runtime, src: Source, dcfg: DeliveryConfig) -> float:
+    """Seconds the guard is predicted to take, from cheap facts, before the search (nothing is
+    prepared or run: the budget goes to the search): each arm's preparation from the original's
+    weight bytes and operators, its runs from the analytic model's price, scaled to the guard's
+    arms (two originals, up to four candidates, then three for the confirmation, and three more
+    as CUDA graphs on a GPU) and runs (warm-up included), over this machine's throughput for the
+    runtime, remembered across runs and learned from every guard (:func:`_learn_guard`)."""
     arms = 6 + 3 + (3 if _graph_runtime(runtime) is not None else 0)  # (the CUDA graph timing)
-    return arms * prepare_s + arms * (dcfg.guard_runs + 5) * run_s
+    terms = _guard_terms(src.graph, runtime, arms, dcfg.guard_runs + GUARD_WARMUP)
+    return float(_guard_throughput(runtime).predict(*terms))
+
+
+def _learn_guard(runtime: Runtime, src: Source, dcfg: DeliveryConfig, report: GuardReport) -> None:
+    """Remember what the guard took against its predicted terms, for the arms it timed (a guard
+    whose blocks the deadline shortened says nothing of a whole one, and teaches nothing)."""
+    if report.measured.runs < dcfg.guard_runs:
+        return
+    timed = sum(c.duplicate_of is None for c in report.candidates)
+    arms = 2 + timed + 3 * (report.confirmation is not None) + 3 * (report.graph is not None)
+    terms = _guard_terms(src.graph, runtime, arms, dcfg.guard_runs + GUARD_WARMUP)
+    _guard_throughput(runtime).record(*terms[:2], report.seconds, run_s=terms[2])
 
 
 def _guard(
@@ -727,10 +764,12 @@ def _guard(
         original_graph=original_graph,
         runs=dcfg.guard_runs,
         blocks=min(8, max(2, dcfg.guard_runs // 5)),
+        warmup=GUARD_WARMUP,
         seed=seed,
         deadline=deadline,
         graph_runtime=_graph_runtime(runtime),
     )
+    _learn_guard(runtime, src, dcfg, report)
     return report, result.original if choice is None else candidates[choice][1]
 
 

@@ -222,7 +222,7 @@ def test_an_interrupt_in_the_guard_hands_back_the_original(tmp_path):
 
     class Interrupting(FakeRuntime):
         def prepare(self, model, *, seed=0):
-            if self.prepared:  # the guard's estimate prepares once; the guard's first arm stops
+            if self.prepared:  # the guard's first arm is prepared, its second stops
                 raise KeyboardInterrupt
             return super().prepare(model, seed=seed)
 

@@ -34,7 +34,6 @@ import sys
 import threading
 from collections.abc import Iterator
 
-from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
@@ -121,6 +120,8 @@ class _ProgressLine:
     def running(self) -> Iterator[None]:
         """Show the progress while the block runs (see the class docstring)."""
         if stderr.is_terminal:
+            from rich.live import Live  # (imported where a terminal shows it alone)
+
             with Live(get_renderable=self.render, console=stderr, transient=True, refresh_per_second=4):
                 yield
             return

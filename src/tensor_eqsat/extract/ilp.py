@@ -446,20 +446,7 @@ class IlpExtractor:
         """
         cfg = self.config
         start = time.perf_counter()
-        try:
-            greedy = GreedyDagExtractor().extract(problem)
-        except ExtractionError as exc:
-            # The greedy-dag bound found no answer, so none exists: say so as the ILP's error.
-            raise ExtractionError(str(exc).replace("greedy-dag:", "ilp:", 1)) from None
-        ub = greedy.dag_cost()
-        stats: dict[str, object] = {"backend": cfg.backend.value, "greedy_dag_cost": ub}
-        if hint is not None:
-            mixed = tuple(h if h >= 0 else g for h, g in zip(hint, greedy.choices, strict=True))
-            trial = ExtractionResult(problem, mixed, "hint", 0.0, 0.0)
-            hint_cost = trial.dag_cost() if trial.is_valid() else math.inf
-            stats["hint_cost"] = hint_cost
-            if hint_cost < ub:
-                greedy, ub = trial, hint_cost
+        greedy, ub, stats = self._start(problem, hint)
         if ub <= 0.0:
             # Costs are >= 0, so a zero-cost answer is optimal; nothing to solve.
             return self._result(problem, greedy.choices, 0.0, start, SolveStatus.OPTIMAL, 0.0, stats)
@@ -513,6 +500,38 @@ class IlpExtractor:
             lower = None if bound is None else min(best, max(bound, 0.0))
         gap = None if lower is None else (best - lower) / best if best > 0 else 0.0
         return self._result(problem, best_choices, best, start, status, gap, stats, lower)
+
+    def warm_start(self, problem: ExtractionProblem, hint: Sequence[int] | None = None) -> ExtractionResult:
+        """What :meth:`extract` would hand the solver, without solving: greedy-dag's answer, or the
+        ``hint`` where it is valid and cheaper; status ``TIME_LIMIT`` (no time was left to solve).
+        For a deadline already at hand, where building the model alone takes longer than
+        greedy-dag (BERT's 2,000 e-nodes: 0.26 to 0.36 s against 0.02 to 0.07 s). Raises as
+        :meth:`extract`."""
+        start = time.perf_counter()
+        greedy, ub, stats = self._start(problem, hint)
+        stats["source"] = "hint" if greedy.extractor == "hint" else "greedy"
+        return self._result(problem, greedy.choices, ub, start, SolveStatus.TIME_LIMIT, None, stats)
+
+    def _start(
+        self, problem: ExtractionProblem, hint: Sequence[int] | None
+    ) -> tuple[ExtractionResult, float, dict[str, object]]:
+        """The warm start (greedy-dag's answer, or a valid cheaper ``hint``), its cost, and the
+        stats so far."""
+        try:
+            greedy = GreedyDagExtractor().extract(problem)
+        except ExtractionError as exc:
+            # The greedy-dag bound found no answer, so none exists: say so as the ILP's error.
+            raise ExtractionError(str(exc).replace("greedy-dag:", "ilp:", 1)) from None
+        ub = greedy.dag_cost()
+        stats: dict[str, object] = {"backend": self.config.backend.value, "greedy_dag_cost": ub}
+        if hint is not None:
+            mixed = tuple(h if h >= 0 else g for h, g in zip(hint, greedy.choices, strict=True))
+            trial = ExtractionResult(problem, mixed, "hint", 0.0, 0.0)
+            hint_cost = trial.dag_cost() if trial.is_valid() else math.inf
+            stats["hint_cost"] = hint_cost
+            if hint_cost < ub:
+                greedy, ub = trial, hint_cost
+        return greedy, ub, stats
 
     def _result(
         self,

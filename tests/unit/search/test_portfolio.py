@@ -258,3 +258,22 @@ def test_bad_stages_are_refused(stage, message):
 
     with pytest.raises(ConfigError, match=message):
         PortfolioConfig(schedule=(Stage(StageKind.MCTS, **stage),))
+
+
+def test_the_first_strategy_starts_with_less_time_left_than_later_ones():
+    """Issue 35: with a short budget the first strategy used to be skipped for want of half a
+    second, and the original came back unsearched; it now starts with a few tenths left, a later
+    one still does not."""
+    from tensor_eqsat.search.portfolio import MIN_FIRST_STAGE_SECONDS, MIN_STAGE_SECONDS
+
+    actions = Actions.from_rules(load_rule_set("taso"))
+    source = from_graph(tiny())
+    left = (MIN_FIRST_STAGE_SECONDS + MIN_STAGE_SECONDS) / 2  # between the two floors
+
+    def slow(egraph, deadline, hint):  # an extraction that uses up the time left
+        time.sleep(max(0.0, deadline - time.perf_counter()))
+        return Extraction(tiny(), 1.0, {"extractor": "stub"}, 0.0)
+
+    report = _portfolio().run(source, actions, slow, seed=0, deadline=time.perf_counter() + left)
+    assert [c.label for c in report.candidates] == ["saturate@100"]
+    assert report.stop is StopReason.TIME_LIMIT

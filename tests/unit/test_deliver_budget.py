@@ -1,0 +1,134 @@
+"""What deliver() keeps back from the search (issue 35): the guard's time predicted from cheap facts,
+nothing prepared or run before the search; the write's reserve only where something is written."""
+
+from __future__ import annotations
+
+import sys
+from contextlib import contextmanager
+
+import pytest
+
+from tensor_eqsat import Graph, Source, deliver
+from tensor_eqsat.deliver import WRITE_RESERVE_S, DeliveryConfig
+from tensor_eqsat.target.guard import CandidateTiming, GuardReport, Measured
+
+SMALL = dict(search="saturate", node_limit=60, final_extractor="greedy-dag", cost_model="roofline:a100")
+
+deliver_module = sys.modules["tensor_eqsat.deliver"]  # (the package's ``deliver`` is the function)
+
+
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path, monkeypatch):
+    """A cache folder of the test's own: what the guard learns is remembered there."""
+    monkeypatch.setenv("TENSOR_EQSAT_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def chain(n: int = 64) -> Graph:
+    g = Graph()
+    x = g.input((1, n), name="x")
+    g.output(g.matmul(g.matmul(x, g.weight((n, n), name="w1")), g.weight((n, n), name="w2")))
+    return g
+
+
+class Runtime:
+    """A runtime that records what it prepares, each model running 1 ms on a fake clock."""
+
+    name, device, threads = "fake", "cpu", 1
+
+    def __init__(self, events: list[str] | None = None, refuse: bool = False) -> None:
+        self.events, self.refuse, self.now = events if events is not None else [], refuse, 0
+
+    def unavailable(self):
+        return None
+
+    def prepare(self, model, *, seed=0):
+        if self.refuse:
+            raise AssertionError("a model was prepared")
+        self.events.append("prepare")
+
+        def run():
+            self.now += 1_000_000
+
+        return run
+
+    def clock(self):
+        return lambda: self.now
+
+    @contextmanager
+    def session(self):
+        yield
+
+
+def _report(seconds: float, runs: int, timed: int = 1) -> GuardReport:
+    """A guard report of ``timed`` distinct candidates (so 2 + ``timed`` arms), no confirmation."""
+    cands = tuple(CandidateTiming(f"c{i}", 1.0, 0.0) for i in range(timed))
+    cands += (CandidateTiming("dup", 1.0, 0.0, duplicate_of="c0"),)  # not timed again
+    return GuardReport("fake", "fake", "cpu", 1, True, "original", Measured(1.0, 1.0, 0.0, 1.0, runs),
+                       cands, seconds=seconds)  # fmt: skip
+
+
+def test_the_guard_estimate_prepares_and_runs_nothing():
+    src, rt = Source.of(chain()), Runtime(refuse=True)
+    estimate = deliver_module._guard_estimate(rt, src, DeliveryConfig())
+    longer = deliver_module._guard_estimate(rt, src, DeliveryConfig(guard_runs=200))
+    larger = deliver_module._guard_estimate(rt, Source.of(chain(1024)), DeliveryConfig())
+    assert 0.0 < estimate < longer and estimate < larger
+
+
+def test_the_guard_estimate_learns_what_the_guard_took():
+    src, rt, dcfg = Source.of(chain(1024)), Runtime(), DeliveryConfig()
+    before = deliver_module._guard_estimate(rt, src, dcfg)  # 9 arms at this machine's first guess
+    # A guard of 3 arms (2 originals, 1 candidate) that took twice its predicted share:
+    deliver_module._learn_guard(rt, src, dcfg, _report(2 * before * 3 / 9, dcfg.guard_runs))
+    after = deliver_module._guard_estimate(rt, src, dcfg)
+    assert after == pytest.approx(2 * before)
+    # Remembered across calls (the cache folder), per runtime:
+    assert deliver_module._guard_throughput(rt).samples == 1
+    other = Runtime()
+    other.name = "other"
+    assert deliver_module._guard_estimate(other, src, dcfg) == pytest.approx(before)
+
+
+def test_a_guard_the_deadline_cut_short_teaches_nothing():
+    src, rt, dcfg = Source.of(chain(1024)), Runtime(), DeliveryConfig()
+    before = deliver_module._guard_estimate(rt, src, dcfg)
+    deliver_module._learn_guard(rt, src, dcfg, _report(0.001, runs=4))  # its blocks shortened to 4 runs
+    assert deliver_module._guard_estimate(rt, src, dcfg) == pytest.approx(before)
+
+
+def test_nothing_is_prepared_for_the_guard_before_the_search(monkeypatch):
+    events: list[str] = []
+    real = deliver_module._search
+
+    def search(*args, **kwargs):
+        events.append("search")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(deliver_module, "_search", search)
+    d = deliver(chain(), target="ort-cpu", runtime=Runtime(events), **SMALL)
+    assert d.guard is not None and d.guard.measured.runs > 0
+    assert events[0] == "search" and "prepare" in events
+
+
+def _after_search(monkeypatch, **kwargs) -> float:
+    """The seconds deliver() keeps back from the search."""
+    kept: list[float] = []
+    real = deliver_module.search_deadline
+
+    def spy(deadline, after_search_s):
+        kept.append(after_search_s)
+        return real(deadline, after_search_s)
+
+    monkeypatch.setattr(deliver_module, "search_deadline", spy)
+    deliver(chain(), time_budget=30.0, **SMALL, **kwargs)
+    (after,) = kept
+    return after
+
+
+def test_the_write_is_reserved_for_only_where_something_is_written(monkeypatch, tmp_path):
+    quiet = DeliveryConfig(check=False, guard=False)
+    assert _after_search(monkeypatch, delivery=quiet) == 0.0
+    assert _after_search(monkeypatch, delivery=quiet, output=tmp_path / "o.json") == WRITE_RESERVE_S
+    assert _after_search(monkeypatch, delivery=quiet, run_dir=tmp_path / "run") == WRITE_RESERVE_S
+    checked = _after_search(monkeypatch)
+    assert 0.0 < checked < _after_search(monkeypatch, output=tmp_path / "p.json")
