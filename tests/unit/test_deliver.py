@@ -418,7 +418,7 @@ def test_the_write_is_reserved_before_the_search_and_timed(tmp_path, monkeypatch
 
     reserved = []
     real = module.search_deadline
-    monkeypatch.setattr(module, "_write_estimate", lambda src, out: 7.0)
+    monkeypatch.setattr(module, "_write_estimate", lambda src, out, run_dir=None: 7.0)
     monkeypatch.setattr(module, "search_deadline", lambda d, after: reserved.append(after) or real(d, after))
     out = tmp_path / "o.onnx"
     d = deliver(
