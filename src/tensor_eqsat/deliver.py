@@ -615,15 +615,16 @@ def _check_runtime(
     On a GPU target that runs here, PyTorch on the GPU (with TF32 off); elsewhere onnxruntime on
     the CPU where it is installed (several times faster than the numpy reference interpreter on
     conv-heavy models: Inception-v3's three trials take about 3 s against 14 s), else the
-    interpreter. A float16 or bfloat16 model is checked in the interpreter on a CPU (onnxruntime's
-    CPU kernels lack bfloat16 and most float16 ones; the interpreter rounds as GPU kernels do).
-    Both models run in the same executor, so a rewrite that changes what the graph computes shows
-    either way.
+    interpreter. A float16 or bfloat16 model is checked on a CPU in PyTorch where it is installed,
+    with the interpreter's arithmetic (float32 kernels, each op's outputs rounded to its dtype, as
+    GPU kernels do; :class:`~tensor_eqsat.io.torch_exec.TorchProgram`'s ``float32_compute``), else
+    in the interpreter: onnxruntime's CPU kernels lack bfloat16 and most float16 ones. Both models
+    run in the same executor, so a rewrite that changes what the graph computes shows either way.
     """
     if target.device == "cuda" and guard_runtime is not None:
         return "torch", "cuda"
     if dtype is not DType.FLOAT32:
-        return "interpreter", "cpu"
+        return ("torch" if importlib.util.find_spec("torch") is not None else "interpreter"), "cpu"
     if importlib.util.find_spec("onnxruntime") is not None:
         return "ort", "cpu"
     return "interpreter", "cpu"

@@ -75,3 +75,23 @@ def test_a_failing_part_is_checked_again_whole_where_that_fits():
     assert out.ok and out.scope == "whole graph"  # the whole result is right: it is handed back
     bad = c._parts(wrong_parts, Deadline.after(20.0), layers(64, {10: "wrong"}))
     assert not bad.ok and bad.scope == "whole graph"
+
+
+def test_the_checks_runtime_is_imported_before_anything_is_timed(monkeypatch):
+    import importlib
+
+    import pytest
+
+    pytest.importorskip("torch")
+    from tensor_eqsat import check as check_module
+
+    events: list[str] = []
+    real_import = importlib.import_module
+    spy = lambda name: events.append(f"import {name}") or real_import(name)  # noqa: E731
+    monkeypatch.setattr(check_module.importlib, "import_module", spy)
+    monkeypatch.setattr(Throughput, "record", lambda self, *a, **k: events.append("record"))
+    orig, good = layers(8), layers(8, {3: "good"})
+    c = Checker(orig, orig, backend="torch", device="cpu", seed=0, throughput=Throughput("torch:cpu"))
+    assert c.check(good, good, None, Deadline.after(60.0)).verdict.ok
+    # (importing torch took 4 s on a loaded CPU, learned as weight bytes' cost when timed)
+    assert events[0] == "import torch" and "record" in events

@@ -452,3 +452,17 @@ def test_an_onnx_output_is_the_checked_export_written_once_and_not_read_back(tmp
     import onnx
 
     onnx.checker.check_model(str(out), full_check=True)
+
+
+def test_a_reduced_precision_model_is_checked_in_torch_on_the_cpu_where_torch_is_installed():
+    pytest.importorskip("torch")
+    from tensor_eqsat.ir.cast import cast_graph
+
+    g = Graph()
+    x = g.input((1, 64), name="x")
+    g.output(g.matmul(g.matmul(x, g.weight((64, 64), name="w1")), g.weight((64, 64), name="w2")))
+    bf16 = cast_graph(g, "bf16")
+    d = deliver(bf16, search="saturate", node_limit=50, final_extractor="greedy-dag", target="a100")
+    assert d.ok and d.verify is not None and d.verify.ok
+    # Both sides in PyTorch (the float32 reference and the bfloat16 result), float32 kernels.
+    assert d.verify.backends == ("torch", "torch") and d.verify.dtype == "bfloat16"

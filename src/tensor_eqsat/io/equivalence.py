@@ -12,7 +12,11 @@ name.
 Each side is a Graph, a ``.json`` graph file, an ``.onnx`` file or an ``onnx.ModelProto``, run by
 the chosen backend: ``"auto"`` runs Graphs in the reference interpreter and ONNX models in
 onnxruntime; ``"interpreter"``, ``"ort"`` and ``"torch"`` run both sides there (an ONNX model is
-imported first for the interpreter and torch, a Graph exported first for onnxruntime).
+imported first for the interpreter and torch, a Graph exported first for onnxruntime). On a CPU,
+``"torch"`` runs a float16 or bfloat16 model with the interpreter's arithmetic (float32 kernels,
+every op's outputs rounded to its dtype: ``TorchProgram``'s ``float32_compute``): the same
+numbers as the interpreter up to summation order, several times faster, where PyTorch's own
+reduced-precision CPU kernels are 20-30 times slower than float32 on an AVX2 CPU.
 
 Precision (DESIGN.md decision 17). A model that runs in float16 or bfloat16 is compared with a
 **float32 reference**: the original graph made float32 (:func:`~tensor_eqsat.ir.cast.cast_graph`)
@@ -206,7 +210,10 @@ def _prepare(source: Any, backend: str, seed: int, device: str = "cpu") -> _Side
     if backend == "torch":
         from tensor_eqsat.io.torch_exec import TorchProgram
 
-        prog = TorchProgram(graph, device=device, seed=seed)
+        # On a CPU, float16 and bfloat16 with the interpreter's arithmetic (float32 kernels,
+        # outputs rounded): PyTorch's own reduced-precision CPU kernels are 20-30x slower.
+        cpu = not str(device).startswith("cuda")
+        prog = TorchProgram(graph, device=device, seed=seed, float32_compute=cpu)
         from tensor_eqsat.io.torch_exec import tf32_disabled, to_numpy
 
         def run_torch(feed: Mapping[str, np.ndarray]) -> list[np.ndarray]:

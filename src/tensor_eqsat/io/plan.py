@@ -83,13 +83,17 @@ def fold_weights(graph: Graph, nodes: set[int], *, seed: int = 0) -> dict[Tensor
     """
     leaves = leaf_values(graph, seed=seed)
     values: dict[TensorRef, np.ndarray] = {}
+    computed: list[TensorRef] = []
     for n in graph.nodes:
         if n.id not in nodes:
             continue
         if n.op == "weight":
-            values[(n.id, 0)] = leaves[graph.name_of(n.id)]
+            values[(n.id, 0)] = leaves[graph.name_of(n.id)]  # (rounded to its dtype already)
             continue
         for i, arr in enumerate(n.spec.evaluate([widen(values[r]) for r in n.inputs], n.attrs)):
             values[(n.id, i)] = np.asarray(arr)
+            computed.append((n.id, i))
     # Weight transforms compute in float32 and round once, to the dtype each value has.
-    return {ref: round_to(arr, graph.dtype_of(ref)) for ref, arr in values.items()}
+    for ref in computed:
+        values[ref] = round_to(values[ref], graph.dtype_of(ref))
+    return values

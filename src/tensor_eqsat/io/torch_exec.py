@@ -18,6 +18,7 @@ TorchScript (deprecated, and it fuses ops, which would blur the measured effect 
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -25,9 +26,11 @@ import numpy as np
 
 from tensor_eqsat.errors import GraphError, TensorEqsatError
 from tensor_eqsat.io.plan import fold_weights, live_nodes, observable_outputs, weight_only_nodes
+from tensor_eqsat.ir.dtypes import DTYPE_NAMES, FLOAT_DTYPES, round_values
 from tensor_eqsat.ir.graph import Graph, Node, TensorRef
 from tensor_eqsat.ir.interpreter import random_inputs
 from tensor_eqsat.ir.torch_ops import TORCH_OPS, Step, TorchContext
+from tensor_eqsat.ir.types import OpKind
 
 __doctest_requires__ = ("torch",)
 """The doctests below run PyTorch; without the torch extra they are skipped (see conftest.py)."""
@@ -78,6 +81,15 @@ class TorchProgram:
 
     device: ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"auto"``. Default "cpu".
     seed: seed of the random values of weights without data (the interpreter's). Default 0.
+    float32_compute: run a float16 or bfloat16 graph with the reference interpreter's arithmetic
+        (ir/dtypes.py): every op computes in float32 from its inputs widened exactly and rounds
+        its outputs to their dtype once, so tensors are held as float32 with reduced-precision
+        values. What GPU kernels do, and what a CPU without float16/bfloat16 units can run fast:
+        PyTorch's own bfloat16 and float16 convolutions and matmuls are 20-30 times slower than
+        float32 on an AVX2 CPU. Outputs are returned in their IR dtype. Views of weights that only
+        steps read (a transposed dense weight) are then not folded but run as views (the program
+        prepares faster; each run reads them strided). Default False: each op runs in its own
+        dtype (PyTorch's reduced-precision kernels).
 
     >>> g = Graph(); x = g.input((1, 2, 4, 4), name="x"); w = g.weight((3, 2, 3, 3))
     >>> g.output(g.conv2d(x, w, stride=(2, 2), activation="relu"))
@@ -86,7 +98,9 @@ class TorchProgram:
     [(1, 3, 2, 2)]
     """
 
-    def __init__(self, graph: Graph, *, device: str = "cpu", seed: int = 0) -> None:
+    def __init__(
+        self, graph: Graph, *, device: str = "cpu", seed: int = 0, float32_compute: bool = False
+    ) -> None:
         torch = require_torch()
         self.torch = torch
         self.F = torch.nn.functional
@@ -96,6 +110,8 @@ class TorchProgram:
         self.outputs = observable_outputs(graph)
         live = live_nodes(graph, self.outputs)
         const = weight_only_nodes(graph) & live
+        if float32_compute:  # (a check: how fast it prepares matters more than a copy per run)
+            const = _folded(graph, const)
         folded = fold_weights(graph, const, seed=seed)
         self.inputs = [(graph.name_of(n.id), n.shapes[0]) for n in graph.inputs()]
         # Slots: every tensor the program touches gets an index into one list.
@@ -104,11 +120,19 @@ class TorchProgram:
         self._input_slots: list[tuple[str, int]] = []
         self._steps: list[tuple[Step, list[int], list[int], list[int]]] = []
         self._out_dtypes: list[list[Any]] = []
+        self._rounds: list[bool] = []
         for n in graph.inputs():
             self._input_slots.append((graph.name_of(n.id), self._new_slot((n.id, 0))))
+        self.float32_compute = float32_compute
+        # Held dtype per IR dtype: float32 for every float when computing in float32 (the values
+        # keep their reduced precision: each op's outputs are rounded through their dtype).
+        held = {d: d for d in DTYPE_NAMES}
+        if float32_compute:
+            held.update({d.value: "float32" for d in FLOAT_DTYPES})
         for ref, arr in folded.items():
-            self._consts[self._new_slot(ref)] = self._ctx.tensor(arr, graph.dtype_of(ref))
+            self._consts[self._new_slot(ref)] = self._constant(arr, held[graph.dtype_of(ref)])
         self._input_dtypes = {graph.name_of(n.id): getattr(torch, n.dtypes[0]) for n in graph.inputs()}
+        self._held = {graph.name_of(n.id): getattr(torch, held[n.dtypes[0]]) for n in graph.inputs()}
         plan = [n for n in graph.nodes if n.id in live and n.id not in const and n.op != "input"]
         for n in plan:
             step = self._compile(n)
@@ -117,8 +141,11 @@ class TorchProgram:
             self._steps.append((step, ins, outs, []))
             # Each output in its IR dtype: a builder's float32 constant (an asymmetric avg pool's
             # scale) would otherwise promote a float16 result to float32.
+            # (A view's values are its input's, rounded already: float32 compute rounds no view.)
             self._out_dtypes.append([getattr(torch, d) for d in n.dtypes])
+            self._rounds.append(float32_compute and n.spec.kind is not OpKind.VIEW)
         self._output_slots = [self._slot[r] for r in self.outputs]
+        self._output_dtypes = [getattr(torch, graph.dtype_of(r)) for r in self.outputs]
         # Release each intermediate after its last reader.
         keep = set(self._output_slots) | set(self._consts)
         last: dict[int, int] = {}
@@ -132,6 +159,27 @@ class TorchProgram:
     def _new_slot(self, ref: TensorRef) -> int:
         self._slot[ref] = len(self._slot)
         return self._slot[ref]
+
+    def _constant(self, arr: np.ndarray, dtype: str) -> Any:
+        """A folded weight as a tensor of ``dtype``. On the CPU, a C-ordered array of that dtype
+        is shared, not copied (VGG-19's weights took seconds to copy), read-only ones (the
+        interpreter's cached random weights) included: no step writes its inputs (fused
+        activations run in place on an op's fresh output only)."""
+        torch = self.torch
+        want = getattr(torch, dtype)
+        if self.device == "cpu" and arr.flags.c_contiguous and arr.ndim > 0 and arr.dtype.kind in "fiub":
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message=".*not writable.*")
+                t = torch.from_numpy(arr)
+            return t.to(want)  # (a copy where the dtype differs)
+        return self._ctx.tensor(arr, dtype)
+
+    def _round(self, t: Any, dtype: Any) -> Any:
+        """Float32 ``t`` rounded to ``dtype``'s values, still float32 (float32 compute). On the CPU
+        by numpy in cache-sized chunks: several times as fast as PyTorch's two conversions."""
+        if self.device != "cpu":
+            return t.to(dtype).to(self.torch.float32)
+        return self.torch.from_numpy(round_values(t.numpy(), str(dtype).removeprefix("torch.")))
 
     def _tensor(self, arr: np.ndarray) -> Any:
         return self._ctx.tensor(arr)
@@ -151,16 +199,29 @@ class TorchProgram:
         for name, slot in self._input_slots:
             x = inputs[name]
             x = self._tensor(x) if isinstance(x, np.ndarray) else x.to(self.device)
-            want = self._input_dtypes[name]
-            vals[slot] = x.to(want) if x.is_floating_point() and x.dtype != want else x
+            want, held = self._input_dtypes[name], self._held[name]
+            if x.is_floating_point() and x.dtype != want:
+                x = x.to(want)
+            vals[slot] = x.to(held) if x.is_floating_point() and x.dtype != held else x
+        f32 = self.torch.float32 if self.float32_compute else None
         with self.torch.inference_mode():
-            for (step, ins, outs, free), dtypes in zip(self._steps, self._out_dtypes, strict=True):
+            for (step, ins, outs, free), dtypes, rounds in zip(
+                self._steps, self._out_dtypes, self._rounds, strict=True
+            ):
                 results = step([vals[s] for s in ins])
                 for s, r, want in zip(outs, results, dtypes, strict=True):
-                    vals[s] = r.to(want) if r.dtype != want and r.is_floating_point() else r
+                    if rounds and r.dtype == f32 and want != f32:
+                        r = self._round(r, want)
+                    elif r.is_floating_point() and r.dtype != want:
+                        r = r.to(want)  # to the IR dtype (float32 compute: then widened)
+                    vals[s] = r if f32 is None or r.dtype == f32 or not r.is_floating_point() else r.to(f32)
                 for s in free:
                     vals[s] = None
-        return [vals[s] for s in self._output_slots]
+            outputs = [vals[s] for s in self._output_slots]
+            if f32 is not None:
+                pairs = zip(outputs, self._output_dtypes, strict=True)
+                outputs = [o.to(d) if o.is_floating_point() else o for o, d in pairs]
+        return outputs
 
     def synchronize(self) -> None:
         """Wait for queued device work (CUDA); a no-op on CPU."""
@@ -175,6 +236,23 @@ class TorchProgram:
             raise GraphError(f"node {n.id} ({n.op}) has no PyTorch implementation")
         in_shapes = [self.graph.shape_of(r) for r in n.inputs]
         return TORCH_OPS[n.op](self._ctx, n.spec, n.attrs, in_shapes)
+
+
+def _folded(graph: Graph, const: set[int]) -> set[int]:
+    """The weight-only nodes to fold before running: all but views (a transposed weight) that
+    only steps read. Those run as steps, free strided views that the next kernel reads as they
+    are, instead of copies made in numpy (VGG-19's three transposed dense weights took seconds)."""
+    readers: dict[int, set[int]] = {}
+    for n in graph.nodes:
+        for src, _ in n.inputs:
+            readers.setdefault(src, set()).add(n.id)
+    views = {
+        n.id
+        for n in graph.nodes
+        if n.id in const and n.spec.kind is OpKind.VIEW and n.op != "weight"
+        and not (readers.get(n.id, set()) & const)
+    }  # fmt: skip
+    return const - views
 
 
 def run_torch(

@@ -139,16 +139,78 @@ def round_bf16(arr: np.ndarray) -> np.ndarray:
     shape = np.shape(arr)
     flat = np.ascontiguousarray(arr, dtype=np.float32).reshape(-1)  # (a 0-d array becomes 1-d here)
     bits = flat.view(np.uint32)
-    # In uint32: only NaNs (fixed below) can wrap around; the largest finite values round to inf.
-    lsb = (bits >> 16) & 1
-    lsb += 0x7FFF
-    lsb += bits
-    lsb &= 0xFFFF0000
-    rounded = lsb.view(np.float32)
-    nan = np.isnan(flat)
-    if nan.any():
-        rounded = np.where(nan, np.float32(np.nan), rounded)
-    return np.asarray(rounded.reshape(shape))
+    out = np.empty(flat.shape, dtype=np.uint32)
+    tmp = np.empty(min(_ROUND_CHUNK, flat.size), dtype=np.uint32)
+    # In chunks that stay in cache (whole-array passes over a VGG-19's weights took seconds each).
+    for lo in range(0, flat.size, _ROUND_CHUNK):
+        b, o = bits[lo : lo + _ROUND_CHUNK], out[lo : lo + _ROUND_CHUNK]
+        t = tmp[: b.size]
+        # In uint32: only NaNs (fixed below) can wrap around; the largest finite values round to inf.
+        np.right_shift(b, 16, out=t)
+        t &= 1
+        t += 0x7FFF
+        np.add(t, b, out=o)
+        o &= 0xFFFF0000
+        np.bitwise_and(b, 0x7FFFFFFF, out=t)
+        nan = t > 0x7F800000
+        if nan.any():
+            o[nan] = 0x7FC00000 | (b[nan] & 0x80000000)  # a quiet NaN of the same sign
+    return np.asarray(out.view(np.float32).reshape(shape))
+
+
+_ROUND_CHUNK = 1 << 18
+"""Elements :func:`round_bf16` and :func:`round_fp16` round at a time (1 MiB of float32)."""
+
+
+def round_fp16(arr: np.ndarray) -> np.ndarray:
+    """Float32 values rounded to the nearest float16 (ties to even), kept as float32: the values
+    of ``arr.astype(float16).astype(float32)``, bit for bit, about three times as fast (the
+    mantissa rounded in chunks that stay in cache, float16's subnormals by float32 arithmetic).
+
+    >>> round_fp16(np.array([1.0, 1.00048828125, 1.0014648, 70000.0, 1e-8], dtype=np.float32)).tolist()
+    [1.0, 1.0, 1.001953125, inf, 0.0]
+    """
+    shape = np.shape(arr)
+    flat = np.ascontiguousarray(arr, dtype=np.float32).reshape(-1)
+    bits = flat.view(np.uint32)
+    out = np.empty(flat.shape, dtype=np.uint32)
+    tmp = np.empty(min(_ROUND_CHUNK, flat.size), dtype=np.uint32)
+    for lo in range(0, flat.size, _ROUND_CHUNK):
+        b, o = bits[lo : lo + _ROUND_CHUNK], out[lo : lo + _ROUND_CHUNK]
+        t = tmp[: b.size]
+        np.right_shift(b, 13, out=t)
+        t &= 1
+        t += 0xFFF
+        np.add(t, b, out=o)
+        o &= 0xFFFFE000
+        np.bitwise_and(b, 0x7FFFFFFF, out=t)
+        small = t < 0x38800000  # zero or subnormal in float16 (ReLU outputs: half of them)
+        if small.any():
+            # A multiple of 2**-24, ties to even: float32's rounding of x + 0.75 (0.75's ulp is
+            # 2**-24 and its last mantissa bit even), the sign kept for zeros.
+            f = flat[lo : lo + _ROUND_CHUNK]
+            with np.errstate(invalid="ignore", over="ignore"):  # (NaN and infinity: below)
+                q = f + np.float32(0.75)
+                q -= np.float32(0.75)
+            np.copysign(q, f, out=q)
+            np.copyto(o.view(np.float32), q, where=small)
+        big = t >= 0x477FF000  # beyond float16's range, infinite or NaN (rare): the cast decides
+        if big.any():
+            with np.errstate(over="ignore"):
+                cast = flat[lo : lo + _ROUND_CHUNK][big].astype(np.float16).astype(np.float32)
+                o[big] = cast.view(np.uint32)
+    return np.asarray(out.view(np.float32).reshape(shape))
+
+
+def round_values(arr: np.ndarray, dtype: DType | str) -> np.ndarray:
+    """Float32 ``arr`` rounded to ``dtype``'s values, kept as float32 (what an op of a
+    reduced-precision graph stores, computed in float32: io/torch_exec.py's float32 compute)."""
+    d = DType.parse(dtype)
+    if d is DType.BFLOAT16:
+        return round_bf16(arr)
+    if d is DType.FLOAT16:
+        return round_fp16(arr)
+    return np.asarray(arr, dtype=np.float32)
 
 
 def round_to(arr: np.ndarray, dtype: DType | str) -> np.ndarray:

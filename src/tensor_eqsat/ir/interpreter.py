@@ -40,18 +40,26 @@ def random_input(name: str, shape: Shape, seed: int = 0) -> np.ndarray:
     return _rng(seed, name).standard_normal(shape, dtype=np.float32)
 
 
-def random_weight(name: str, shape: Shape, seed: int = 0, positive: bool = False) -> np.ndarray:
-    """Scaled random float32 data for a weight, determined by (seed, name, shape).
+def random_weight(
+    name: str, shape: Shape, seed: int = 0, positive: bool = False, dtype: str = "float32"
+) -> np.ndarray:
+    """Scaled random float32 data for a weight, determined by (seed, name, shape), rounded to
+    ``dtype`` (held in its storage dtype, ir/dtypes.py; default float32: as drawn).
 
     The arrays are read-only and the most recent ones are kept (up to
     :data:`WEIGHT_CACHE_BYTES`): the original and the optimized graph share their weights'
-    names, so checking, exporting and timing both makes each weight once. VGG-19's 143 M
-    parameters take seconds to draw.
+    names, so checking, exporting and timing both makes each weight once (and rounds it once).
+    VGG-19's 143 M parameters take seconds to draw.
     """
-    key = (name, tuple(shape), seed, positive)
+    key = (name, tuple(shape), seed, positive, str(dtype))
     arr = _WEIGHTS.get(key)
     if arr is not None:
         _WEIGHTS.move_to_end(key)
+        return arr
+    if str(dtype) != "float32":
+        arr = round_to(random_weight(name, shape, seed, positive), dtype)
+        arr.flags.writeable = False
+        _remember(key, arr)
         return arr
     rng = _rng(seed, name)
     if positive:
@@ -67,10 +75,10 @@ def random_weight(name: str, shape: Shape, seed: int = 0, positive: bool = False
 
 WEIGHT_CACHE_BYTES = 1 << 30
 """The most bytes of random weights :func:`random_weight` keeps (least recently used dropped)."""
-_WEIGHTS: OrderedDict[tuple[str, tuple[int, ...], int, bool], np.ndarray] = OrderedDict()
+_WEIGHTS: OrderedDict[tuple[str, tuple[int, ...], int, bool, str], np.ndarray] = OrderedDict()
 
 
-def _remember(key: tuple[str, tuple[int, ...], int, bool], arr: np.ndarray) -> None:
+def _remember(key: tuple[str, tuple[int, ...], int, bool, str], arr: np.ndarray) -> None:
     if arr.nbytes > WEIGHT_CACHE_BYTES:
         return
     _WEIGHTS[key] = arr
@@ -144,7 +152,7 @@ def leaf_values(
         elif n.op == "input":
             arr = round_to(random_input(name, shape, seed), n.dtypes[0])
         else:
-            arr = round_to(random_weight(name, shape, seed, positive=n.id in positive), n.dtypes[0])
+            arr = random_weight(name, shape, seed, positive=n.id in positive, dtype=n.dtypes[0])
         values[name] = arr
     # A value under a name the graph does not have (or has as the other kind of leaf) would be
     # ignored silently; that is always a caller's mistake.

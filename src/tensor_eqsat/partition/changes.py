@@ -408,6 +408,7 @@ class _Pairing:
         """The two graphs of one change (see :class:`Change`)."""
         boundary: dict[object, str] = {}  # a boundary value -> its input name in both graphs
         shapes: dict[str, tuple[int, ...]] = {}
+        dtypes: dict[str, str] = {}  # (a bfloat16 model's boundary is bfloat16)
         reads: list[dict[TensorRef, str]] = [{}, {}]  # boundary tensor -> its input name
         for side in (0, 1):
             g, inside = self.g[side], set(nodes[side])
@@ -419,6 +420,7 @@ class _Pairing:
                     if value not in boundary:
                         boundary[value] = f"{BOUNDARY_PREFIX}{len(boundary)}"
                         shapes[boundary[value]] = g.shape_of(ref)
+                        dtypes[boundary[value]] = g.dtype_of(ref)
                     reads[side][ref] = boundary[value]
         graphs: list[Graph] = []
         canon: list[str] = []
@@ -428,7 +430,9 @@ class _Pairing:
             g, sub = self.g[side], Graph()
             local: dict[TensorRef, TensorRef] = {}
             # every boundary value is an input of both sides: one signature
-            made = {name: sub.input(shape, name=name).ref for name, shape in shapes.items()}
+            made = {
+                name: sub.input(shape, name=name, dtype=dtypes[name]).ref for name, shape in shapes.items()
+            }
             for ref, name in reads[side].items():
                 local[ref] = made[name]
             for name in shapes:

@@ -4,6 +4,7 @@ caught in every dtype and correct ones never refused for rounding (DESIGN.md dec
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 
 import numpy as np
 import pytest
@@ -17,6 +18,10 @@ from tensor_eqsat.ir.graph import Graph, Tensor
 from tensor_eqsat.zoo.reduced import REDUCED_PARAMS
 
 DTYPES = ["float32", "float16", "bfloat16"]
+
+
+def has_torch() -> bool:
+    return importlib.util.find_spec("torch") is not None
 
 
 def block(dtype: str, variant: str = "original") -> Graph:
@@ -35,18 +40,27 @@ def block(dtype: str, variant: str = "original") -> Graph:
     return g
 
 
+TORCH = pytest.param("torch", marks=pytest.mark.skipif(not has_torch(), reason="needs torch"))
+BACKENDS = ["auto", TORCH]
+"""The interpreter (``auto`` for Graphs), and PyTorch on the CPU with the interpreter's
+arithmetic (float32 kernels, outputs rounded: what a reduced-precision check runs where torch is
+installed)."""
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_a_correct_rewrite_passes_in_every_dtype(dtype):
-    report = verify(block(dtype), block(dtype, "merged"))
+def test_a_correct_rewrite_passes_in_every_dtype(dtype, backend):
+    report = verify(block(dtype), block(dtype, "merged"), backend=backend)
     assert report.ok, report.summary()
     assert (report.rtol, report.atol, report.scale_floor) == tolerance(dtype)
     assert report.dtype == dtype
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("wrong", ["sign", "swapped", "concat"])
-def test_a_planted_wrong_rewrite_is_caught_in_every_dtype(dtype, wrong):
-    report = verify(block(dtype), block(dtype, wrong))
+def test_a_planted_wrong_rewrite_is_caught_in_every_dtype(dtype, wrong, backend):
+    report = verify(block(dtype), block(dtype, wrong), backend=backend)
     assert not report.ok
     assert report.summary().startswith("NOT EQUIVALENT")
 
@@ -64,18 +78,19 @@ def rebuild(graph: Graph, edit) -> Graph:
     return g
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("model", ["resnet50", "bert"])
-def test_a_sign_flip_deep_in_a_zoo_model_is_caught(dtype, model):
+def test_a_sign_flip_deep_in_a_zoo_model_is_caught(dtype, model, backend):
     g = cast_graph(zoo.get(model, **REDUCED_PARAMS[model]), dtype)
     target = [n.id for n in g.nodes if n.op in ("conv2d", "matmul")][len(g.nodes) // 8]
 
     def flip(h: Graph, n, outs):
         return (h.smul(outs[0], -1.0),) if n.id == target else outs
 
-    ref = Reference(g)
-    assert ref.check(g).ok
-    assert not ref.check(rebuild(g, flip)).ok
+    ref = Reference(g, backend=backend)
+    assert ref.check(g, backend=backend).ok
+    assert not ref.check(rebuild(g, flip), backend=backend).ok
 
 
 def test_the_reference_of_a_reduced_precision_model_is_float32_with_its_weights():

@@ -10,7 +10,7 @@ import pytest
 from tensor_eqsat.egraph import EGraph, ENode, MergeConflict, TensorAnalysis, TensorData
 from tensor_eqsat.errors import FormatError, GraphError
 from tensor_eqsat.ir.cast import cast_graph, precision
-from tensor_eqsat.ir.dtypes import DType, DTypeError, round_bf16, round_to
+from tensor_eqsat.ir.dtypes import DType, DTypeError, round_bf16, round_fp16, round_to, round_values
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.ir.interpreter import random_input, random_weight, run
 from tensor_eqsat.ir.serialize import dumps, loads, to_dict
@@ -184,3 +184,49 @@ def test_an_opaque_node_has_the_dtypes_its_payload_declares():
     g.output(z)
     (out,) = run(g, {"x": np.array([[1, -2, 3], [4, 5, -6]], np.float32)})
     assert out.dtype == np.float16 and out.tolist() == [[1, 0, 3], [4, 5, 0]]
+
+
+def _odd_values() -> np.ndarray:
+    """Normal values, float16 subnormals and overflows, ties, signed zeros, NaN, infinity, and
+    random bit patterns (every exponent), over several rounding chunks."""
+    rng = np.random.default_rng(7)
+    edges = [np.nan, np.inf, -np.inf, 0.0, -0.0, 65504, 65519.99, 65520, -65520, 6.1035156e-05]
+    edges += [6.1035152e-05, 2.0**-25, -(2.0**-25), 3 * 2.0**-25, 2.0**-24 * 1.5, 1e-40, 3.4e38]
+    return np.concatenate(
+        [
+            np.array(edges, np.float32),
+            rng.standard_normal(300_000).astype(np.float32),
+            (rng.standard_normal(300_000) * 1e-6).astype(np.float32),
+            rng.integers(0, 2**32, 300_000, dtype=np.uint64).astype(np.uint32).view(np.float32),
+        ]
+    )
+
+
+def test_round_fp16_is_the_cast_bit_for_bit():
+    x = _odd_values()
+    with np.errstate(over="ignore"):
+        want = x.astype(np.float16).astype(np.float32)
+    got = round_fp16(x)
+    nan = np.isnan(want)
+    np.testing.assert_array_equal(np.isnan(got), nan)
+    np.testing.assert_array_equal(got.view(np.uint32)[~nan], want.view(np.uint32)[~nan])
+    assert round_fp16(np.zeros((0, 3), np.float32)).shape == (0, 3)
+    assert round_fp16(np.float32(1.00048828125)).shape == ()
+
+
+def test_round_bf16_over_several_chunks_matches_torch():
+    torch = pytest.importorskip("torch")
+    x = _odd_values()
+    want = torch.from_numpy(x).to(torch.bfloat16).float().numpy()
+    got = round_bf16(x)
+    nan = np.isnan(want)
+    np.testing.assert_array_equal(np.isnan(got), nan)
+    np.testing.assert_array_equal(got.view(np.uint32)[~nan], want.view(np.uint32)[~nan])
+
+
+def test_round_values_keeps_float32_storage():
+    x = np.array([1.00048828125, 1.01171875], np.float32)
+    assert round_values(x, "fp16").dtype == np.float32
+    np.testing.assert_array_equal(round_values(x, "bf16"), round_bf16(x))
+    np.testing.assert_array_equal(round_values(x, "fp16"), x.astype(np.float16).astype(np.float32))
+    np.testing.assert_array_equal(round_values(x, "fp32"), x)

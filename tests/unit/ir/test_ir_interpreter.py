@@ -123,3 +123,14 @@ def test_outputs_in_order_and_repeated():
     assert len(out) == 3
     np.testing.assert_array_equal(out[1], xv)
     np.testing.assert_array_equal(out[0], out[2])
+
+
+def test_a_rounded_random_weight_is_made_once_and_is_the_rounded_float32_one():
+    from tensor_eqsat.ir.dtypes import round_to
+
+    w16 = random_weight("w", (8, 9), seed=3, dtype="float16")
+    assert w16.dtype == np.float16 and not w16.flags.writeable
+    np.testing.assert_array_equal(w16, round_to(random_weight("w", (8, 9), seed=3), "float16"))
+    assert random_weight("w", (8, 9), seed=3, dtype="float16") is w16  # remembered
+    wb = random_weight("w", (8, 9), seed=3, dtype="bfloat16")
+    assert wb.dtype == np.float32 and np.all(wb.view(np.uint32) & 0xFFFF == 0)

@@ -494,3 +494,13 @@ def test_noop_is_a_zero_scalar():
     g.output(g.noop(a, b))
     out = run1(g, {"a": rand(2), "b": rand(3)})
     assert out.shape == () and out == 0.0
+
+
+@pytest.mark.parametrize("shape", [(300, 700), (256, 512), (5, 3)])
+def test_a_large_matrix_transposed_in_tiles_is_the_transpose(shape):
+    from tensor_eqsat.ir.ops_layout import transpose_copy
+
+    x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+    got = transpose_copy(x, (1, 0))
+    np.testing.assert_array_equal(got, x.T)
+    assert got.flags.c_contiguous and got.dtype == x.dtype

@@ -86,3 +86,16 @@ def _perturbed(graph: Graph) -> Graph:
     out.outputs = list(graph.outputs)
     out.outputs[0] = out.relu(out.tensor(graph.outputs[0])).ref
     return out
+
+
+def test_a_reduced_precision_change_reads_its_boundary_in_the_models_dtype():
+    from tensor_eqsat.ir.cast import cast_graph
+
+    orig, opt = cast_graph(layers(6), "bf16"), cast_graph(layers(6, {3: "good"}), "bf16")
+    parts = changes(orig, opt)
+    assert parts and all(
+        p.original.dtype_of((n.id, 0)) == "bfloat16" for p in parts for n in p.original.inputs()
+    )
+    assert check_all(parts)
+    wrong = changes(orig, cast_graph(layers(6, {3: "wrong"}), "bf16"))
+    assert wrong and not check_all(wrong)
