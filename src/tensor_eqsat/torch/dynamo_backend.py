@@ -265,8 +265,11 @@ def _compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> 
     target = cfg.resolve_target(device)
 
     def handed_on(report: BackendReport) -> Compiled:
-        fn = compile_with(cfg.then, gm, inputs)
-        return Compiled(fn, report)
+        fn = compile_with(cfg.then, gm, inputs, frozen_args)
+        return Compiled(fn, report, original=gm, frozen=frozen_all, check_weights=cfg.check_weights)
+
+    frozen_args: list[int] | None = None
+    frozen_all: list[tuple[int, Any]] = []  # what the handed-on graph holds as constants
 
     try:
         _check_inference(gm, inputs)
@@ -277,7 +280,10 @@ def _compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> 
             f"tensor_eqsat: not optimized ({exc}); original graph used", FallbackWarning, stacklevel=2
         )
         log.warning(report.message)
-        return handed_on(report)
+        return handed_on(report)  # as ``then`` gives it: not frozen
+    if _freezes(cfg):
+        frozen_args = [i for i, p in enumerate(tr.placeholders) if p.name in tr.frozen]
+        frozen_all = [(i, inputs[i]) for i in frozen_args]
     t_translate = time.perf_counter() - t0
     key = graph_key(gm, inputs, tr.graph, target.name, cfg.fingerprint())
     cache = graph_cache(cfg.cache_dir) if cfg.cache else None
@@ -330,11 +336,20 @@ def _compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> 
     try:
         new_gm = rebuild(tr, optimized, device)
         delivery = deliver_fx(
-            gm, new_gm, inputs, target, device, cfg, trusted=hit is not None, cached_reason=cached_reason
+            gm,
+            new_gm,
+            inputs,
+            target,
+            device,
+            cfg,
+            trusted=hit is not None,
+            cached_reason=cached_reason,
+            frozen=frozen_args,
         )
     except (GraphError, TensorEqsatError) as exc:
         reason = f"the rewritten graph could not be rebuilt ({exc}): original kept"
-        delivery = Delivery(compile_with(cfg.then, gm, inputs), True, reason, None, None, 0.0, 0.0)
+        fn = compile_with(cfg.then, gm, inputs, frozen_args)
+        delivery = Delivery(fn, True, reason, None, None, 0.0, 0.0)
     seconds = {
         "translate": t_translate,
         "optimize": t_opt,
@@ -361,10 +376,22 @@ def _compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> 
         )
     log.info(report.message)
     if delivery.kept_original:
-        return Compiled(delivery.compiled, report)
+        return Compiled(
+            delivery.compiled, report, original=gm, frozen=frozen_all, check_weights=cfg.check_weights
+        )
     index = {p.name: i for i, p in enumerate(tr.placeholders)}
     frozen = [(index[name], tr.frozen[name]) for name in new_gm.meta[FROZEN_META]]
+    if frozen_all:  # Inductor's freezing made every parameter and buffer a constant
+        frozen = sorted({i: t for i, t in [*frozen, *frozen_all]}.items(), key=lambda it: it[0])
     return Compiled(delivery.compiled, report, original=gm, frozen=frozen, check_weights=cfg.check_weights)
+
+
+def _freezes(cfg: TorchConfig) -> bool:
+    """Whether what is handed on is compiled with Inductor's freezing (``TorchConfig.freezing``,
+    ``then="inductor"``, no gradients recorded)."""
+    import torch
+
+    return cfg.freezing and cfg.then == "inductor" and not torch.is_grad_enabled()
 
 
 def backend(
