@@ -6,7 +6,10 @@ frozen into IR weights with their real values), optimizes the Graph
 (:func:`tensor_eqsat.optimize.optimize`, ``search="auto"`` within ``time_budget`` seconds,
 priced by the target's cost model), rebuilds an FX GraphModule with the weight-only subgraphs
 folded once (:mod:`tensor_eqsat.torch.fx_export`), and delivers it through
-:func:`tensor_eqsat.torch.delivery.deliver_fx` (check, ``then``, never-slower guard). The callable
+:func:`tensor_eqsat.torch.delivery.deliver_fx` (check, ``then``, never-slower guard). With
+``then="inductor"`` and ``TorchConfig.freezing`` (the default), what is handed on, the original
+graph or the rewritten one, is compiled by Inductor with freezing, its parameters and buffers as
+constants (:func:`~tensor_eqsat.torch.delivery.compile_frozen`). The callable
 it returns carries a :class:`~tensor_eqsat.torch.report.BackendReport` (``.report``); the last
 one is also ``backend.report``.
 
