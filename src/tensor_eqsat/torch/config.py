@@ -40,10 +40,12 @@ class TorchConfig:
         graph and the rewritten one alike, so that the guard compares like with like and what
         is handed on keeps what freezing gives. Only for inference graphs (no gradients
         recorded; a graph the backend refuses, in training mode for one, is handed on as
-        ``then`` gives it). The compiled graph holds the weights' values, so the weight check
-        (``check_weights``) then covers every parameter and buffer: a call after one changed
-        runs the original graph, uncompiled. Default True; False: default Inductor (weights
-        read at each call).
+        ``then`` gives it). The compiled graph holds the weights' values, so every parameter
+        and buffer is then checked at each call by identity, version counter and data pointer
+        (the values sampled by ``check_weights`` only for the weights a rewrite folded): a call
+        after one was replaced or updated in place runs the original graph, uncompiled; a write
+        through ``.data`` to a weight no rewrite folded goes unseen, as under Inductor's
+        freezing itself. Default True; False: default Inductor (weights read at each call).
     cost_model: a cost-model spec replacing the target's (``roofline:cpu`` prices without
         timing kernels). Default None: the target's.
     search: extra :func:`~tensor_eqsat.optimize.optimize` settings (``{"search": "saturate",
