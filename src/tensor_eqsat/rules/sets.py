@@ -123,6 +123,12 @@ RULE_SETS: dict[str, _SetDef] = {
 REAL_MODEL_SET = "taso-inference"
 """The rule set of graphs that are not zoo models (PyTorch, ONNX, graph JSON) when none is named."""
 
+FOLD_FIRST = ("bn-fold-conv", "bn-fold-matmul", "bn-absorb-bias-4d", "bn-absorb-bias-2d")
+"""Rules (by name) that :func:`~tensor_eqsat.optimize.optimize` applies to a fixpoint before the
+search (``OptimizeConfig.fold_first``), where the rule set has them: batch norm folded into the
+convolution or product before it (rules 300-303). A fold is an alternative of the batch norm's
+e-class, never a loss: whether it is taken is the extraction's choice."""
+
 
 def rule_set_names() -> list[str]:
     """Names of the built-in rule sets."""
