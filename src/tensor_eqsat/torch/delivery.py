@@ -131,7 +131,7 @@ def compile_frozen(gm: Any, example_inputs: Sequence[Any], frozen: Sequence[int]
         module.graph.erase_node(placeholders[i])
     module.recompile()
     with inductor_config.patch(freezing=True):
-        compiled = compile_fx(module, [args[i] for i in keep])
+        compiled: Callable[..., Any] = compile_fx(module, [args[i] for i in keep])  # type: ignore[assignment]
 
     def run(*call_args: Any) -> Any:
         return compiled(*[call_args[i] for i in keep])
