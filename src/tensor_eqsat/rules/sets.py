@@ -12,7 +12,7 @@ Built-in sets (``tensor-eqsat rules --set NAME``):
 * ``taso-transformer``: the paper's 139 rules plus the scalar-scale rules 200-203
   (``scalar.rules``), which move the attention score scales of real transformer exports across
   matmuls and fold them into one (GPT-2's only gain under the analytic models).
-* ``taso-inference``: ``taso-transformer`` plus the inference rules 300-331
+* ``taso-inference``: ``taso-transformer`` plus the inference rules 300-341
   (``inference.rules``): batch norm folded into the conv or product before it, merges of
   parallel products and convs that carry their biases, and the attention pattern as one
   ``attention`` op. The set for real models: graphs that are not zoo models (the PyTorch backend,
@@ -115,8 +115,8 @@ RULE_SETS: dict[str, _SetDef] = {
     "taso-inference": _SetDef(
         ("taso-single.rules", "taso-multi.rules", "scalar.rules", "inference.rules"),
         (),
-        "taso-transformer plus the inference rules 300-331 (batch-norm folding, bias merges, "
-        "attention): the default for models that are not in the zoo",
+        "taso-transformer plus the inference rules 300-341 (batch-norm folding, bias merges, "
+        "attention, explicit pads into the conv): the default for models that are not in the zoo",
     ),
 }
 
