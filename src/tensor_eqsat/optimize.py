@@ -311,8 +311,9 @@ batch norm after another folded one one more; the phase stops earlier once nothi
 def _fold_first(egraph: EGraph, actions: Actions, cfg: OptimizeConfig, deadline: Deadline) -> dict[int, int]:
     """The fold-first phase (``OptimizeConfig.fold_first``): the rule set's
     :data:`~tensor_eqsat.rules.sets.FOLD_FIRST` rules saturated on ``egraph`` in place, within
-    the node limit and a tenth of the time left; rule id -> matches applied (empty when the set
-    has none of them or the phase is off)."""
+    the node limit and a tenth of the time left; rule id -> iterations in which it changed the
+    e-graph, as a saturation counts them (``OptimizeResult.rule_counts``; one iteration folds
+    every batch norm it matches), empty when the set has none of them or the phase is off."""
     if not cfg.fold_first:
         return {}
     rules = [r for r in actions.single if r.name in FOLD_FIRST]
@@ -328,7 +329,12 @@ def _fold_first(egraph: EGraph, actions: Actions, cfg: OptimizeConfig, deadline:
         k_multi=0,
     )
     report = runner.run(egraph)
-    return {actions.id_by_name[name]: n for name, n in report.applied.items()}
+    counts: dict[int, int] = {}
+    for it in report.iterations:
+        for name in it.applied:
+            rid = actions.id_by_name[name]
+            counts[rid] = counts.get(rid, 0) + 1
+    return counts
 
 
 def _with_counts(counts: dict[int, int], more: dict[int, int]) -> dict[int, int]:

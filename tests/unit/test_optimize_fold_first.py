@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tensor_eqsat.egraph.egraph import EGraph
 from tensor_eqsat.errors import ConfigError
 from tensor_eqsat.ir import Graph
 from tensor_eqsat.ir.interpreter import run as run_graph
@@ -48,9 +49,13 @@ def test_every_batch_norm_is_folded_before_any_search_step():
         "rules": "taso-inference",
         "cost_model": "recorded:h200",
     }
-    folded = optimize(g, fold_first=True, **settings)
-    assert counts(folded) == {"bn-fold-conv": 3}
-    assert optimize(g, fold_first=False, **settings).rule_counts == {}
+    eg = EGraph.from_graph(g)
+    folded = optimize(g, egraph=eg, fold_first=True, **settings)
+    assert counts(folded) == {"bn-fold-conv": 1}  # one iteration, as a saturation counts them
+    assert len(eg.classes_with_op("bnfold_weight")) == 3  # every batch norm has its folded form
+    eg = EGraph.from_graph(g)
+    assert optimize(g, egraph=eg, fold_first=False, **settings).rule_counts == {}
+    assert eg.classes_with_op("bnfold_weight") == []
 
 
 def test_folding_first_lets_the_merges_that_carry_the_bias_fire():
