@@ -188,6 +188,13 @@ class OptimizeConfig:
         graph it is given whole. Default True; the paper's experiments turn it off.
     portfolio: the ``auto`` search's settings. Default ``PortfolioConfig()``; its first rung and
         MCTS use ``node_limit``.
+    fold_first: before the search, apply the rule set's fold-first rules
+        (:data:`~tensor_eqsat.rules.sets.FOLD_FIRST`: batch norm folded into the convolution or
+        product before it, rules 300-303) to a fixpoint, as rules in the e-graph: every batch
+        norm gets its folded alternative (a convolution carrying a bias) before any search step,
+        so that the bias-carrying merges can match everywhere, and the extraction still picks
+        whichever is cheaper. A rule set without them (the paper's) is searched as it was.
+        Default True.
 
     Raises ConfigError (a TensorEqsatError and a ValueError) for an unknown search or extractor
     name, or an out-of-range value.
@@ -222,6 +229,7 @@ class OptimizeConfig:
     reward_node_limit: int | None = REWARD_NODE_LIMIT
     reward_stall_limit: int | None = None
     partition: bool = True
+    fold_first: bool = True
 
     def __post_init__(self) -> None:
         if isinstance(self.target, str):

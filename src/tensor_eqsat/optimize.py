@@ -45,11 +45,12 @@ from tensor_eqsat.ir.opspec import PROJECTION
 from tensor_eqsat.ir.serialize import dumps
 from tensor_eqsat.ir.summary import to_dot
 from tensor_eqsat.outputs import write_dir
-from tensor_eqsat.rules.sets import RuleSet, load_rule_set, resolve_rule_set
+from tensor_eqsat.rules.sets import FOLD_FIRST, RuleSet, load_rule_set, resolve_rule_set
 from tensor_eqsat.search.actions import Actions
 from tensor_eqsat.search.construction import ConstructionReport, Progress, ProgressFn, StepLog
 from tensor_eqsat.search.env import ExtractorCost
 from tensor_eqsat.search.portfolio import Extraction, Portfolio, PortfolioReport
+from tensor_eqsat.search.runner import Runner, RunnerConfig
 from tensor_eqsat.search.stop import StopReason
 
 __all__ = [
@@ -257,12 +258,14 @@ def optimize(
     tb = time.perf_counter()
     if egraph is None:
         egraph = EGraph.from_graph(source)
+    folded = _fold_first(egraph, actions, cfg, deadline)
     build_s, initial_enodes = time.perf_counter() - tb, egraph.num_enodes
     # Every search is a schedule of stages (OptimizeConfig.schedule): auto's runs as the
     # portfolio; a one-stage schedule (mcts, saturate, a Construction) grows this e-graph itself.
     schedule = cfg.schedule()
     if cfg.search is Search.AUTO:
-        return _optimize_auto(source, egraph, name, cfg, cm, actions, k_multi, progress, deadline, build_s)
+        result = _optimize_auto(source, egraph, name, cfg, cm, actions, k_multi, progress, deadline, build_s)
+        return replace(result, rule_counts=_with_counts(result.rule_counts, folded))
     construction = cfg.construction(cm, k_multi, schedule[0])
     ts = time.perf_counter()
     run_deadline = deadline.earlier(cfg.time_limit)
@@ -296,8 +299,50 @@ def optimize(
     settings = _settings(cfg, name, cm, k_multi, actions)
     return OptimizeResult(
         optimized, source, original_cost, optimized_cost, wall, report.stop_reason, report.steps,
-        report.rule_counts, settings, stats, alternatives,
+        _with_counts(report.rule_counts, folded), settings, stats, alternatives,
     )  # fmt: skip
+
+
+FOLD_FIRST_ITERATIONS = 8
+"""Iterations of the fold-first phase: a fold takes two (a bias absorbed, then the fold), and a
+batch norm after another folded one one more; the phase stops earlier once nothing changes."""
+
+
+def _fold_first(egraph: EGraph, actions: Actions, cfg: OptimizeConfig, deadline: Deadline) -> dict[int, int]:
+    """The fold-first phase (``OptimizeConfig.fold_first``): the rule set's
+    :data:`~tensor_eqsat.rules.sets.FOLD_FIRST` rules saturated on ``egraph`` in place, within
+    the node limit and a tenth of the time left; rule id -> iterations in which it changed the
+    e-graph, as a saturation counts them (``OptimizeResult.rule_counts``; one iteration folds
+    every batch norm it matches), empty when the set has none of them or the phase is off."""
+    if not cfg.fold_first:
+        return {}
+    rules = [r for r in actions.single if r.name in FOLD_FIRST]
+    if not rules:
+        return {}
+    left = deadline.left()
+    limit = cfg.capped_node_limit()
+    runner = Runner(
+        rules,
+        node_limit=limit,
+        iter_limit=FOLD_FIRST_ITERATIONS,
+        time_limit=(left / 10 if left is not None else RunnerConfig().time_limit),
+        k_multi=0,
+    )
+    report = runner.run(egraph)
+    counts: dict[int, int] = {}
+    for it in report.iterations:
+        for name in it.applied:
+            rid = actions.id_by_name[name]
+            counts[rid] = counts.get(rid, 0) + 1
+    return counts
+
+
+def _with_counts(counts: dict[int, int], more: dict[int, int]) -> dict[int, int]:
+    """Rule counts of the search plus those of the fold-first phase, by rule id."""
+    out = dict(counts)
+    for rid, n in more.items():
+        out[rid] = out.get(rid, 0) + n
+    return dict(sorted(out.items()))
 
 
 def _optimize_auto(

@@ -311,6 +311,12 @@ FLAGS: tuple[Flag, ...] = (
         metavar="SPEC",
     ),
     Flag(
+        "--no-fold-first",
+        ("fold_first",),
+        "--no-fold-first leaves batch-norm folding to the search (default: fold first)",
+        off=True,
+    ),
+    Flag(
         "--no-partition",
         ("partition",),
         "--no-partition optimizes the graph whole (default: partition)",

@@ -12,7 +12,7 @@ Built-in sets (``tensor-eqsat rules --set NAME``):
 * ``taso-transformer``: the paper's 139 rules plus the scalar-scale rules 200-203
   (``scalar.rules``), which move the attention score scales of real transformer exports across
   matmuls and fold them into one (GPT-2's only gain under the analytic models).
-* ``taso-inference``: ``taso-transformer`` plus the inference rules 300-331
+* ``taso-inference``: ``taso-transformer`` plus the inference rules 300-341
   (``inference.rules``): batch norm folded into the conv or product before it, merges of
   parallel products and convs that carry their biases, and the attention pattern as one
   ``attention`` op. The set for real models: graphs that are not zoo models (the PyTorch backend,
@@ -115,13 +115,19 @@ RULE_SETS: dict[str, _SetDef] = {
     "taso-inference": _SetDef(
         ("taso-single.rules", "taso-multi.rules", "scalar.rules", "inference.rules"),
         (),
-        "taso-transformer plus the inference rules 300-331 (batch-norm folding, bias merges, "
-        "attention): the default for models that are not in the zoo",
+        "taso-transformer plus the inference rules 300-341 (batch-norm folding, bias merges, "
+        "attention, explicit pads into the conv): the default for models that are not in the zoo",
     ),
 }
 
 REAL_MODEL_SET = "taso-inference"
 """The rule set of graphs that are not zoo models (PyTorch, ONNX, graph JSON) when none is named."""
+
+FOLD_FIRST = ("bn-fold-conv", "bn-fold-matmul", "bn-absorb-bias-4d", "bn-absorb-bias-2d")
+"""Rules (by name) that :func:`~tensor_eqsat.optimize.optimize` applies to a fixpoint before the
+search (``OptimizeConfig.fold_first``), where the rule set has them: batch norm folded into the
+convolution or product before it (rules 300-303). A fold is an alternative of the batch norm's
+e-class, never a loss: whether it is taken is the extraction's choice."""
 
 
 def rule_set_names() -> list[str]:

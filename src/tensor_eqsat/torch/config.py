@@ -32,7 +32,20 @@ class TorchConfig:
         ``torch-cpu``.
     time_budget: seconds for the search (``optimize(search="auto")``). Default 30.
     then: the backend the rewritten graph is handed to: ``"inductor"``, ``"eager"``, any
-        registered backend name, or a backend callable. Default "inductor".
+        registered backend name, or a backend callable. Default "inductor" (with ``freezing``:
+        Inductor with freezing).
+    freezing: with ``then="inductor"``, hand on with Inductor's freezing
+        (``torch._inductor.config.freezing``: parameters and buffers as constants, batch norm
+        folded into the convolution before it, weights laid out for the kernels), the original
+        graph and the rewritten one alike, so that the guard compares like with like and what
+        is handed on keeps what freezing gives. Only for inference graphs (no gradients
+        recorded; a graph the backend refuses, in training mode for one, is handed on as
+        ``then`` gives it). The compiled graph holds the weights' values, so every parameter
+        and buffer is then checked at each call by identity, version counter and data pointer
+        (the values sampled by ``check_weights`` only for the weights a rewrite folded): a call
+        after one was replaced or updated in place runs the original graph, uncompiled; a write
+        through ``.data`` to a weight no rewrite folded goes unseen, as under Inductor's
+        freezing itself. Default True; False: default Inductor (weights read at each call).
     cost_model: a cost-model spec replacing the target's (``roofline:cpu`` prices without
         timing kernels). Default None: the target's.
     search: extra :func:`~tensor_eqsat.optimize.optimize` settings (``{"search": "saturate",
@@ -59,6 +72,7 @@ class TorchConfig:
     target: str | None = None
     time_budget: float = 30.0
     then: str | Callable[..., Any] = "inductor"
+    freezing: bool = True
     cost_model: str | None = None
     search: Mapping[str, Any] = field(default_factory=dict)
     guard: bool = True
@@ -84,6 +98,8 @@ class TorchConfig:
             and self.time_budget > 0
         ):
             raise ConfigError(f"time_budget must be a positive number of seconds, got {self.time_budget!r}")
+        if not isinstance(self.freezing, bool):
+            raise ConfigError(f"freezing must be True or False, got {self.freezing!r}")
         if not (isinstance(self.then, str) or callable(self.then)):
             raise ConfigError(f"then must be a backend name or callable, got {self.then!r}")
         if not all(isinstance(v, int) for v in (self.guard_runs, self.guard_blocks)):
@@ -155,6 +171,7 @@ class TorchConfig:
             (
                 self.time_budget,
                 then,
+                self.freezing,
                 self.cost_model,
                 search,
                 self.seed,

@@ -6,7 +6,8 @@ library's ``deliver`` / ``Runtime`` in one place:
 1. **check**: the original and the rewritten GraphModule run eagerly on the example inputs (the
    real weights are in both); every output must agree within ``atol + rtol * max|original|``.
    A failure keeps the original.
-2. both are handed to ``then`` (Inductor by default);
+2. both are handed to ``then`` (Inductor by default; with ``TorchConfig.freezing``, Inductor with
+   freezing: :func:`compile_frozen`);
 3. **guard** (a measurable target, ``torch-cpu`` or ``cuda``): the two compiled callables are
    timed on the device in alternating blocks, the original as two arms whose difference is the
    self-vs-self noise, the method of :mod:`tensor_eqsat.target.guard`
@@ -15,8 +16,9 @@ library's ``deliver`` / ``Runtime`` in one place:
    range of the per-block ratios, and ``min_gain_pct``). On an analytic target nothing is
    timed and the report says so.
 
-The guard compares the original *compiled by the same next backend*: the promise is "never
-slower than ``then`` alone", not than eager PyTorch.
+The guard compares the original *compiled by the same next backend, the same way* (both frozen
+or neither): the promise is "never slower than ``then`` alone" (by default, than Inductor with
+freezing), not than eager PyTorch.
 """
 
 from __future__ import annotations
@@ -62,8 +64,22 @@ class Delivery:
     cacheable: bool = True
 
 
-def compile_with(then: Any, gm: Any, example_inputs: Sequence[Any]) -> Callable[..., Any]:
-    """``gm`` handed to the next backend (``"eager"``: the module itself)."""
+def compile_with(
+    then: Any, gm: Any, example_inputs: Sequence[Any], frozen: Sequence[int] | None = None
+) -> Callable[..., Any]:
+    """``gm`` handed to the next backend (``"eager"``: the module itself).
+
+    frozen: the positions of the arguments that hold parameters and buffers. Given (a list,
+    possibly empty), ``then="inductor"`` and no gradients recorded (``torch.is_grad_enabled()``
+    False), ``gm`` is compiled by Inductor with freezing (:func:`compile_frozen`), as Dynamo and
+    Inductor do it for a user who sets ``torch._inductor.config.freezing = True``. Default None:
+    ``then`` as it is.
+    """
+    if frozen is not None and then == "inductor":
+        import torch
+
+        if not torch.is_grad_enabled():
+            return compile_frozen(gm, example_inputs, frozen)
     if then == "eager":
         return gm
     if isinstance(then, str):
@@ -73,6 +89,67 @@ def compile_with(then: Any, gm: Any, example_inputs: Sequence[Any]) -> Callable[
     else:
         fn = then
     return fn(gm, list(example_inputs))
+
+
+FROZEN_ARG_PREFIX = "_tensor_eqsat_frozen_arg"
+"""Attribute names of the parameters and buffers :func:`compile_frozen` makes constants."""
+
+
+def compile_frozen(gm: Any, example_inputs: Sequence[Any], frozen: Sequence[int]) -> Callable[..., Any]:
+    """``gm`` compiled by Inductor with freezing: a callable with ``gm``'s signature.
+
+    The arguments at the positions ``frozen`` (parameters and buffers) become attributes of a
+    copy of ``gm`` (what Dynamo makes of them when freezing is on), and Inductor compiles that
+    copy under ``torch._inductor.config.freezing = True``: they are constants to it, folded
+    (batch norm into the convolution before it), laid out for its kernels (on a CPU, oneDNN's
+    packed weights). The compiled graph is specialised to their values at this call: a caller
+    that may change them must check them (:class:`tensor_eqsat.torch.dynamo_backend.WeightStamp`
+    does) and run something else when they changed. The other arguments are passed through.
+    Call it with no gradients recorded (Inductor freezes inference graphs only).
+    """
+    import torch._inductor.config as inductor_config
+    import torch.fx
+    from torch._inductor.compile_fx import compile_fx
+
+    args = list(example_inputs)
+    index = set(frozen)
+    bad = [i for i in sorted(index) if not 0 <= i < len(args) or not isinstance(args[i], torch.Tensor)]
+    if bad:
+        raise ValueError(f"frozen positions {bad} are not tensor arguments of the {len(args)} given")
+    module = torch.fx.GraphModule(gm, copy_graph(gm.graph))
+    placeholders = [n for n in module.graph.nodes if n.op == "placeholder"]
+    if len(placeholders) != len(args):
+        raise ValueError(f"the graph takes {len(placeholders)} arguments, {len(args)} were given")
+    keep = [i for i in range(len(args)) if i not in index]
+    first = next(n for n in module.graph.nodes if n.op != "placeholder")
+    for i in sorted(index):
+        name = f"{FROZEN_ARG_PREFIX}{i}"
+        module.register_buffer(name, args[i])
+        with module.graph.inserting_before(first):
+            attr = module.graph.get_attr(name)
+        placeholders[i].replace_all_uses_with(attr)
+        module.graph.erase_node(placeholders[i])
+    module.recompile()
+    with inductor_config.patch(freezing=True):
+        compiled: Callable[..., Any] = compile_fx(module, [args[i] for i in keep])  # type: ignore[assignment]
+
+    def run(*call_args: Any) -> Any:
+        return compiled(*[call_args[i] for i in keep])
+
+    return run
+
+
+def copy_graph(graph: Any) -> Any:
+    """A copy of an FX graph, its code generator (the calling convention) included."""
+    import copy as _copy
+
+    import torch.fx
+
+    out = torch.fx.Graph()
+    out._codegen = _copy.deepcopy(graph._codegen)
+    value = out.graph_copy(graph, {})
+    out.output(value)
+    return out
 
 
 def _flat(out: Any) -> list[Any]:
@@ -201,6 +278,7 @@ def deliver_fx(
     *,
     trusted: bool = False,
     cached_reason: str | None = None,
+    frozen: Sequence[int] | None = None,
 ) -> Delivery:
     """Check ``optimized`` against ``original`` (GraphModules with the same signature), hand the
     one to keep to ``cfg.then``, and on a measurable target keep the optimized one only when it
@@ -209,6 +287,9 @@ def deliver_fx(
     trusted: skip the guard's timing (a decision served from the cache); the check still runs.
     cached_reason: with ``trusted``, what was decided when the graph was first optimized (the
         report says it, not a measurement that may never have been made).
+    frozen: the positions of the parameter and buffer arguments, for Inductor's freezing
+        (:func:`compile_with`): both graphs are handed on the same way, so that the guard
+        compares like with like. Default None: ``then`` as it is.
     """
     import torch
 
@@ -221,7 +302,7 @@ def deliver_fx(
     ok, diff, what = compare_outputs(expected, got, cfg.rtol, cfg.atol, tf32=uses_tf32(torch, device))
     tc = time.perf_counter()
     if not ok:
-        compiled = compile_with(cfg.then, original, args)
+        compiled = compile_with(cfg.then, original, args, frozen)
         reason = f"the rewritten graph failed the check ({what}): original kept"
         log.warning("tensor_eqsat: %s", reason)
         # A rewrite that changes the result is a bug in a rule or a translation: say so loudly.
@@ -230,7 +311,7 @@ def deliver_fx(
         if not cacheable:
             reason += " (the example inputs hold NaN or infinity: checked again next time)"
         return Delivery(compiled, True, reason, diff, None, time.perf_counter() - tc, 0.0, cacheable)
-    fast = compile_with(cfg.then, optimized, args)
+    fast = compile_with(cfg.then, optimized, args, frozen)
     compile_s = time.perf_counter() - tc
     why = target.unavailable()
     if not cfg.guard or trusted or why is not None:
@@ -243,7 +324,7 @@ def deliver_fx(
             reason = "not measured (guard off)"
         return Delivery(fast, False, reason, diff, None, compile_s, 0.0)
     tc = time.perf_counter()
-    base = compile_with(cfg.then, original, args)
+    base = compile_with(cfg.then, original, args, frozen)
     compile_s += time.perf_counter() - tc
     tg = time.perf_counter()
     # The library's never-slower guard (the original as two arms, the noise rule, a winner timed

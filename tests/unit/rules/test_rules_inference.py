@@ -1,4 +1,4 @@
-"""The inference rules 300-331: verified on numbers, wrong variants caught, and at work on the
+"""The inference rules 300-341: verified on numbers, wrong variants caught, and at work on the
 graphs they are for (a conv -> batch norm -> ReLU network as the PyTorch importer writes it,
 biased Q/K/V projections, eager attention)."""
 
@@ -54,6 +54,8 @@ def _variant(rule_id: int, old: str, new: str, drop_conditions: bool = False):
         (322, "(attention divisor=?d", "(attention scale=?d"),  # multiplied instead of divided
         (310, "(concat axis=0 ?b1 ?b2)", "(concat axis=0 ?b2 ?b1)"),  # biases in the wrong order
         (330, "(matmul ?x (ewmul ?w ?g))", "(matmul (ewmul ?x ?g) ?w)"),  # the input's columns scaled
+        (340, "pads=[0 0 0 0 0 0 0 0]", "pads=[0 0 1 1 0 0 1 1]"),  # a pad that pads dropped
+        (341, "pads=[0 0 1 1 0 0 1 1]", "pads=[0 0 0 1 0 0 0 1]"),  # one-sided: not SAME
     ],
 )
 def test_a_wrong_inference_rule_is_caught(rule_id, old, new):
@@ -133,6 +135,46 @@ def test_conv_bn_relu_networks_get_folded_and_merged():
     assert (
         optimize(g, search="saturate", rules="taso-transformer", cost_model="recorded:h200").speedup_pct == 0
     )
+
+
+def tf_padded_net() -> Graph:
+    """MobileNet-v2's blocks as HF writes them with TF padding: an explicit pad before every VALID
+    conv, empty before the 1x1 convs, one on every side before the depthwise 3x3 of stride 1."""
+    rng = np.random.default_rng(0)
+    g = Graph()
+    x = g.input((1, 8, 8, 8), name="x")
+    nothing, one = (0,) * 8, (0, 0, 1, 1, 0, 0, 1, 1)
+
+    def conv(h, name, cout, k, groups=1):
+        cin = h.shape[1] // groups
+        w = g.weight(
+            (cout, cin, k, k), name=name, data=rng.standard_normal((cout, cin, k, k)).astype(np.float32)
+        )
+        return g.conv2d(h, w, padding="valid")
+
+    def pad(h, pads):
+        return g.add("pad", [h], pads=pads, fill="zero")[0]
+
+    def relu6(h):
+        return g.add("clip", [h], min=0.0, max=6.0)[0]
+
+    h = relu6(conv(pad(x, nothing), "expand", 32, 1))
+    h = relu6(conv(pad(h, one), "depthwise", 32, 3, groups=32))
+    h = conv(pad(h, nothing), "project", 8, 1)
+    g.output(g.ewadd(h, x))
+    return g
+
+
+def test_explicit_pads_are_taken_into_the_convs():
+    g = tf_padded_net()
+    assert g.op_counts()["pad"] == 3
+    res = optimize(g, search="saturate", rules="taso-inference", cost_model="recorded:h200")
+    assert "pad" not in res.graph.op_counts()
+    assert {340, 341} <= set(res.rule_counts)
+    assert res.speedup_pct > 0  # eager PyTorch runs every pad as a kernel of its own
+    feed = {"x": np.random.default_rng(1).standard_normal((1, 8, 8, 8)).astype(np.float32)}
+    (want,), (got,) = run(g, feed), run(res.graph, feed)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
 def bert_like_attention(seq: int = 8, hidden: int = 32, heads: int = 4) -> Graph:
