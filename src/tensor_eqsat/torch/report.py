@@ -22,6 +22,8 @@ class BackendReport:
     cache: ``"miss"``, ``"memory"``, ``"disk"`` or ``"off"``.
     max_diff: the check's largest absolute output difference.
     seconds: time per phase (``translate``, ``optimize``, ``compile``, ``guard``, ``total``).
+    unfrozen: the original was handed on without Inductor's freezing, measured faster than frozen
+        (:class:`~tensor_eqsat.torch.delivery.Delivery`); a cached decision keeps it so.
     """
 
     graph_key: str
@@ -38,6 +40,7 @@ class BackendReport:
     cache: str = "miss"
     max_diff: float | None = None
     seconds: dict[str, float] = field(default_factory=dict)
+    unfrozen: bool = False
 
     @property
     def message(self) -> str:
