@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.util
 import json
 import logging
 import math
@@ -33,10 +34,15 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tensor_eqsat.clock import Deadline
+from tensor_eqsat.ir.dtypes import DType
 from tensor_eqsat.ir.graph import Graph
+
+if TYPE_CHECKING:
+    from tensor_eqsat.target.runtime import Runtime
+    from tensor_eqsat.target.targets import Target
 
 log = logging.getLogger(__name__)
 
@@ -351,6 +357,42 @@ class Checker:
             log.info("a changed part differs (%s): checking the whole graph", merged.summary())
             return self._whole(artifact)
         return merged
+
+
+def changed_regions(result: Any) -> Any:
+    """A partitioned result's changed regions (what its check compares when the whole graph's
+    check cannot fit), None for any other result."""
+    return getattr(result, "changed_regions", None)
+
+
+def check_runtime(
+    target: Target, guard_runtime: Runtime | None, dtype: DType = DType.FLOAT32
+) -> tuple[str, str]:
+    """Where the numeric check runs: (backend, device) for :class:`~tensor_eqsat.io.equivalence.Reference`.
+
+    On a GPU target that runs here, PyTorch on the GPU (with TF32 off); elsewhere onnxruntime on
+    the CPU where it is installed (several times faster than the numpy reference interpreter on
+    conv-heavy models: Inception-v3's three trials take about 3 s against 14 s), else the
+    interpreter. A float16 or bfloat16 model is checked on a CPU in PyTorch where it is installed,
+    with the interpreter's arithmetic (float32 kernels, each op's outputs rounded to its dtype, as
+    GPU kernels do; :class:`~tensor_eqsat.io.torch_exec.TorchProgram`'s ``float32_compute``), else
+    in the interpreter: onnxruntime's CPU kernels lack bfloat16 and most float16 ones. Both models
+    run in the same executor, so a rewrite that changes what the graph computes shows either way.
+    """
+    if target.device == "cuda" and guard_runtime is not None:
+        return "torch", "cuda"
+    if dtype is not DType.FLOAT32:
+        return ("torch" if importlib.util.find_spec("torch") is not None else "interpreter"), "cpu"
+    if importlib.util.find_spec("onnxruntime") is not None:
+        return "ort", "cpu"
+    return "interpreter", "cpu"
+
+
+def target_uses_tf32() -> bool:
+    """True when PyTorch here would run float32 CUDA work in TF32 (see ``uses_tf32``)."""
+    from tensor_eqsat.io.torch_exec import require_torch, uses_tf32
+
+    return uses_tf32(require_torch(), "cuda")
 
 
 def merge_reports(reports: Sequence[Any], scope: str) -> Any:

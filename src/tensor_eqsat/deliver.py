@@ -34,7 +34,6 @@ result is never handed back), and the delivery says it was interrupted.
 from __future__ import annotations
 
 import copy
-import importlib.util
 import logging
 import math
 import time
@@ -347,8 +346,10 @@ def deliver(
             f"memory_limit of {cfg.memory_limit:,} bytes" + tail,
             cli=f"--memory-limit {cfg.memory_limit:,} bytes" + tail,
         )
-    check_backend, check_device = _check_runtime(target, guard_runtime, precision(src.graph))
-    if check_device == "cuda" and _target_uses_tf32():
+    from tensor_eqsat.check import changed_regions, check_runtime, target_uses_tf32
+
+    check_backend, check_device = check_runtime(target, guard_runtime, precision(src.graph))
+    if check_device == "cuda" and target_uses_tf32():
         notes.append(
             "the target runs float32 convolutions in TF32 (PyTorch's default); "
             "the check compared with TF32 off, against float32"
@@ -395,7 +396,7 @@ def deliver(
         if checker is not None and result.graph is not src.graph:  # (no candidate: the original)
             t = time.perf_counter()
             checked = (chosen, _artifact(chosen, src, fmt, cfg.seed))
-            outcome = checker.check(chosen, checked[1], _changed_regions(result), before_write)
+            outcome = checker.check(chosen, checked[1], changed_regions(result), before_write)
             verdict, unchecked = outcome.verdict, outcome.note
             phases["check"] = time.perf_counter() - t
         left = before_write.left()
@@ -499,12 +500,6 @@ def _weight_bytes(graph: Graph) -> int:
     return sum(DType(n.dtypes[0]).itemsize * math.prod(n.shapes[0]) for n in graph.weights())
 
 
-def _changed_regions(result: OptimizeResult) -> Any:
-    """A partitioned result's changed regions (what its check compares when the whole graph's
-    check cannot fit), None for any other result."""
-    return getattr(result, "changed_regions", None)
-
-
 def _check_output(output: str | Path | None) -> Path | None:
     """Refuse an unwritable output (and ONNX output without the onnx extra) before any work."""
     if output is None:
@@ -605,36 +600,6 @@ def _check_write_time(src: Source, out: Path | None, deadline: Deadline) -> None
         f"{head}: give time_budget of at least {2 * predicted:.0f} s, or write graph JSON",
         cli=f"{head}: give --time-budget {2 * predicted:.0f} or more, or write graph JSON (-o NAME.json)",
     )
-
-
-def _check_runtime(
-    target: Target, guard_runtime: Runtime | None, dtype: DType = DType.FLOAT32
-) -> tuple[str, str]:
-    """Where the numeric check runs: (backend, device) for :class:`~tensor_eqsat.io.equivalence.Reference`.
-
-    On a GPU target that runs here, PyTorch on the GPU (with TF32 off); elsewhere onnxruntime on
-    the CPU where it is installed (several times faster than the numpy reference interpreter on
-    conv-heavy models: Inception-v3's three trials take about 3 s against 14 s), else the
-    interpreter. A float16 or bfloat16 model is checked on a CPU in PyTorch where it is installed,
-    with the interpreter's arithmetic (float32 kernels, each op's outputs rounded to its dtype, as
-    GPU kernels do; :class:`~tensor_eqsat.io.torch_exec.TorchProgram`'s ``float32_compute``), else
-    in the interpreter: onnxruntime's CPU kernels lack bfloat16 and most float16 ones. Both models
-    run in the same executor, so a rewrite that changes what the graph computes shows either way.
-    """
-    if target.device == "cuda" and guard_runtime is not None:
-        return "torch", "cuda"
-    if dtype is not DType.FLOAT32:
-        return ("torch" if importlib.util.find_spec("torch") is not None else "interpreter"), "cpu"
-    if importlib.util.find_spec("onnxruntime") is not None:
-        return "ort", "cpu"
-    return "interpreter", "cpu"
-
-
-def _target_uses_tf32() -> bool:
-    """True when PyTorch here would run float32 CUDA work in TF32 (see ``uses_tf32``)."""
-    from tensor_eqsat.io.torch_exec import require_torch, uses_tf32
-
-    return uses_tf32(require_torch(), "cuda")
 
 
 def _nothing_to_optimize(src: Source, egraph: Any, cfg: OptimizeConfig) -> str | None:

@@ -14,6 +14,16 @@ from tensor_eqsat.workers import before_sigterm
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
 
 
+@pytest.fixture(autouse=True)
+def ctrl_c_raises():
+    """SIGINT as an interactive Python has it (KeyboardInterrupt), whatever the runner inherited:
+    a test suite started in the background of a non-interactive shell runs with SIGINT ignored,
+    and an ignored Ctrl-C is, rightly, left ignored."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 @pytest.fixture
 def ended(monkeypatch):
     """What would end the process: recorded (with the seconds waited) instead."""

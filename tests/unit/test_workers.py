@@ -82,6 +82,10 @@ def test_workers_take_sigterms_default_and_may_ignore_ctrl_c(ignore_sigint):
 def test_a_ctrl_c_during_submit_is_raised_after_it_not_lost():
     from tensor_eqsat.workers import deferred_sigint
 
+    # SIGINT as an interactive Python has it, whatever the runner inherited (a suite started in
+    # the background of a non-interactive shell runs with SIGINT ignored).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+
     reached = []
     with pytest.raises(KeyboardInterrupt), deferred_sigint():
         os.kill(os.getpid(), signal.SIGINT)
@@ -89,6 +93,7 @@ def test_a_ctrl_c_during_submit_is_raised_after_it_not_lost():
         reached.append("end of block")  # not interrupted inside
     assert reached == ["end of block"]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    signal.signal(signal.SIGINT, previous)
 
 
 @pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
