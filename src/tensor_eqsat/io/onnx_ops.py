@@ -586,12 +586,11 @@ def _identity(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[
 def _cast(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
     v = _req(ins, 0)
     to = int(a["to"]) if node.op_type == "Cast" else _req(ins, 1).elem_type
-    if to == v.elem_type and to in FLOAT_ELEM_DTYPES:
-        return [v]
     if to not in FLOAT_ELEM_DTYPES or v.elem_type not in FLOAT_ELEM_DTYPES:
         raise Unsupported("Cast to or from a non-floating element type is not modelled")
-    x = _float_in(imp, node, ins, 0)
-    return [imp.new(imp.g.cast(x, FLOAT_ELEM_DTYPES[to]))]
+    if to == v.elem_type:
+        return [v]
+    return [imp.new(imp.g.cast(_float_in(imp, node, ins, 0), FLOAT_ELEM_DTYPES[to]))]
 
 
 # ---------------------------------------------------------------------------------------------
