@@ -349,8 +349,7 @@ def show(r: dict[str, Any], local: str) -> None:
         print(f"  {local} rules: {r[local]['rules_applied']}", flush=True)
     if r["dtype"] != "float32":
         print(
-            f"  {r['dtype']}: the backend rewrites float32 tensors only; "
-            f"{h['ops_opaque']} calls stayed opaque, verdicts {h['verdicts']}",
+            f"  {r['dtype']}: {h['ops_opaque']} calls stayed opaque, verdicts {h['verdicts']}",
             flush=True,
         )
     t = r.get("timing")

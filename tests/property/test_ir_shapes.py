@@ -421,6 +421,30 @@ def test_mean(shape, data, keep):
     assert out.shape == np.zeros(shape).mean(axis=tuple(axes), keepdims=keep).shape
 
 
+@given(
+    nonscalar,
+    st.sampled_from(["float32", "float16", "bfloat16"]),
+    st.sampled_from(["float32", "float16", "bfloat16"]),
+)
+def test_cast(shape, src, dst):
+    from tensor_eqsat.ir.dtypes import DTypeError, round_to
+    from tensor_eqsat.ir.interpreter import run
+
+    g = Graph()
+    x = g.input(shape, dtype=src)
+    y = g.cast(x, dst)
+    (out,) = check(g, (y,))
+    assert y.dtype == dst and out.shape == shape
+    g.output(y)
+    arr = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    (got,) = run(g, {g.name_of(x.node): arr})
+    # The interpreter rounds the input to its dtype, then the cast rounds once to its target.
+    want = round_to(round_to(arr, src).astype(np.float32), dst)
+    np.testing.assert_array_equal(np.asarray(got, np.float32), np.asarray(want, np.float32))
+    with pytest.raises(DTypeError):
+        g.cast(g.input(shape, dtype="int64"), dst)
+
+
 def test_every_op_has_a_property_test():
     covered = {
         "ewadd", "ewmul", "relu", "tanh", "sigmoid", "gelu", "dropout", "smul", "sdiv", "matmul",
@@ -429,6 +453,7 @@ def test_every_op_has_a_property_test():
         "attention",
         "opaque",  # tests/property/test_io_opaque.py (it needs onnx to build a payload)
         "silu", "hardsigmoid", "hardswish", "clip", "pow", "rsqrt", "pad", "slice", "expand", "mean",
+        "cast",
     }  # fmt: skip
     from tensor_eqsat.ir.ops import op_names
 

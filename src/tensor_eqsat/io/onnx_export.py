@@ -584,6 +584,11 @@ def _mean(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
     ctx.node("ReduceMean", [ins[0], axes], outs, keepdims=int(a["keepdims"]))
 
 
+@_emits("cast")
+def _cast(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
+    ctx.node("Cast", ins, outs, to=DTYPE_ELEMS[n.attr_dict()["dtype"]])
+
+
 @_emits("enlarge")
 def _enlarge(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
     w, ref = (ctx.graph.shape_of(r) for r in n.inputs)

@@ -35,7 +35,7 @@ Mapping (exact unless noted; the full table is in docs/interop.md):
 
 Float32, float16 and bfloat16 tensors and constants import in their own dtype (constants derived
 from a constant, such as Sub's negation, keep it); where floats of different dtypes meet (around a
-Cast, which the IR has no op for) the node stays opaque, with its payload's exact types.
+Cast to or from an integer type) the node stays opaque, with its payload's exact types.
 
 Alternatives rejected: mapping every explicit pad to SAME (wrong for PyTorch's stride-2 convs
 with pad 1); an opaque ``Pad`` for those pads (what this did before the IR had ``pad``: exact, but
@@ -586,9 +586,11 @@ def _identity(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[
 def _cast(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
     v = _req(ins, 0)
     to = int(a["to"]) if node.op_type == "Cast" else _req(ins, 1).elem_type
-    if to != v.elem_type or to not in FLOAT_ELEM_DTYPES:
-        raise Unsupported("Cast between element types is not modelled (the IR has no cast op)")
-    return [v]
+    if to not in FLOAT_ELEM_DTYPES or v.elem_type not in FLOAT_ELEM_DTYPES:
+        raise Unsupported("Cast to or from a non-floating element type is not modelled")
+    if to == v.elem_type:
+        return [v]
+    return [imp.new(imp.g.cast(_float_in(imp, node, ins, 0), FLOAT_ELEM_DTYPES[to]))]
 
 
 # ---------------------------------------------------------------------------------------------

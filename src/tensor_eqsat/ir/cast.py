@@ -15,7 +15,9 @@ from tensor_eqsat.ir.graph import Graph
 
 def cast_graph(graph: Graph, dtype: DType | str) -> Graph:
     """A copy of ``graph`` whose floating inputs and weights are ``dtype`` (integer inputs, such
-    as token ids, stay integers); every other dtype follows by inference.
+    as token ids, stay integers); every other dtype follows by inference. A ``cast`` to the
+    graph's :func:`precision` casts to ``dtype`` instead (a bfloat16 model's float32 softmax
+    islands stay float32 in float16), and in float32 every cast casts to float32.
 
     Raises DTypeError (a ShapeError) naming the op if the result is ill-typed: an opaque ONNX node
     keeps the dtypes its payload declares, so a graph mixing them with the new dtype is refused.
@@ -28,6 +30,7 @@ def cast_graph(graph: Graph, dtype: DType | str) -> Graph:
     target = DType.parse(dtype)
     if not target.is_float:
         raise ValueError(f"cast_graph: {target} is not a floating dtype")
+    old = precision(graph)
     out = Graph()
     for n in graph.nodes:
         attrs = n.attrs
@@ -35,6 +38,10 @@ def cast_graph(graph: Graph, dtype: DType | str) -> Graph:
             named = dict(n.spec.attr_dict(attrs))
             named["dtype"] = target.value
             attrs = n.spec.make_attrs(**named)
+        elif n.op == "cast" and (target is DType.FLOAT32 or n.dtypes[0] == old.value):
+            # A cast back to the model's precision casts to the new one; in float32 (the check's
+            # reference) every cast is the identity. Float32 islands stay float32.
+            attrs = n.spec.make_attrs(dtype=target.value)
         out.add_node(n.op, attrs, n.inputs)
     out.outputs = list(graph.outputs)
     for name, arr in graph.weight_data.items():
@@ -44,13 +51,13 @@ def cast_graph(graph: Graph, dtype: DType | str) -> Graph:
 
 
 def precision(graph: Graph) -> DType:
-    """The precision ``graph`` runs in: the lowest-precision float dtype of its leaves and outputs
-    (float32 for a graph without reduced-precision tensors).
+    """The precision ``graph`` runs in: the lowest-precision float dtype of its leaves, casts and
+    outputs (float32 for a graph without reduced-precision tensors).
 
     >>> g = Graph(); x = g.input((2,), dtype="fp16"); g.output(g.relu(x))
     >>> precision(g)
     <DType.FLOAT16: 'float16'>
     """
-    dtypes = [n.dtypes[0] for n in graph.nodes if n.spec.is_leaf]
+    dtypes = [n.dtypes[0] for n in graph.nodes if n.spec.is_leaf or n.op == "cast"]
     dtypes += [graph.dtype_of(r) for r in graph.outputs]
     return graph_dtype(dtypes)

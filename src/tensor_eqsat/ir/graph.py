@@ -303,6 +303,10 @@ class Graph:
     def layernorm(self, x: Tensor, scale: Tensor, bias: Tensor, axis: int = -1, eps: float = 1e-5) -> Tensor:
         return self._one("layernorm", [x, scale, bias], axis=axis, eps=eps)
 
+    def cast(self, x: Tensor, dtype: str) -> Tensor:
+        """``x`` converted to the floating dtype ``dtype`` (ir/ops_dtype.py)."""
+        return self._one("cast", [x], dtype=dtype)
+
     # -- outputs and queries ---------------------------------------------------------------------
     def output(self, *tensors: Tensor) -> None:
         """Mark tensors as graph outputs (in order; call again to add more)."""

@@ -30,7 +30,8 @@ order of :func:`op_names`): ``ops_leaf`` (input, weight), ``ops_elementwise``, `
 merge), ``ops_layout`` (concat, split, reshape, transpose, dropout, noop), ``ops_opaque``, then
 the ops of today's inference graphs (issue 33): ``ops_activation`` (silu, hardsigmoid,
 hardswish, clip, pow, rsqrt), ``ops_extent`` (pad, slice, expand, mean) and ``ops_inference``
-(bnfold_weight, bnfold_bias, attention: what inference rewrites introduce); shared helpers live
+(bnfold_weight, bnfold_bias, attention: what inference rewrites introduce), then ``ops_dtype``
+(cast: reduced-precision graphs' float32 islands, issue 34); shared helpers live
 in ``ops_common``. A family module only lists its OpSpecs, so importing one directly cannot
 change the registration order. To add an op, append its OpSpec to its family's
 ``SPECS`` (or add a family module to ``_FAMILIES``).
@@ -40,6 +41,7 @@ from __future__ import annotations
 
 from tensor_eqsat.ir import (
     ops_activation,
+    ops_dtype,
     ops_elementwise,
     ops_extent,
     ops_inference,
@@ -67,6 +69,7 @@ _FAMILIES = (
     ops_activation,
     ops_extent,
     ops_inference,
+    ops_dtype,
 )
 
 for _family in _FAMILIES:

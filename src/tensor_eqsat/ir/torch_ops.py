@@ -338,6 +338,11 @@ def _mean(ctx: TorchContext, spec: OpSpec, attrs: Attrs, shapes: Sequence[Shape]
     return lambda x: (mean(x[0], axes, keepdim=keep),)
 
 
+def _cast(ctx: TorchContext, spec: OpSpec, attrs: Attrs, shapes: Sequence[Shape]) -> Step:
+    dtype = getattr(ctx.torch, spec.attr_dict(attrs)["dtype"])
+    return lambda x: (x[0].to(dtype),)
+
+
 def _noop(ctx: TorchContext, spec: OpSpec, attrs: Attrs, shapes: Sequence[Shape]) -> Step:
     raise GraphError("a noop is read by another op; a noop can only join outputs")
 
@@ -380,6 +385,7 @@ TORCH_OPS: dict[str, Builder] = {
     "slice": _slice,
     "expand": _expand,
     "mean": _mean,
+    "cast": _cast,
 }
 """Every non-leaf op's PyTorch builder (leaves are the program's inputs and constants)."""
 

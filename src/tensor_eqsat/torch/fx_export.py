@@ -287,6 +287,8 @@ class _Builder:
             return [self.fx.call_method("expand", (xs[0], tuple(a["shape"])))]
         if op == "mean":
             return [self.call(torch.mean, xs[0], list(a["axes"]), a["keepdims"])]
+        if op == "cast":
+            return [self.fx.call_method("to", (xs[0], getattr(torch, a["dtype"])))]
         raise GraphError(f"node {n.id} ({op}) cannot be rebuilt as FX (it reads a run-time tensor)")
 
     def _own_padding(

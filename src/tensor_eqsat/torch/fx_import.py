@@ -24,7 +24,8 @@
 In-place ops on fresh intermediates are taken functionally (``relu_(x)`` is ``relu(x)``, later
 readers of ``x`` read the result); an in-place op on a graph input, a parameter or a view, a
 random op, or a training-mode op raises :class:`Unsupported`, and the backend keeps the
-original graph. Only float32 tensors reach mapped ops; other dtypes flow between opaque nodes.
+original graph. Only float32, float16 and bfloat16 tensors reach mapped ops; other dtypes flow
+between opaque nodes.
 
 Why the Dynamo graph and not the ATen graph of ``aot_autograd``: the result is handed to the next
 backend (Inductor by default), which expects the Dynamo-level graph and runs its own

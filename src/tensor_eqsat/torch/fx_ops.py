@@ -7,7 +7,7 @@ not exactly an IR op (a dilated conv, an average pool counting its padding, a sc
 node then stays opaque. Every translation is exact: PyTorch padding becomes the IR's SAME only
 where both pad the same rows and columns, a linear is ``x @ Wᵀ + b`` with ``Wᵀ`` frozen, a
 subtraction is ``a + (-1)·b`` (exact in IEEE arithmetic). The calls of today's inference graphs
-(activations, RMSNorm's pieces, padding, indexing, ``expand``, dtype no-ops) are registered in
+(activations, RMSNorm's pieces, padding, indexing, ``expand``, dtype casts) are registered in
 the same table by :mod:`tensor_eqsat.torch.fx_ops_inference`.
 
 Besides, :func:`check_sound` refuses what cannot be optimized soundly (random ops, training-mode

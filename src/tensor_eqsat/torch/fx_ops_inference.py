@@ -5,10 +5,13 @@ Part of the one table of :mod:`tensor_eqsat.torch.fx_ops` (registered there, by 
 ``pow`` by a number, ``rsqrt`` and ``mean`` (RMSNorm as Llama writes it, global pooling);
 ``F.pad`` with zeros; basic tensor indexing (slices, integers, ``None``, ``...``) as ``slice`` ops
 and one ``reshape``; ``expand`` (grouped-query attention repeats its key/value heads); softmax
-with ``dtype=torch.float32``; and ``.to`` / ``.type`` / ``.float`` that leave a float32 tensor on
-its device (the identity). Every translation is exact, as in the base table; anything else
-raises :class:`~tensor_eqsat.torch.fx_ops.NotMapped` and stays opaque (a pad with a non-zero
-value or a negative, cropping pad, a one-sided clamp, a cast to another dtype, advanced indexing).
+with a ``dtype`` (a ``cast`` first, as PyTorch does); and ``.to`` / ``.type`` / ``.float`` /
+``.half`` / ``.bfloat16`` that keep a float tensor on its device: the identity where the dtype
+stays, else a ``cast`` (the float32 islands of reduced-precision softmax and RMSNorm, issue 34).
+Every translation is exact, as in the base table; anything else raises
+:class:`~tensor_eqsat.torch.fx_ops.NotMapped` and stays opaque (a pad with a non-zero value or a
+negative, cropping pad, a one-sided clamp, a cast to an integer dtype or another device,
+advanced indexing).
 """
 
 from __future__ import annotations
@@ -179,29 +182,42 @@ def build() -> None:
             y = g(tr).reshape(y, shape)
         return _ir(y)
 
-    @_register("method:to", "method:type", "method:float")
+    @_register("method:to", "method:type", "method:float", "method:half", "method:bfloat16")
     def _to(tr: _Translator, node: Any, args: Sequence[Any], kw: dict[str, Any]) -> Value:
         from torch.fx.node import Node
 
-        from tensor_eqsat.torch.fx_import import _example
+        from tensor_eqsat.torch.fx_import import _example, ir_dtype
 
-        x = _tensor(tr, args[0])  # a float32 run-time tensor
+        x = _tensor(tr, args[0])  # a float32, float16 or bfloat16 run-time tensor
         if not isinstance(args[0], Node):
             raise NotMapped("a constant")
         ev, src = _example(node), _example(args[0])
         if not (isinstance(ev, torch.Tensor) and isinstance(src, torch.Tensor)):
             raise NotMapped("unknown result")
-        if ev.dtype != torch.float32 or ev.device != src.device or kw.get("memory_format") is not None:
-            raise NotMapped("a cast or a move")
-        return _ir(x)  # float32 on its own device: the same values
+        dtype = ir_dtype(ev.dtype)
+        if dtype is None or ev.device != src.device or kw.get("memory_format") is not None:
+            raise NotMapped("a cast to a non-float dtype, or a move")
+        # The result's values depend only on its dtype (copy= and non_blocking= do not change them).
+        return _ir(x) if dtype == x.dtype else one(tr, "cast", x, dtype=dtype)
 
     @_register(torch.softmax, F.softmax, "method:softmax")
     def _softmax(tr: _Translator, node: Any, args: Sequence[Any], kw: dict[str, Any]) -> Value:
+        from tensor_eqsat.torch.fx_import import ir_dtype
+
         dim = _literal(tr, _arg(args, kw, 1, "dim"))
-        dtype = kw.get("dtype", args[3] if F.softmax is node.target and len(args) > 3 else None)
-        if dim is None or dtype not in (None, torch.float32):
-            raise NotMapped("softmax without a dim, or to another dtype")
-        return _ir(g(tr).softmax(_tensor(tr, args[0]), axis=int(dim)))
+        at = 3 if node.target is F.softmax else 2  # F.softmax(input, dim, _stacklevel, dtype)
+        dtype = _literal(tr, _arg(args, kw, at, "dtype"))
+        if dim is None:
+            raise NotMapped("softmax without a dim")
+        x = _tensor(tr, args[0])
+        if dtype is not None:
+            # PyTorch casts the input to ``dtype`` first (float32 softmax of bfloat16 scores).
+            want = ir_dtype(dtype)
+            if want is None:
+                raise NotMapped(f"softmax to {dtype}")
+            if want != x.dtype:
+                x = g(tr).cast(x, want)
+        return _ir(g(tr).softmax(x, axis=int(dim)))
 
 
 __all__ = ["build"]

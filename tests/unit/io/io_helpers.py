@@ -216,6 +216,7 @@ BUILDERS = {
     "slice": _unary("slice", axis=1, start=1, end=4, step=2),
     "expand": lambda g: g.add("expand", [g.input((3, 1), name="x")], shape=(3, 5))[0],
     "mean": _unary("mean", axes=(1,), keepdims=True),
+    "cast": _unary("cast", dtype="float16"),
     "bnfold_weight": _bnfold_weight,
     "bnfold_bias": _bnfold_bias,
     "attention": _attention,

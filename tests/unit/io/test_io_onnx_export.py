@@ -173,7 +173,9 @@ def test_model_bytes_says_large_when_protobuf_cannot_serialize() -> None:
     assert model_bytes(small) == small.ByteSize() < LARGE_MODEL_BYTES
 
 
-@pytest.mark.parametrize("op", sorted(set(BUILDERS) - {"opaque"}))
+# cast's graph converts to float16 already (cast in float16 is the identity, imported as none);
+# its round trips between dtypes are in test_io_onnx_cast.py.
+@pytest.mark.parametrize("op", sorted(set(BUILDERS) - {"opaque", "cast"}))
 def test_float16_round_trip_graph_onnx_graph(op):
     # The same graphs in float16: exported with float16 inputs, initializers and constants,
     # run by onnxruntime's CPU kernels (which cast to float32 where they lack float16 ones), and

@@ -61,7 +61,7 @@ def test_float16_inputs_and_initializers_import_in_float16():
     _close(got, want, "float16")
 
 
-def test_cast_between_float_dtypes_stays_opaque_with_its_types():
+def test_cast_between_float_dtypes_is_a_cast_op():
     nodes = [
         N("Cast", ["x"], ["f"], to=TensorProto.FLOAT),
         N("Relu", ["f"], ["r"]),
@@ -70,7 +70,7 @@ def test_cast_between_float_dtypes_stays_opaque_with_its_types():
     ]
     m = _model(nodes, {"x": (H, (2, 5))}, {"z": H}, {})
     g = import_onnx(m)
-    assert g.op_counts() == {"opaque": 2, "relu": 1}
+    assert g.op_counts() == {"cast": 2, "relu": 1}
     relu = next(n for n in g.nodes if n.op == "relu")
     assert relu.dtypes == ("float32",)
     assert g.dtype_of(g.outputs[0]) == "float16"

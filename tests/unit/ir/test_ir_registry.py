@@ -21,12 +21,13 @@ INFERENCE_OPS = {
     "silu", "hardsigmoid", "hardswish", "clip", "pow", "rsqrt", "pad", "slice", "expand", "mean",
     "bnfold_weight", "bnfold_bias", "attention",
 }  # fmt: skip
+DTYPE_OPS = {"cast"}
 
 
 def test_operator_set():
     names = op_names()
-    assert len(names) == len(set(names)) == 39
-    assert set(names) == TENSAT_OPS | TRANSFORMER_OPS | ONNX_OPS | INFERENCE_OPS
+    assert len(names) == len(set(names)) == 40
+    assert set(names) == TENSAT_OPS | TRANSFORMER_OPS | ONNX_OPS | INFERENCE_OPS | DTYPE_OPS
 
 
 def test_views_are_exactly_the_free_ops():

@@ -56,6 +56,7 @@ def every_op_graph() -> Graph:
     flat = g.reshape(h2, (1, 1, -1))
     (h2,) = g.add("expand", [flat], shape=(1, 2, flat.shape[2]))
     (h2,) = g.add("mean", [h2], axes=(2,), keepdims=True)
+    h2 = g.cast(g.cast(h2, "bfloat16"), "float32")  # a float32 island's casts (issue 34)
     g.output(out, b, g.noop(out, b), h2)
     return g
 

@@ -191,9 +191,21 @@ def test_casts_to_float32_and_float32_softmax_are_the_identity():
     assert not tr.unmapped and tr.graph.op_counts() == {"softmax": 1}
 
 
-def test_a_cast_to_another_dtype_stays_opaque():
+def test_a_cast_between_float_dtypes_is_a_cast_and_one_to_an_integer_or_float64_stays_opaque():
     tr = roundtrip(lambda x: x.to(torch.float16).float() * 2.0, torch.randn(2, 8))
-    assert tr.unmapped["method:to"] == 1
+    assert not tr.unmapped and tr.graph.op_counts() == {"cast": 2, "smul": 1}
+    tr = roundtrip(lambda x: (x.half(), x.bfloat16().to(torch.float16)), torch.randn(2, 8))
+    assert not tr.unmapped and tr.graph.op_counts() == {"cast": 3}
+    tr = roundtrip(lambda x: (x.to(torch.int64), x.double() * 2.0), torch.randn(2, 8))
+    assert tr.unmapped["method:to"] == 1 and tr.unmapped["method:double"] == 1
+
+
+def test_softmax_with_a_dtype_casts_its_input_first():
+    def fn(x):
+        return torch.softmax(x, -1, dtype=torch.float32), F.softmax(x, dim=0, dtype=torch.float32)
+
+    tr = roundtrip(fn, torch.randn(2, 8, dtype=torch.bfloat16))
+    assert not tr.unmapped and tr.graph.op_counts() == {"cast": 2, "softmax": 2}
 
 
 def test_rms_norm_and_rotary_embedding_as_llama_writes_them():
