@@ -63,12 +63,9 @@ greedy-dag warm start, which the solver keeps as its incumbent, checked (that li
 construction alone; the extraction may end after it)."""
 MIN_BUDGET_ILP_SECONDS = 0.1
 """The same within a ``time_budget`` (``auto``'s included), which bounds the whole call: an ILP
-solve gets at least this, and with less time left the final extraction is the solver's warm
-start, unsolved (:meth:`~tensor_eqsat.extract.ilp.IlpExtractor.warm_start`: greedy-dag, or the
-best graph so far). Building the model takes longer than greedy-dag: with this limit the whole
-extraction took 0.15 s on a saturated SqueezeNet e-graph and 0.4 s on BERT's 2,000 e-nodes,
-greedy-dag alone 0.01 s and 0.02 to 0.07 s. At 1 s, ``optimize squeezenet --time-budget 2``
-ended after 2.4 s."""
+solve gets at least this (the solver still runs: its greedy-dag warm start alone misses the
+merges it finds, and a partitioned search's regions reach their final extraction with their
+share spent). At 1 s, ``optimize squeezenet --time-budget 2`` ended after 2.4 s."""
 REWARD_NODE_LIMIT = 100
 """Branch-and-bound nodes per ILP reward solve (``OptimizeConfig.reward_node_limit``): few enough
 to be several times faster than a time limit, enough to keep rewards within a percent of the

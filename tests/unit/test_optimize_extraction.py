@@ -1,5 +1,7 @@
-"""optimize's final extraction at a deadline (issue 35): within a time budget, no time left means
-the ILP's warm start, unsolved; a construction-only ``time_limit`` still gives the solver its floor."""
+"""optimize's final extraction at a deadline (issue 35): the solver always runs, with a 0.1 s
+floor within a time budget and a 1 s floor for a construction-only ``time_limit``; its warm start
+alone (greedy-dag) would miss what the ILP finds, as every region of a partitioned search reaches
+its final extraction with its share spent."""
 
 from __future__ import annotations
 
@@ -24,12 +26,23 @@ def _saturated() -> EGraph:
     return egraph
 
 
-def test_within_a_budget_no_time_left_extracts_the_warm_start_unsolved():
+def test_within_a_budget_no_time_left_the_solver_still_runs():
     egraph, cfg = _saturated(), OptimizeConfig(search="saturate", time_budget=5.0, cost_model="roofline:a100")
     graph, result, _ = _extract(egraph, cfg.cost_model_object(), cfg, time.perf_counter() - 1.0)
-    assert result.status is SolveStatus.TIME_LIMIT and "solver_status" not in result.stats
-    assert result.extractor == "ilp" and result.stats["source"] == "greedy"
+    assert "solver_status" in result.stats and result.extractor == "ilp"  # with its 0.1 s floor
     assert cfg.cost_model_object().graph_cost(graph) < cfg.cost_model_object().graph_cost(chain())
+
+
+def test_a_deep_partitioned_model_keeps_its_gain_with_little_time():
+    # Each region reaches its final extraction with its share spent: skipping the solver there
+    # handed back greedy-dag's answer for every region (ViT-Base at 48 layers: +0.0 %).
+    from tensor_eqsat.partition import optimize_partitioned
+    from tensor_eqsat.zoo import get
+
+    g = get("vit-base", layers=24)
+    cfg = OptimizeConfig(time_budget=6.0, cost_model="roofline:a100")
+    r = optimize_partitioned(g, cfg, deadline=time.perf_counter() + 6.0)
+    assert r.speedup_pct > 5.0, r.speedup_pct
 
 
 def test_a_run_time_limit_used_up_still_solves():
