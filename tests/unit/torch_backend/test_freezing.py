@@ -71,6 +71,20 @@ def param_positions(example_inputs):
     return [i for i, x in enumerate(example_inputs) if isinstance(x, nn.Parameter)]
 
 
+def dynamo_graph(model, x):
+    """The one FX graph Dynamo makes of ``model(x)`` (no gradients) and its example inputs."""
+    gms = []
+
+    def capture(gm, example_inputs):
+        gms.append((gm, list(example_inputs)))
+        return gm.forward
+
+    with torch.no_grad():
+        torch.compile(model, backend=capture, dynamic=False)(x)
+    ((gm, inputs),) = gms
+    return gm, inputs
+
+
 def test_the_original_kept_is_handed_on_frozen(frozen_calls):
     model, x = ConvBnRelu().eval(), torch.randn(1, 4, 6, 6)
     compiled = torch.compile(model, backend="tensor_eqsat", dynamic=False, options=inductor_options())
@@ -86,15 +100,7 @@ def test_the_original_kept_is_handed_on_frozen(frozen_calls):
 def test_the_guard_compares_both_graphs_frozen(frozen_calls):
     # Both arms of the guard go through the same hand-on: the original and the rewritten graph.
     model, x = BasicBlock().eval(), torch.randn(1, 8, 8, 8)
-    gms = []
-
-    def capture(gm, example_inputs):
-        gms.append((gm, list(example_inputs)))
-        return gm.forward
-
-    with torch.no_grad():
-        torch.compile(model, backend=capture, dynamic=False)(x)
-    ((gm, inputs),) = gms
+    gm, inputs = dynamo_graph(model, x)
     frozen = [i for i, t in enumerate(inputs) if t is not x]
     cfg = TorchConfig(then="inductor", guard_runs=4, guard_blocks=2)
     with torch.no_grad():
@@ -180,15 +186,7 @@ def _inductor_code(fn, *args):
 @pytest.mark.slow
 def test_compile_frozen_folds_the_batch_norm():
     model, x = ConvBnRelu().eval(), torch.randn(2, 4, 6, 6)
-    gms = []
-
-    def capture(gm, example_inputs):
-        gms.append((gm, list(example_inputs)))
-        return gm.forward
-
-    with torch.no_grad():
-        torch.compile(model, backend=capture, dynamic=False)(x)
-    ((gm, inputs),) = gms
+    gm, inputs = dynamo_graph(model, x)
     frozen = [i for i, t in enumerate(inputs) if t is not x]
 
     def frozen_run(*args):
@@ -275,15 +273,7 @@ def test_the_original_without_freezing_is_a_third_arm_and_wins_where_faster(monk
     monkeypatch.setattr(delivery, "compile_frozen", slow_frozen)
     monkeypatch.setattr(delivery, "compile_unfrozen", plain)
     model, x = BasicBlock().eval(), torch.randn(1, 8, 8, 8)
-    gms = []
-
-    def capture(gm, example_inputs):
-        gms.append((gm, list(example_inputs)))
-        return gm.forward
-
-    with torch.no_grad():
-        torch.compile(model, backend=capture, dynamic=False)(x)
-    ((gm, inputs),) = gms
+    gm, inputs = dynamo_graph(model, x)
     frozen = [i for i, t in enumerate(inputs) if t is not x]
     cfg = TorchConfig(then="inductor", guard_runs=4, guard_blocks=2)
     with torch.no_grad():
@@ -301,15 +291,7 @@ def test_no_third_arm_without_freezing(frozen_calls, monkeypatch):
     called = []
     monkeypatch.setattr(delivery, "compile_unfrozen", lambda *a: called.append(a) or a[1])
     model, x = BasicBlock().eval(), torch.randn(1, 8, 8, 8)
-    gms = []
-
-    def capture(gm, example_inputs):
-        gms.append((gm, list(example_inputs)))
-        return gm.forward
-
-    with torch.no_grad():
-        torch.compile(model, backend=capture, dynamic=False)(x)
-    ((gm, inputs),) = gms
+    gm, inputs = dynamo_graph(model, x)
     cfg = TorchConfig(then="eager", guard_runs=4, guard_blocks=2)
     with torch.no_grad():
         d = delivery.deliver_fx(gm, gm, inputs, get_target("torch-cpu"), "cpu", cfg)
