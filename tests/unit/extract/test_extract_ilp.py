@@ -355,25 +355,3 @@ def test_stall_limit_must_be_a_positive_integer(bad: object) -> None:
 def test_stall_limit_needs_scip() -> None:
     with pytest.raises(ValueError, match="stall_limit needs the scip backend"):
         IlpConfig(backend=IlpBackend.HIGHS, stall_limit=1000)
-
-
-def test_the_warm_start_without_solving_is_greedy_or_a_cheaper_hint(sharing: ExtractionProblem) -> None:
-    """Issue 35: a deadline at hand gets the solver's starting point at once (building the model
-    alone took longer than greedy-dag)."""
-    start = IlpExtractor().warm_start(sharing)
-    start.check()
-    assert start.status is SolveStatus.TIME_LIMIT and start.extractor == "ilp"
-    assert start.dag_cost() == pytest.approx(6.0) and start.stats["source"] == "greedy"
-    assert start.choices == GreedyDagExtractor().extract(sharing).choices
-    best = IlpExtractor().extract(sharing)
-    hinted = IlpExtractor().warm_start(sharing, best.choices)
-    assert hinted.dag_cost() == pytest.approx(4.0) and hinted.stats["source"] == "hint"
-    assert "solver_status" not in hinted.stats  # nothing was solved
-
-
-def test_the_warm_start_raises_where_no_extraction_exists() -> None:
-    b = ProblemBuilder()
-    b.add_node("a", "f", ["b"])
-    b.add_node("b", "g", ["a"])
-    with pytest.raises(ExtractionError, match="ilp: no valid extraction for root"):
-        IlpExtractor().warm_start(b.build(roots=["a"]))
