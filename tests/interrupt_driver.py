@@ -5,7 +5,8 @@ own command line, and prints ``PHASE <name>`` on stderr when the phase starts, s
 Ctrl-C while the run is in that phase instead of after a fixed sleep (which, on a loaded machine,
 landed in another phase). Phases: ``build`` (the e-graph of the source), ``pool`` (the first
 planning step of MCTS with worker processes, just before the workers start), ``extraction``
-(the final extraction), ``check`` (the numeric check), ``write`` (an ONNX output, half written).
+(the final extraction), ``check`` (the numeric check), ``write`` (an ONNX output, half written),
+``stage`` (the second stage of ``--search auto``: one candidate is found).
 
 MODE ``work``: the phase holds for :data:`HOLD_S` seconds (interruptible: a stand-in for its
 work), then runs. MODE ``stuck``: the phase swallows every KeyboardInterrupt for good, as a
@@ -44,13 +45,14 @@ def _hold(mode: str, phase: str) -> None:
             time.sleep(HOLD_S)
 
 
-def _wrap(owner: Any, name: str, phase: str, mode: str, *, hold: bool = True) -> None:
+def _wrap(owner: Any, name: str, phase: str, mode: str, *, hold: bool = True, nth: int = 1) -> None:
+    """Mark (and hold) ``phase`` at the ``nth`` call of ``owner.name``."""
     real = getattr(owner, name)
-    seen = []
+    seen: list[int] = []
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        if not seen:
-            seen.append(1)
+        seen.append(1)
+        if len(seen) == nth:
             if hold:
                 _hold(mode, phase)
             else:
@@ -104,6 +106,10 @@ def main() -> int:
         _wrap(Checker, "check", "check", mode)
     elif phase == "write":
         _half_written(mode)
+    elif phase == "stage":
+        from tensor_eqsat.search import portfolio
+
+        _wrap(portfolio._Stage, "_run", "stage", mode, nth=2)
     else:
         raise SystemExit(f"unknown phase {phase}")
     from tensor_eqsat.cli import main as cli
