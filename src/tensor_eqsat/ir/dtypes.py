@@ -22,7 +22,7 @@ models no runtime anyone uses).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
 from typing import Any, NamedTuple
 
@@ -136,30 +136,7 @@ def round_bf16(arr: np.ndarray) -> np.ndarray:
     >>> round_bf16(np.array([1.0, 1.00390625, 1.01171875, 3.14159], dtype=np.float32)).tolist()
     [1.0, 1.0, 1.015625, 3.140625]
     """
-    shape = np.shape(arr)
-    flat = np.ascontiguousarray(arr, dtype=np.float32).reshape(-1)  # (a 0-d array becomes 1-d here)
-    bits = flat.view(np.uint32)
-    out = np.empty(flat.shape, dtype=np.uint32)
-    tmp = np.empty(min(_ROUND_CHUNK, flat.size), dtype=np.uint32)
-    # In chunks that stay in cache (whole-array passes over a VGG-19's weights took seconds each).
-    for lo in range(0, flat.size, _ROUND_CHUNK):
-        b, o = bits[lo : lo + _ROUND_CHUNK], out[lo : lo + _ROUND_CHUNK]
-        t = tmp[: b.size]
-        # In uint32: only NaNs (fixed below) can wrap around; the largest finite values round to inf.
-        np.right_shift(b, 16, out=t)
-        t &= 1
-        t += 0x7FFF
-        np.add(t, b, out=o)
-        o &= 0xFFFF0000
-        np.bitwise_and(b, 0x7FFFFFFF, out=t)
-        nan = t > 0x7F800000
-        if nan.any():
-            o[nan] = 0x7FC00000 | (b[nan] & 0x80000000)  # a quiet NaN of the same sign
-    return np.asarray(out.view(np.float32).reshape(shape))
-
-
-_ROUND_CHUNK = 1 << 18
-"""Elements :func:`round_bf16` and :func:`round_fp16` round at a time (1 MiB of float32)."""
+    return _rounded(arr, _bf16_chunk)
 
 
 def round_fp16(arr: np.ndarray) -> np.ndarray:
@@ -170,36 +147,66 @@ def round_fp16(arr: np.ndarray) -> np.ndarray:
     >>> round_fp16(np.array([1.0, 1.00048828125, 1.0014648, 70000.0, 1e-8], dtype=np.float32)).tolist()
     [1.0, 1.0, 1.001953125, inf, 0.0]
     """
+    return _rounded(arr, _fp16_chunk)
+
+
+_ROUND_CHUNK = 1 << 18
+"""Elements :func:`round_bf16` and :func:`round_fp16` round at a time (1 MiB of float32)."""
+
+_ChunkRounder = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], None]
+
+
+def _rounded(arr: np.ndarray, round_chunk: _ChunkRounder) -> np.ndarray:
+    """``arr`` as float32, rounded by ``round_chunk(bits, out, scratch, values)`` one chunk at a
+    time: it writes the rounded bits of the chunk's float32 ``values`` (``bits``, their uint32
+    view) into ``out``, with ``scratch`` a uint32 buffer of the chunk's size. Chunks stay in
+    cache (whole-array passes over a VGG-19's weights took seconds each)."""
     shape = np.shape(arr)
-    flat = np.ascontiguousarray(arr, dtype=np.float32).reshape(-1)
+    flat = np.ascontiguousarray(arr, dtype=np.float32).reshape(-1)  # (a 0-d array becomes 1-d here)
     bits = flat.view(np.uint32)
     out = np.empty(flat.shape, dtype=np.uint32)
-    tmp = np.empty(min(_ROUND_CHUNK, flat.size), dtype=np.uint32)
+    scratch = np.empty(min(_ROUND_CHUNK, flat.size), dtype=np.uint32)
     for lo in range(0, flat.size, _ROUND_CHUNK):
-        b, o = bits[lo : lo + _ROUND_CHUNK], out[lo : lo + _ROUND_CHUNK]
-        t = tmp[: b.size]
-        np.right_shift(b, 13, out=t)
-        t &= 1
-        t += 0xFFF
-        np.add(t, b, out=o)
-        o &= 0xFFFFE000
-        np.bitwise_and(b, 0x7FFFFFFF, out=t)
-        small = t < 0x38800000  # zero or subnormal in float16 (ReLU outputs: half of them)
-        if small.any():
-            # A multiple of 2**-24, ties to even: float32's rounding of x + 0.75 (0.75's ulp is
-            # 2**-24 and its last mantissa bit even), the sign kept for zeros.
-            f = flat[lo : lo + _ROUND_CHUNK]
-            with np.errstate(invalid="ignore", over="ignore"):  # (NaN and infinity: below)
-                q = f + np.float32(0.75)
-                q -= np.float32(0.75)
-            np.copysign(q, f, out=q)
-            np.copyto(o.view(np.float32), q, where=small)
-        big = t >= 0x477FF000  # beyond float16's range, infinite or NaN (rare): the cast decides
-        if big.any():
-            with np.errstate(over="ignore"):
-                cast = flat[lo : lo + _ROUND_CHUNK][big].astype(np.float16).astype(np.float32)
-                o[big] = cast.view(np.uint32)
+        hi = lo + _ROUND_CHUNK
+        b = bits[lo:hi]
+        round_chunk(b, out[lo:hi], scratch[: b.size], flat[lo:hi])
     return np.asarray(out.view(np.float32).reshape(shape))
+
+
+def _bf16_chunk(b: np.ndarray, o: np.ndarray, t: np.ndarray, f: np.ndarray) -> None:
+    # In uint32: only NaNs (fixed below) can wrap around; the largest finite values round to inf.
+    np.right_shift(b, 16, out=t)
+    t &= 1
+    t += 0x7FFF
+    np.add(t, b, out=o)
+    o &= 0xFFFF0000
+    np.bitwise_and(b, 0x7FFFFFFF, out=t)
+    nan = t > 0x7F800000
+    if nan.any():
+        o[nan] = 0x7FC00000 | (b[nan] & 0x80000000)  # a quiet NaN of the same sign
+
+
+def _fp16_chunk(b: np.ndarray, o: np.ndarray, t: np.ndarray, f: np.ndarray) -> None:
+    np.right_shift(b, 13, out=t)
+    t &= 1
+    t += 0xFFF
+    np.add(t, b, out=o)
+    o &= 0xFFFFE000
+    np.bitwise_and(b, 0x7FFFFFFF, out=t)
+    small = t < 0x38800000  # zero or subnormal in float16 (ReLU outputs: half of them)
+    if small.any():
+        # A multiple of 2**-24, ties to even: float32's rounding of x + 0.75 (0.75's ulp is
+        # 2**-24 and its last mantissa bit even), the sign kept for zeros.
+        with np.errstate(invalid="ignore", over="ignore"):  # (NaN and infinity: below)
+            q = f + np.float32(0.75)
+            q -= np.float32(0.75)
+        np.copysign(q, f, out=q)
+        np.copyto(o.view(np.float32), q, where=small)
+    big = t >= 0x477FF000  # beyond float16's range, infinite or NaN (rare): the cast decides
+    if big.any():
+        with np.errstate(over="ignore"):
+            cast = f[big].astype(np.float16).astype(np.float32)
+            o[big] = cast.view(np.uint32)
 
 
 def round_values(arr: np.ndarray, dtype: DType | str) -> np.ndarray:
