@@ -7,8 +7,17 @@ import json
 import time
 
 from layered import layers
-from tensor_eqsat.check import CHANGES_SHARE, Checker, Throughput
+from tensor_eqsat.check import (
+    CHANGES_SHARE,
+    WHOLE_SHARE,
+    Checker,
+    Throughput,
+    distinct_parts,
+    op_count,
+    weight_bytes,
+)
 from tensor_eqsat.clock import Deadline
+from tensor_eqsat.ir.graph import Graph
 
 
 def checker(graph, factor: float) -> Checker:
@@ -35,7 +44,38 @@ def test_the_reserve_is_the_whole_check_where_it_fits_else_a_share():
     g = layers(64)
     cheap, dear = checker(g, 1.0), checker(g, 150.0)
     assert cheap.reserve(60.0) == 1.5 * cheap.whole_s() < 30.0
-    assert dear.whole_s() > 60.0 and dear.reserve(60.0) == CHANGES_SHARE * 60.0
+    assert dear.whole_s() > 60.0
+    changes = min(WHOLE_SHARE * 60.0, 1.5 * dear.changes_s())
+    assert dear.reserve(60.0) == max(CHANGES_SHARE * 60.0, changes) <= WHOLE_SHARE * 60.0
+    assert dear.reserve(10.0) == WHOLE_SHARE * 10.0  # at most half: the search keeps the rest
+    assert dear.reserve(200.0) == CHANGES_SHARE * 200.0 > 1.5 * dear.changes_s()  # at least the share
+
+
+def varied(n: int) -> Graph:
+    """``n`` layers with the same weight shapes as :func:`layers` but no two blocks alike (each
+    layer's activation is chosen by its index's digits in base 3)."""
+    g = Graph()
+    x = g.input((2, 8), name="x")
+    for i in range(n):
+        h = g.matmul(g.matmul(x, g.weight((8, 8), name=f"a{i}")), g.weight((8, 8), name=f"b{i}"))
+        act = (g.relu, g.tanh, g.sigmoid)[(i // 3 ** (i % 4)) % 3]
+        x = act(g.ewadd(h, x))
+    g.output(x)
+    return g
+
+
+def test_the_check_of_what_changed_is_sized_by_the_blocks_themselves():
+    # Issue 35: it was the whole check over how often weight shapes repeat, 1/64 of it for both
+    # graphs, where the varied one's distinct blocks are most of it (TT: 2.9 s reserved, 8.1 s
+    # needed). Repeated blocks are still counted once.
+    same, other = checker(layers(64), 150.0), checker(varied(64), 150.0)
+    assert other.whole_s() > 60.0 and same.whole_s() > 60.0
+    assert other.changes_s() > 0.5 * other.whole_s()
+    assert same.changes_s() < 0.25 * same.whole_s()
+    assert other.reserve(60.0) == WHOLE_SHARE * 60.0 > same.reserve(60.0)  # the search keeps half
+    parts = distinct_parts(varied(64))
+    assert sum(b for b, _, _ in parts) >= 0.5 * weight_bytes(varied(64))
+    assert sum(o for _, o, _ in parts) >= 0.5 * op_count(varied(64))
 
 
 def test_what_changed_is_checked_when_the_whole_check_cannot_fit():

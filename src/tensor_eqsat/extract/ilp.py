@@ -436,17 +436,27 @@ class IlpExtractor:
     def __init__(self, config: IlpConfig | None = None) -> None:
         self.config = config or IlpConfig()
 
-    def extract(self, problem: ExtractionProblem, hint: Sequence[int] | None = None) -> ExtractionResult:
+    def extract(
+        self,
+        problem: ExtractionProblem,
+        hint: Sequence[int] | None = None,
+        *,
+        starts: Sequence[Sequence[int]] = (),
+    ) -> ExtractionResult:
         """Extract; raises ExtractionError if no acyclic extraction of the roots exists.
 
         hint: a choice per class (node index, or -1 for none), e.g. the previous search state's
             answer mapped onto this problem. Classes without a hint take greedy-dag's choice; if
             the result is a valid extraction cheaper than greedy-dag's, it becomes the upper
             bound (pruning more) and the warm start. Default None (greedy-dag only).
+        starts: further answers of the same form, e.g. another extractor's on this problem; the
+            cheapest valid one of greedy-dag's, the hint and these is the upper bound, the warm
+            start and the answer when the solver finds nothing better in its time, so the result
+            never costs more than any of them. Default none.
         """
         cfg = self.config
         start = time.perf_counter()
-        greedy, ub, stats = self._start(problem, hint)
+        greedy, ub, stats = self._start(problem, hint, starts)
         if ub <= 0.0:
             # Costs are >= 0, so a zero-cost answer is optimal; nothing to solve.
             return self._result(problem, greedy.choices, 0.0, start, SolveStatus.OPTIMAL, 0.0, stats)
@@ -470,7 +480,7 @@ class IlpExtractor:
             stats.update(lp_iterations=outcome.lp_iterations, max_stall=outcome.max_stall)
         best_choices: Sequence[int] = greedy.choices
         best = ub
-        source = "hint" if greedy.extractor == "hint" else "greedy"
+        source = greedy.extractor if greedy.extractor in ("hint", "start") else "greedy"
         if outcome.values is not None:
             cand = self._choices(problem, model, outcome.values)
             trial = ExtractionResult(problem, tuple(cand), self.name, 0.0, 0.0)
@@ -502,10 +512,10 @@ class IlpExtractor:
         return self._result(problem, best_choices, best, start, status, gap, stats, lower)
 
     def _start(
-        self, problem: ExtractionProblem, hint: Sequence[int] | None
+        self, problem: ExtractionProblem, hint: Sequence[int] | None, starts: Sequence[Sequence[int]] = ()
     ) -> tuple[ExtractionResult, float, dict[str, object]]:
-        """The warm start (greedy-dag's answer, or a valid cheaper ``hint``), its cost, and the
-        stats so far."""
+        """The warm start (greedy-dag's answer, or a valid cheaper ``hint`` or one of ``starts``),
+        its cost, and the stats so far."""
         try:
             greedy = GreedyDagExtractor().extract(problem)
         except ExtractionError as exc:
@@ -520,6 +530,18 @@ class IlpExtractor:
             stats["hint_cost"] = hint_cost
             if hint_cost < ub:
                 greedy, ub = trial, hint_cost
+        costs = []
+        for i, choices in enumerate(starts):
+            if len(choices) != problem.num_classes:
+                n = problem.num_classes
+                raise ValueError(f"ilp: start {i} has {len(choices)} choices for {n} classes")
+            mixed = tuple(h if h >= 0 else g for h, g in zip(choices, greedy.choices, strict=True))
+            trial = ExtractionResult(problem, mixed, "start", 0.0, 0.0)
+            costs.append(trial.dag_cost() if trial.is_valid() else math.inf)
+            if costs[-1] < ub:
+                greedy, ub = trial, costs[-1]
+        if costs:
+            stats["start_costs"] = costs
         return greedy, ub, stats
 
     def _result(

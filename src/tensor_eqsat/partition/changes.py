@@ -59,6 +59,13 @@ from tensor_eqsat.partition.regions import WEIGHT_PREFIX, Region
 
 COMMUTATIVE = frozenset({"ewadd", "ewmul"})
 """Operators whose two operands may be swapped by a rewrite."""
+GROWTH_CAP = 2.0
+"""A change takes in the nodes that link its boundary values (:meth:`_Pairing._independent`)
+up to this many times its own nodes in all, plus :data:`GROWTH_FLOOR` (a saturated BERT's
+changes would reach back to the model's input, a check as large as the whole one; ViT-Large's
+took in 3 nodes)."""
+GROWTH_FLOOR = 8
+"""Nodes a small change may take in beyond :data:`GROWTH_CAP` times its size."""
 BOUNDARY_PREFIX = "change_input_"
 """Names of a change's boundary inputs (``change_input_0``, ...)."""
 
@@ -147,6 +154,7 @@ class _Pairing:
         self.tensor_pair_rev: dict[TensorRef, TensorRef] = {}
         self._inputs: dict[int, tuple[TensorRef, ...]] = {}  # a paired optimized node's operands
         self.alias: tuple[dict[int, tuple[object, ...]], dict[int, tuple[object, ...]]] = ({}, {})
+        self._by_cid: dict[int, TensorRef] | None = None  # the original's tensors by structural id
 
     def unchanged(self, side: int, ref: TensorRef) -> bool:
         return ref in self.same[side]
@@ -369,7 +377,7 @@ class _Pairing:
                 sorted(n for s, n in groups[root] if s == 0),
                 sorted(n for s, n in groups[root] if s == 1),
             )
-            change = self._change(nodes, sorted(duties))
+            change = self._change(self._independent(nodes), sorted(duties))
             copies[change.key] = copies.get(change.key, 0) + 1
             if change.key not in found:
                 found[change.key] = change
@@ -378,6 +386,79 @@ class _Pairing:
             Change(found[k].original, found[k].optimized, k, copies[k], found[k].weight_bytes, found[k].ops)
             for k in order
         ]
+
+    def _independent(self, nodes: tuple[list[int], list[int]]) -> tuple[list[int], list[int]]:
+        """``nodes`` (a change's, per side) grown until none of its boundary values is computed
+        from another of them or from a graph input it reads: for each such value, the side that
+        reads it takes its producer in, to a fixpoint. A change is checked on independent
+        random inputs, so a boundary of dependent values claims more than the graphs need:
+        ViT-Large's residual addition reassociated (``x + attn(ln(x))`` against
+        ``attn(ln(x)) + (patches + (pos + bias))``, where ``x = patches + pos``) differed on an
+        ``x`` drawn apart from ``patches``, and a correct result was reported as differing where
+        the whole check did not fit. Taking in unchanged nodes keeps the change sound (each side
+        computes what its graph computes from values equal in both). A change that would grow
+        beyond :data:`GROWTH_CAP` times its size (and :data:`GROWTH_FLOOR` more) keeps its
+        boundary: a failure of it is then
+        checked on the whole graph where that fits, as before."""
+        inside = [set(nodes[0]), set(nodes[1])]
+        ancestors: dict[int, set[int]] = {}
+        while True:
+            reads: dict[object, list[TensorRef | None]] = {}  # value -> its ref on each side
+            for side in (0, 1):
+                g = self.g[side]
+                for nid in inside[side]:
+                    for ref in g.nodes[nid].inputs:
+                        if ref[0] not in inside[side] and g.nodes[ref[0]].op != "weight":
+                            reads.setdefault(self._value(side, ref), [None, None])[side] = ref
+            origin = {v: self._origin(v) for v in reads}
+            found = {o[0] for o in origin.values() if o is not None}
+            grow = False
+            for value, refs in reads.items():
+                o = origin[value]
+                if o is None or self.leaf(0, o) or not (self._upstream(o[0], ancestors) & (found - {o[0]})):
+                    continue
+                for side, read in enumerate(refs):
+                    # (another change's obligation stays a boundary value: its producer is that
+                    # change's, whose inputs need not pair)
+                    if read is not None and self._kept(side, read[0]):
+                        inside[side].add(read[0])
+                        grow = True
+            if not grow:
+                return sorted(inside[0]), sorted(inside[1])
+            size = len(nodes[0]) + len(nodes[1])
+            if len(inside[0]) + len(inside[1]) > GROWTH_CAP * size + GROWTH_FLOOR:
+                return nodes  # a boundary linked far upstream (BERT's layers all read one scalar)
+
+    def _origin(self, value: object) -> TensorRef | None:
+        """The original graph's tensor a boundary value stands for (see :meth:`kept_value`)."""
+        if not isinstance(value, tuple) or len(value) != 2:
+            return None
+        kind, what = value
+        if kind == "pair" and isinstance(what, tuple):
+            return (int(what[0]), int(what[1]))
+        if kind == "same" and isinstance(what, int):
+            if self._by_cid is None:
+                self._by_cid = {c: r for r, c in self.cid[0].items()}
+            return self._by_cid.get(what)
+        return None
+
+    def _upstream(self, nid: int, memo: dict[int, set[int]]) -> set[int]:
+        """The nodes of the original graph that node ``nid`` is computed from, graph inputs
+        included, weights not (a change draws each weight by its name, as the model has it)."""
+        got = memo.get(nid)
+        if got is not None:
+            return got
+        a = self.g[0]
+        seen: set[int] = set()
+        stack = [r[0] for r in a.nodes[nid].inputs]
+        while stack:
+            n = stack.pop()
+            if n in seen or a.nodes[n].op == "weight":
+                continue
+            seen.add(n)
+            stack.extend(r[0] for r in a.nodes[n].inputs)
+        memo[nid] = seen
+        return seen
 
     def _kept(self, side: int, nid: int) -> bool:
         """Whether node ``nid`` of ``side`` is unchanged or paired."""

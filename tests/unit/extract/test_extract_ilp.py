@@ -355,3 +355,38 @@ def test_stall_limit_must_be_a_positive_integer(bad: object) -> None:
 def test_stall_limit_needs_scip() -> None:
     with pytest.raises(ValueError, match="stall_limit needs the scip backend"):
         IlpConfig(backend=IlpBackend.HIGHS, stall_limit=1000)
+
+
+def _choices(p: ExtractionProblem, chosen: dict[str, str]) -> list[int]:
+    """One choice per class: the node of ``chosen[class]`` with that op (-1 where not named)."""
+    out = [-1] * p.num_classes
+    for n, c in enumerate(p.node_class):
+        if chosen.get(p.class_keys[c]) == p.node_op[n]:
+            out[c] = n
+    return out
+
+
+def test_a_cheaper_start_is_the_bound_and_the_answer_the_solver_must_beat(sharing: ExtractionProblem) -> None:
+    # The shared wide conv (cost 4) that greedy-dag (6) misses, given as a start: it becomes the
+    # upper bound and the warm start before any solve, so a solve cut short still returns it.
+    start = _choices(sharing, {"p": "split0", "q": "split1", "wide": "conv2d", "x": "input", "out": "concat"})
+    greedy, ub, stats = IlpExtractor()._start(sharing, None, [start])
+    assert ub == pytest.approx(4.0) and greedy.extractor == "start"
+    assert stats["start_costs"] == [pytest.approx(4.0)] and stats["greedy_dag_cost"] == pytest.approx(6.0)
+    r = IlpExtractor().extract(sharing, starts=[start])
+    r.check()
+    assert r.dag_cost() == pytest.approx(4.0)
+
+
+def test_a_costlier_or_invalid_start_is_ignored(sharing: ExtractionProblem) -> None:
+    private = {"p": "conv2d", "q": "conv2d", "x": "input", "out": "concat", "wide": "conv2d"}
+    costly = _choices(sharing, private)
+    broken = [0] * sharing.num_classes  # node 0 (the input) chosen for every class: not an extraction
+    greedy, ub, stats = IlpExtractor()._start(sharing, None, [costly, broken])
+    assert greedy.extractor == "greedy-dag" and ub == pytest.approx(6.0)
+    assert stats["start_costs"][1] == math.inf  # type: ignore[index]
+
+
+def test_a_start_of_the_wrong_length_is_refused(sharing: ExtractionProblem) -> None:
+    with pytest.raises(ValueError, match="start 0 has 2 choices"):
+        IlpExtractor().extract(sharing, starts=[[0, 0]])
