@@ -35,6 +35,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
 from tensor_eqsat.errors import TensorEqsatError
+from tensor_eqsat.torch.autocast import AUTOCAST_CALLS
 
 __doctest_requires__ = ("torch",)
 """The doctests below run PyTorch; without the torch extra they are skipped (see conftest.py)."""
@@ -44,16 +45,8 @@ class ReferenceUnavailable(TensorEqsatError):
     """The graph cannot be run in float32 (the message says which node and why)."""
 
 
-AUTOCAST_CALLS = ("_enter_autocast", "_exit_autocast")
-"""The names of the calls Dynamo records for ``torch.autocast`` regions (``torch.amp.autocast_mode``)."""
-
 _NARROWING_METHODS = {"half": "float", "bfloat16": "float"}
 """Methods that convert to a reduced-precision dtype, read as ``.float()``."""
-
-
-def is_autocast_call(node: Any) -> bool:
-    """Whether an FX node opens or closes a ``torch.autocast`` region."""
-    return node.op == "call_function" and getattr(node.target, "__name__", "") in AUTOCAST_CALLS
 
 
 class Verdict(NamedTuple):
@@ -207,11 +200,4 @@ def float32_reference(gm: Any, example_inputs: Sequence[Any]) -> Any:
         return _interpreter(torch, gm).run(*args)
 
 
-__all__ = [
-    "AUTOCAST_CALLS",
-    "ReferenceUnavailable",
-    "Verdict",
-    "float32_reference",
-    "is_autocast_call",
-    "model_dtype",
-]
+__all__ = ["ReferenceUnavailable", "Verdict", "float32_reference", "model_dtype"]
