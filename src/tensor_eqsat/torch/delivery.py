@@ -224,18 +224,21 @@ def compare_outputs(
 @dataclass(frozen=True)
 class Checked:
     """The check's outcome: ok, the largest absolute difference of a floating output, what
-    differs (empty when ok), and the :class:`~tensor_eqsat.torch.reference.Verdict` (what was
-    compared with, at which tolerance)."""
+    differs (empty when ok), the :class:`~tensor_eqsat.torch.reference.Verdict` (what was
+    compared with, at which tolerance), and ``used``: the largest share of its tolerance an
+    output's difference took (``max|diff| / (atol + rtol * max|reference|)``; above 1 fails)."""
 
     ok: bool
     max_diff: float
     what: str
     verdict: Verdict
+    used: float = 0.0
 
     def describe(self) -> str:
         """The verdict as one phrase, for the report."""
         outcome = "pass" if self.ok else f"fail ({self.what})"
-        return f"{outcome}: max |diff| {self.max_diff:.3g} {self.verdict.describe()}"
+        share = f" ({self.used:.0%} of the tolerance)" if self.ok else ""
+        return f"{outcome}: max |diff| {self.max_diff:.3g}{share} {self.verdict.describe()}"
 
 
 def check_rewrite(
@@ -285,10 +288,10 @@ def check_rewrite(
         with torch.no_grad():
             own = original(*args)
     verdict = Verdict("float32" if reference is not None else "same dtype", dtype, r, t, tf32, why)
-    ok, diff, what = _compare(
+    ok, diff, what, used = _compare(
         reference if reference is not None else own, got, own if like is None else like, own, r, t
     )
-    return Checked(ok, diff, what, verdict)
+    return Checked(ok, diff, what, verdict, used)
 
 
 def _tolerance_of(dtype: str, rtol: float, atol: float, tf32: bool) -> tuple[float, float]:
@@ -332,37 +335,41 @@ def _has_exact_outputs(like: Sequence[Any]) -> bool:
 
 def _compare(
     reference: Any, got: Any, like: Any, own: Any, rtol: float, atol: float
-) -> tuple[bool, float, str]:
-    """(ok, the largest absolute difference, what differs) of ``got`` against ``reference`` (see
-    :func:`check_rewrite`): ``like`` gives each output's dtype and shape, ``own`` (the original
-    in its own dtype, or None) the values of non-floating outputs where it was run."""
+) -> tuple[bool, float, str, float]:
+    """(ok, the largest absolute difference, what differs, the largest share of the tolerance
+    used) of ``got`` against ``reference`` (see :func:`check_rewrite`): ``like`` gives each
+    output's dtype and shape, ``own`` (the original in its own dtype, or None) the values of
+    non-floating outputs where it was run."""
     import torch
 
     ref, out, spec = _flat(reference), _flat(got), _flat(like)
     exact = _flat(own) if own is not None else ref
     if not len(ref) == len(spec) == len(exact):
-        return False, float("inf"), f"the reference has {len(ref)} outputs, the original {len(spec)}"
+        return False, float("inf"), f"the reference has {len(ref)} outputs, the original {len(spec)}", 0.0
     if len(out) != len(spec):
-        return False, float("inf"), f"{len(out)} outputs instead of {len(spec)}"
-    worst = 0.0
+        return False, float("inf"), f"{len(out)} outputs instead of {len(spec)}", 0.0
+    worst = used = 0.0
     for i, (x, y, s, e) in enumerate(zip(ref, out, spec, exact, strict=True)):
         if isinstance(s, torch.Tensor):
             if not isinstance(y, torch.Tensor) or tuple(y.shape) != tuple(s.shape) or y.dtype != s.dtype:
-                return False, float("inf"), f"output {i}: shape or dtype differs"
+                return False, float("inf"), f"output {i}: shape or dtype differs", 0.0
             if y.numel() == 0:
                 continue
             if not y.is_floating_point():
                 if not torch.equal(y, e):
-                    return False, float("inf"), f"output {i}: values differ"
+                    return False, float("inf"), f"output {i}: values differ", 0.0
                 continue
             diff = (x.double() - y.double()).abs().max().item()
             scale = x.double().abs().max().item()
             worst = max(worst, diff)
-            if not diff <= atol + rtol * scale:
-                return False, diff, f"output {i}: max |diff| {diff:.3g} > {atol:g} + {rtol:g} * {scale:.3g}"
+            bound = atol + rtol * scale
+            if not diff <= bound:
+                what = f"output {i}: max |diff| {diff:.3g} > {atol:g} + {rtol:g} * {scale:.3g}"
+                return False, diff, what, 0.0
+            used = max(used, diff / bound if bound > 0 else 0.0)
         elif y != e:
-            return False, float("inf"), f"output {i}: {y!r} != {e!r}"
-    return True, worst, ""
+            return False, float("inf"), f"output {i}: {y!r} != {e!r}", 0.0
+    return True, worst, "", used
 
 
 def _non_finite(args: Sequence[Any]) -> bool:

@@ -111,6 +111,7 @@ def test_a_correct_bfloat16_rewrite_that_differs_from_eager_by_rounding_passes()
     # Against the float32 reference, at bfloat16's tolerance, it passes, and the verdict says so.
     assert report.check.startswith("pass")
     assert "float32 reference" in report.check and "bfloat16's tolerance (rtol 0.1" in report.check
+    assert "% of the tolerance)" in report.check
     assert report.check in report.message
 
 
