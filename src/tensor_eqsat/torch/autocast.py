@@ -12,7 +12,10 @@ floating inputs of some ops before running them (``aten/src/ATen/autocast_mode.c
 * **promote** (``cat``, ``stack`` on CPU; ``addcmul``, ``dot``... on CUDA): the inputs to the
   widest of their dtypes.
 
-Every other op runs in its inputs' dtype. :class:`AutocastState` follows the regions (nested ones
+Every other op runs in its inputs' dtype, and arithmetic on tensors of two floating dtypes
+(``x + y`` of a float32 residual and a bfloat16 projection, which autocast regions are full of)
+computes in the promoted dtype, each input cast to it (:data:`TYPE_PROMOTING`, inside a region
+or not). :class:`AutocastState` follows the regions (nested ones
 and ``enabled=False`` inside included) and :meth:`AutocastState.cast_to` says to which dtype a
 node's floating inputs were cast, or None. The import casts them explicitly (IR ``cast`` ops, or
 weights rounded once), so that the IR has the dtypes the eager run has; the translation is still
@@ -81,6 +84,28 @@ PROMOTE = {
     ),
 }  # fmt: skip
 """Per device type: the calls autocast runs in the widest of their floating inputs' dtypes."""
+
+
+TYPE_PROMOTING = frozenset(
+    {"add", "sub", "mul", "div", "truediv", "iadd", "isub", "imul", "itruediv", "radd", "rsub", "rmul"}
+)
+"""Element-wise arithmetic whose tensor inputs PyTorch casts to their promoted dtype (the
+output's) before computing, wherever they are (``TensorIterator``'s common dtype)."""
+
+
+def promoted(node: Any, in_dtypes: Sequence[str], out_dtype: str) -> str | None:
+    """The dtype an arithmetic call on floating inputs of several dtypes casts them to (its
+    output's, ``out_dtype``), or None when the inputs agree or the call is not element-wise
+    arithmetic.
+
+    >>> import types, operator
+    >>> add = types.SimpleNamespace(op="call_function", target=operator.add)
+    >>> promoted(add, ["float32", "bfloat16"], "float32"), promoted(add, ["bfloat16"], "bfloat16")
+    ('float32', None)
+    """
+    if len(set(in_dtypes)) < 2 or call_name(node) not in TYPE_PROMOTING:
+        return None
+    return out_dtype
 
 
 def is_autocast_call(node: Any) -> bool:
@@ -204,8 +229,10 @@ __all__ = [
     "FLOAT32",
     "LOWER_PRECISION",
     "PROMOTE",
+    "TYPE_PROMOTING",
     "AutocastState",
     "call_name",
     "is_autocast_call",
+    "promoted",
     "widest",
 ]

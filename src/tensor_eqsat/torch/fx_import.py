@@ -57,7 +57,7 @@ import numpy as np
 from tensor_eqsat.errors import TensorEqsatError
 from tensor_eqsat.ir.graph import Graph, Tensor
 from tensor_eqsat.ir.types import Shape
-from tensor_eqsat.torch.autocast import AutocastState, is_autocast_call
+from tensor_eqsat.torch.autocast import AutocastState, is_autocast_call, promoted
 
 log = logging.getLogger(__name__)
 
@@ -393,8 +393,9 @@ class _Translator:
             self.env[mutated] = self.env[node]
 
     def _autocast_inputs(self, node: Any, args: Any, kwargs: Any, ev: Any) -> dict[Any, Value]:
-        """FX argument node -> its value cast as autocast casts it for ``node`` (empty where no
-        region is open, autocast leaves the call alone, or the recorded dtype says otherwise)."""
+        """FX argument node -> its value cast as autocast (or PyTorch's type promotion of
+        mixed-dtype arithmetic) casts it for ``node``: empty where no region is open and the
+        inputs agree, autocast leaves the call alone, or the recorded dtype says otherwise."""
         torch = self.torch
         if not isinstance(ev, torch.Tensor) or ir_dtype(ev.dtype) is None:
             return {}
@@ -404,7 +405,10 @@ class _Translator:
             dtype = _float_dtype(torch, v)
             if dtype is not None:
                 floats[a] = (v, dtype)
-        want = self.autocast.cast_to(node, ev.device.type, [d for _, d in floats.values()])
+        in_dtypes = [d for _, d in floats.values()]
+        want = self.autocast.cast_to(node, ev.device.type, in_dtypes)
+        if want is None:
+            want = promoted(node, in_dtypes, str(ir_dtype(ev.dtype)))
         if want is None or want != ir_dtype(ev.dtype):
             return {}
         out: dict[Any, Value] = {}

@@ -21,7 +21,8 @@ BF16 = 0.1  # bfloat16's relative tolerance, norm-wise (ir.dtypes.tolerance)
 
 class AutocastAttention(nn.Module):
     """Attention in a float32 module with ``torch.autocast`` inside ``forward``: the Q/K/V
-    linears run in bfloat16 (a merge rule can combine them), the softmax in what it gets."""
+    linears run in bfloat16 (a merge rule can combine them), the softmax in what it gets, and
+    the residual adds the float32 input to the bfloat16 attention (promoted to float32)."""
 
     def __init__(self, dim: int = 32, heads: int = 4) -> None:
         super().__init__()
@@ -29,7 +30,7 @@ class AutocastAttention(nn.Module):
 
     def forward(self, x):
         with torch.autocast("cpu", dtype=torch.bfloat16):
-            return self.att(x)
+            return x + self.att(x)
 
 
 class NestedAutocast(nn.Module):
@@ -68,8 +69,8 @@ def within_bf16(got, expected):
 
 def test_an_autocast_region_is_mapped_rewritten_and_checked():
     got, expected, (report,) = run(AutocastAttention(), torch.randn(1, 6, 32))
-    assert got.dtype == expected.dtype == torch.bfloat16
-    assert report.opaque_ops == {} and report.fallback is None, report
+    assert got.dtype == expected.dtype == torch.float32
+    assert report.opaque_ops == {} and report.fallback is None, report  # the residual add too
     assert report.rules_applied.get("matmul-concat-split-shared-lhs", 0) >= 1
     assert not report.kept_original, report.reason
     assert "shape or dtype differs" not in report.reason
@@ -131,10 +132,11 @@ def test_translated_regions_cast_the_inputs_autocast_casts():
     tr = translate(gm, inputs)
     g = tr.graph
     casts = [n for n in g.nodes if n.op == "cast"]
-    # The input, once, for the three projections that read it; the weights are rounded once.
-    assert [n.attr_dict()["dtype"] for n in casts] == ["bfloat16"]
+    # The input, once, for the three projections that read it (the weights are rounded once),
+    # and the attention back to float32 for the residual add.
+    assert [n.attr_dict()["dtype"] for n in casts] == ["bfloat16", "float32"]
     assert {g.dtype_of((w.id, 0)) for w in g.weights()} == {"bfloat16"}
-    assert g.dtype_of(g.outputs[0]) == "bfloat16"
+    assert g.dtype_of(g.outputs[0]) == "float32"
 
 
 def node(name, target, *args):
