@@ -86,11 +86,11 @@ PROMOTE = {
 """Per device type: the calls autocast runs in the widest of their floating inputs' dtypes."""
 
 
-TYPE_PROMOTING = frozenset(
-    {"add", "sub", "mul", "div", "truediv", "iadd", "isub", "imul", "itruediv", "radd", "rsub", "rmul"}
-)
+TYPE_PROMOTING = frozenset({"add", "sub", "mul", "div", "truediv", "radd", "rsub", "rmul"})
 """Element-wise arithmetic whose tensor inputs PyTorch casts to their promoted dtype (the
-output's) before computing, wherever they are (``TensorIterator``'s common dtype)."""
+output's) before computing (``TensorIterator``'s common dtype). Not the in-place forms: ``x +=
+y`` keeps ``x``'s dtype and rounds once from the promoted sum, which casting ``y`` first would not
+reproduce."""
 
 
 def promoted(node: Any, in_dtypes: Sequence[str], out_dtype: str) -> str | None:
