@@ -161,3 +161,31 @@ def test_a_region_closed_out_of_order_is_refused_with_a_reason():
     assert state.cast_to(node("cat", torch.cat), "cpu", ["bfloat16", "float32"]) == "float32"
     assert state.cast_to(node("relu", torch.relu), "cpu", ["float32"]) is None
     assert widest(["float16", "bfloat16"]) == "float32"
+
+
+class MixedArithmetic(nn.Module):
+    """A bfloat16 projection added to a float32 input (out of place: promoted to float32, then
+    added) and, in place, a float32 stream updated by a bfloat16 one (``+=`` keeps float32 but
+    rounds once from the promoted sum: left opaque)."""
+
+    def __init__(self, dim: int = 16) -> None:
+        super().__init__()
+        self.p = nn.Linear(dim, dim).to(torch.bfloat16)
+        self.q = nn.Linear(dim, dim).to(torch.bfloat16)
+
+    def forward(self, x):
+        xb = x.bfloat16()
+        h, g = self.p(xb), self.q(xb)  # two projections of one input: a merge rule applies
+        y = x + h  # float32
+        z = g.float() * 2
+        z += h
+        return y, z
+
+
+def test_mixed_dtype_arithmetic_is_cast_then_computed_out_of_place_only():
+    (y, z), (ey, ez), (report,) = run(MixedArithmetic(), torch.randn(1, 6, 16))
+    assert (y.dtype, z.dtype) == (ey.dtype, ez.dtype) == (torch.float32, torch.float32)
+    assert report.opaque_ops == {"iadd": 1}, report.opaque_ops
+    assert report.rules_applied and not report.kept_original, report.reason
+    assert report.check.startswith("pass") and "bfloat16's tolerance" in report.check
+    assert within_bf16(y, ey) and within_bf16(z, ez)
