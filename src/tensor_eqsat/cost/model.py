@@ -39,7 +39,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from tensor_eqsat.cost.execution import EagerLaunch
 from tensor_eqsat.errors import GraphError, TensorEqsatError
-from tensor_eqsat.ir.dtypes import DType
+from tensor_eqsat.ir.dtypes import DType, op_dtype
 from tensor_eqsat.ir.graph import Graph, Node
 from tensor_eqsat.ir.ops import get_op
 from tensor_eqsat.ir.opspec import PROJECTION, Attrs, OpSpec
@@ -105,6 +105,10 @@ class KernelCostModel(abc.ABC):
     dtype: DType = DType.FLOAT32
     """The precision priced: bytes and compute rates of this dtype (see :meth:`with_dtype`)."""
 
+    prices_op_dtype = True
+    """:meth:`op_cost` takes the dtype each op runs in (``dtype=``): callers that know it pass it
+    (a graph's costs, extraction), so a float32 island in a bfloat16 graph is priced in float32."""
+
     def __init__(self, *, weight_ops: WeightOps | str = WeightOps.FOLD, taso_compat: bool = False) -> None:
         try:
             self.weight_ops = WeightOps(weight_ops)
@@ -113,13 +117,28 @@ class KernelCostModel(abc.ABC):
             raise CostModelError(f"weight_ops must be one of {choices}, got {weight_ops!r}") from None
         self.taso_compat = bool(taso_compat)
         self._costs: dict[CostKey, float] = {}
+        self._by_dtype: dict[DType, KernelCostModel] = {}
 
     # -- the protocol ---------------------------------------------------------------------------
-    def op_cost(self, op: str, attrs: Attrs, in_shapes: Sequence[Shape], all_weights: bool) -> float:
+    def op_cost(
+        self,
+        op: str,
+        attrs: Attrs,
+        in_shapes: Sequence[Shape],
+        all_weights: bool,
+        dtype: DType | str | None = None,
+    ) -> float:
         """Milliseconds of one instance of ``op`` (cached per configuration).
+
+        dtype: the precision the op runs in (:func:`~tensor_eqsat.ir.dtypes.op_dtype` of its
+            inputs' dtypes): an op in another dtype than :attr:`dtype` is priced by this model in
+            that dtype (:meth:`with_dtype`, made once per dtype), its bytes and rates. Default
+            None: :attr:`dtype`.
 
         Raises GraphError for an unknown op and ShapeError when the shapes do not suit it.
         """
+        if dtype is not None and dtype != self.dtype:
+            return self.in_dtype(dtype).op_cost(op, attrs, in_shapes, all_weights)
         key = (op, attrs, in_shapes, all_weights)
         try:
             return self._costs[key]
@@ -189,7 +208,18 @@ class KernelCostModel(abc.ABC):
         out = copy.copy(self)
         out.dtype = d
         out._costs = {}
+        out._by_dtype = {}
         return out
+
+    def in_dtype(self, dtype: DType | str) -> KernelCostModel:
+        """This model pricing in ``dtype``: :meth:`with_dtype`, made once per dtype and kept (its
+        per-configuration cache with it)."""
+        d = DType.parse(dtype)
+        if d is self.dtype:
+            return self
+        if d not in self._by_dtype:
+            self._by_dtype[d] = self.with_dtype(d)
+        return self._by_dtype[d]
 
     @property
     def itemsize(self) -> int:
@@ -260,12 +290,18 @@ def node_costs(model: CostModel, graph: Graph) -> Iterator[tuple[Node, float]]:
         raise GraphError("cannot cost a graph with no outputs")
     live = graph.live_nodes()
     flags = weight_only_flags(graph)
+    typed = getattr(model, "prices_op_dtype", False)
     for n in graph.nodes:
         if n.id not in live or not n.inputs:
             continue
         in_shapes = tuple(graph.shape_of(r) for r in n.inputs)
         # A node's "all inputs are weights" is the flag of its inputs, i.e. its own flag.
-        yield n, model.op_cost(n.op, n.attrs, in_shapes, flags[n.id])
+        if typed:
+            # Each op in its own precision (an fp32 softmax island of a bf16 graph in fp32).
+            dtype = op_dtype([graph.dtype_of(r) for r in n.inputs])
+            yield n, model.op_cost(n.op, n.attrs, in_shapes, flags[n.id], dtype=dtype)  # type: ignore[call-arg]
+        else:
+            yield n, model.op_cost(n.op, n.attrs, in_shapes, flags[n.id])
 
 
 def graph_cost(model: CostModel, graph: Graph) -> float:

@@ -5,7 +5,8 @@ The e-graph is read only through its public API (``classes()`` with ``id``, ``no
 depend on the engine's internals. A node's own cost is what the cost model charges for that
 operator instance: ``op_cost(op, attrs, in_shapes, all_weights)`` with the shapes of its child
 classes and whether every child depends only on weights, exactly as the cost model prices a
-node of a :class:`~tensor_eqsat.ir.graph.Graph`. Leaves (inputs, weights) and ``get``
+node of a :class:`~tensor_eqsat.ir.graph.Graph` (and, for a model that ``prices_op_dtype``, in
+the dtype of its inputs, :func:`~tensor_eqsat.ir.dtypes.op_dtype`). Leaves (inputs, weights) and ``get``
 projections cost 0, as they do in a graph's cost, so the DAG cost of an extraction equals the
 cost model's ``graph_cost`` of the extracted graph.
 
@@ -21,12 +22,14 @@ Usage (an e-graph and a cost model from their own modules)::
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol, overload
 
 from tensor_eqsat.extract.problem import ExtractionError, ExtractionProblem
 from tensor_eqsat.extract.result import ExtractionResult
+from tensor_eqsat.ir.dtypes import op_dtype
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.ir.opspec import PROJECTION
 
@@ -110,6 +113,12 @@ class EGraphProblem:
         return self.egraph.to_graph(self.choice(result))
 
 
+def _single_dtype(data: Any) -> str | None:
+    """The dtype of a class's single output (None for a multi-output class or one without dtypes)."""
+    kinds = getattr(data, "dtypes", None)
+    return kinds[0] if kinds is not None and len(kinds) == 1 else None
+
+
 def problem_from_egraph(
     egraph: EGraphLike, cost_model: OpCostModel, *, cache: NodeCostCache | None = None
 ) -> EGraphProblem:
@@ -138,8 +147,18 @@ def problem_from_egraph(
     flags = [bool(d.all_weights) for d in datas]
     # The single shape of each class (None for a multi-output one, which only ``get`` may read).
     single = [shapes[0] if len(shapes) == 1 else None for shapes in (d.shapes for d in datas)]
-    blacklist = egraph.blacklist
+    # A model that prices each op in its own precision gets the dtype of the node's inputs; where
+    # the e-graph has one floating dtype, every op is priced in it without asking per node.
+    typed = getattr(cost_model, "prices_op_dtype", False)
+    dtypes = [_single_dtype(d) for d in datas] if typed else []
     op_cost = cost_model.op_cost
+    floats = {d for d in dtypes if op_dtype([d]) is not None}
+    if typed and len(floats) <= 1:
+        typed = False
+        only = floats.pop() if floats else None
+        if only is not None and only != getattr(cost_model, "dtype", None):
+            op_cost = functools.partial(cost_model.op_cost, dtype=only)  # type: ignore[call-arg]
+    blacklist = egraph.blacklist
     # C-level lookups (``map`` over bound ``__getitem__``) for the per-node work below.
     class_of, flag_of, shape_of = index.__getitem__, flags.__getitem__, single.__getitem__
     node_class: list[int] = []
@@ -183,7 +202,11 @@ def problem_from_egraph(
                         f"e-node {node} of e-class {class_ids[ci]} reads a multi-output class without a "
                         f"{PROJECTION!r} projection"
                     )
-                cost = float(op_cost(op, attrs, in_shapes, all_w))
+                if typed:
+                    dtype = op_dtype([dtypes[c] for c in ch])
+                    cost = float(op_cost(op, attrs, in_shapes, all_w, dtype=dtype))  # type: ignore[call-arg]
+                else:
+                    cost = float(op_cost(op, attrs, in_shapes, all_w))
                 if not (math.isfinite(cost) and cost >= 0.0):
                     raise ExtractionError(
                         f"e-node {node} of e-class {class_ids[ci]}: cost model returned {cost!r}"

@@ -317,3 +317,23 @@ def graph_dtype(dtypes: Sequence[str]) -> DType:
     (float32 when there is none)."""
     found = [DType.parse(d) for d in dtypes if d != DType.INT64]
     return min(found, key=lambda d: d.mantissa_bits, default=DType.FLOAT32)
+
+
+def op_dtype(in_dtypes: Sequence[str | None]) -> str | None:
+    """The precision an op runs in, from its inputs' dtypes: that of its floating inputs (the
+    widest where they differ; integer indices and unknown ones do not vote), None when it has
+    none. A cost model prices each op in this dtype (an fp32 island of a bfloat16 graph in fp32).
+
+    >>> op_dtype(["bfloat16", "int64"]), op_dtype(["float32", "bfloat16"]), op_dtype(["int64"])
+    ('bfloat16', 'float32', None)
+    """
+    # Called for every e-node an extraction prices: a dict lookup per input, no parsing.
+    best, rank = None, -1
+    for d in in_dtypes:
+        r = _FLOAT_RANK.get(d) if d is not None else None
+        if r is not None and r > rank:
+            best, rank = d, r
+    return best
+
+
+_FLOAT_RANK = {d.value: d.mantissa_bits for d in FLOAT_DTYPES}

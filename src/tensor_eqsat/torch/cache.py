@@ -28,9 +28,11 @@ from tensor_eqsat.torch.report import BackendReport
 log = logging.getLogger(__name__)
 
 FORMAT = "tensor-eqsat-torch-cache"
-VERSION = 2
+VERSION = 3
 """Bumped when what a cached result means changes: 2 since the backend searches with the
-``taso-inference`` rules (a result found with the paper's rules alone is not served)."""
+``taso-inference`` rules (a result found with the paper's rules alone is not served); 3 since
+the check compares with the float32 reference and each op is priced in its own dtype (a float16
+or bfloat16 rewrite refused against eager in its own dtype is not served)."""
 
 
 @dataclass(frozen=True)

@@ -55,8 +55,11 @@ class TorchConfig:
         Default True.
     guard_runs / guard_blocks: timed runs per arm, in alternating blocks. Default 40 / 8.
     min_gain_pct: the smallest measured gain the guard accepts. Default 1.0.
-    rtol / atol: the check of the optimized graph against the original on the example inputs:
-        every output within ``atol + rtol * max|original|``. Default 1e-4 / 1e-5.
+    rtol / atol: the check of the optimized graph against the original run in float32 from the
+        same weights (TF32 off) on the example inputs: every output within ``atol + rtol *
+        max|reference|``; a model that runs in float16 or bfloat16 (or in float32 on TF32 CUDA
+        kernels) at least at that precision's tolerance (:func:`tensor_eqsat.ir.dtypes.tolerance`;
+        :func:`tensor_eqsat.torch.delivery.check_rewrite`). Default 1e-4 / 1e-5.
     cache: serve a graph already optimized (same structure, shapes, target and settings) from
         memory or from the disk cache. Default True.
     cache_dir: the disk cache's folder. Default None: ``torch-backend`` in the project's cache

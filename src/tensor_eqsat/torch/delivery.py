@@ -3,9 +3,13 @@
 :func:`deliver_fx` is the PyTorch backend's whole delivery step, so that it can move to the
 library's ``deliver`` / ``Runtime`` in one place:
 
-1. **check**: the original and the rewritten GraphModule run eagerly on the example inputs (the
-   real weights are in both); every output must agree within ``atol + rtol * max|original|``.
-   A failure keeps the original.
+1. **check** (:func:`check_rewrite`): the rewritten GraphModule runs eagerly on the example
+   inputs (the real weights are in it), the original runs in float32 from the same weights, TF32
+   off (:func:`~tensor_eqsat.torch.reference.float32_reference`), and every output must agree
+   within ``atol + rtol * max|reference|`` at the tolerance of the precision the model runs in
+   (float32: ``TorchConfig.rtol`` / ``atol``; float16, bfloat16 and TF32: at least
+   :func:`~tensor_eqsat.ir.dtypes.tolerance`'s), with the dtypes and shapes the original
+   returns. The verdict names the reference and the tolerance. A failure keeps the original.
 2. both are handed to ``then`` (Inductor by default; with ``TorchConfig.freezing``, Inductor with
    freezing: :func:`compile_frozen`);
 3. **guard** (a measurable target, ``torch-cpu`` or ``cuda``): the two compiled callables are
@@ -34,6 +38,7 @@ from tensor_eqsat.target.guard import Measured, guard
 from tensor_eqsat.target.runtime import TorchRuntime, time_alternating
 from tensor_eqsat.target.targets import Target
 from tensor_eqsat.torch.config import TorchConfig
+from tensor_eqsat.torch.reference import ReferenceUnavailable, Verdict, float32_reference, model_dtype
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +59,8 @@ class Delivery:
         example inputs holding NaN or infinity: the next compile checks again). Default True.
     unfrozen: the original is handed back as ``then`` gives it, without Inductor's freezing:
         timed as a third arm of the guard, it ran faster than both frozen graphs. Default False.
+    check: the check's verdict: what it compared with, at which tolerance, the largest
+        difference (:meth:`Checked.describe`). Default "" (not checked).
     """
 
     compiled: Callable[..., Any]
@@ -65,6 +72,7 @@ class Delivery:
     guard_s: float
     cacheable: bool = True
     unfrozen: bool = False
+    check: str = ""
 
 
 def compile_with(
@@ -213,6 +221,157 @@ def compare_outputs(
     return True, worst, ""
 
 
+@dataclass(frozen=True)
+class Checked:
+    """The check's outcome: ok, the largest absolute difference of a floating output, what
+    differs (empty when ok), the :class:`~tensor_eqsat.torch.reference.Verdict` (what was
+    compared with, at which tolerance), and ``used``: the largest share of its tolerance an
+    output's difference took (``max|diff| / (atol + rtol * max|reference|)``; above 1 fails)."""
+
+    ok: bool
+    max_diff: float
+    what: str
+    verdict: Verdict
+    used: float = 0.0
+
+    def describe(self) -> str:
+        """The verdict as one phrase, for the report."""
+        outcome = "pass" if self.ok else f"fail ({self.what})"
+        share = f" ({self.used:.0%} of the tolerance)" if self.ok else ""
+        return f"{outcome}: max |diff| {self.max_diff:.3g}{share} {self.verdict.describe()}"
+
+
+def check_rewrite(
+    original: Any,
+    optimized: Any,
+    example_inputs: Sequence[Any],
+    rtol: float,
+    atol: float,
+    device: str = "cpu",
+) -> Checked:
+    """Whether ``optimized`` computes what ``original`` does (GraphModules with one signature).
+
+    ``optimized`` runs as it is, in the model's dtype; ``original`` runs in float32 from the same
+    weights with TF32 off (:func:`~tensor_eqsat.torch.reference.float32_reference`). Each
+    floating output must be within ``atol + rtol * max|reference|``, the tolerance of the
+    precision the model runs in (:func:`~tensor_eqsat.torch.reference.model_dtype`): ``rtol`` /
+    ``atol`` for float32, raised to :func:`~tensor_eqsat.ir.dtypes.tolerance`'s for float16,
+    bfloat16 and float32 on TF32 kernels (``device`` is CUDA with TF32 on). Every output must
+    have the dtype and shape the original's has (recorded by Dynamo, else run); a non-floating
+    output must equal the original's (in a reduced-precision model, the original run in its own
+    dtype: a float32 reference could round an ``argmax`` differently).
+
+    Where the graph cannot run in float32
+    (:class:`~tensor_eqsat.torch.reference.ReferenceUnavailable`), the original runs in its own
+    dtype instead and the verdict says so. A correct rewrite differs from the reference by
+    rounding only; a wrong one (a sign flip, a swapped operand) by the values' own size.
+    """
+    import torch
+
+    from tensor_eqsat.io.torch_exec import uses_tf32
+
+    args = list(example_inputs)
+    dtype = model_dtype(original, args)
+    tf32 = uses_tf32(torch, device)
+    r, t = _tolerance_of(dtype, rtol, atol, tf32)
+    with torch.no_grad():
+        got = optimized(*args)
+    why = ""
+    try:
+        reference = float32_reference(original, args)
+    except ReferenceUnavailable as exc:
+        log.info("tensor_eqsat: checking against the original in its own dtype: %s", exc)
+        reference, why = None, str(exc)
+    like = _recorded_outputs(original)
+    own: Any = None
+    if reference is None or like is None or (dtype != "float32" and _has_exact_outputs(like)):
+        with torch.no_grad():
+            own = original(*args)
+    verdict = Verdict("float32" if reference is not None else "same dtype", dtype, r, t, tf32, why)
+    ok, diff, what, used = _compare(
+        reference if reference is not None else own, got, own if like is None else like, own, r, t
+    )
+    return Checked(ok, diff, what, verdict, used)
+
+
+def _tolerance_of(dtype: str, rtol: float, atol: float, tf32: bool) -> tuple[float, float]:
+    """(rtol, atol) for a model that runs in ``dtype`` (an IR dtype name): the configured ones,
+    raised to the dtype's (float32 only with TF32)."""
+    from tensor_eqsat.ir.dtypes import tolerance
+
+    if dtype == "float32" and not tf32:
+        return rtol, atol
+    tol = tolerance(dtype, tf32=tf32)
+    return max(rtol, tol.rtol), max(atol, tol.atol)
+
+
+def _recorded_outputs(gm: Any) -> list[Any] | None:
+    """The output values Dynamo recorded for ``gm`` (fake tensors: shapes and dtypes), flat;
+    None when a node lacks its record."""
+    import torch.utils._pytree as pytree
+    from torch.fx.node import Node
+
+    out = next((n for n in gm.graph.nodes if n.op == "output"), None)
+    if out is None:
+        return None
+    leaves = pytree.tree_leaves(out.args[0], is_leaf=lambda x: isinstance(x, Node))
+    recorded: list[Any] = []
+    for leaf in leaves:
+        if not isinstance(leaf, Node):
+            recorded.append(leaf)
+            continue
+        meta = leaf.meta
+        if "example_value" not in meta and "val" not in meta:
+            return None
+        recorded.extend(pytree.tree_leaves(meta.get("example_value", meta.get("val"))))
+    return recorded
+
+
+def _has_exact_outputs(like: Sequence[Any]) -> bool:
+    import torch
+
+    return any(isinstance(x, torch.Tensor) and not x.is_floating_point() for x in like)
+
+
+def _compare(
+    reference: Any, got: Any, like: Any, own: Any, rtol: float, atol: float
+) -> tuple[bool, float, str, float]:
+    """(ok, the largest absolute difference, what differs, the largest share of the tolerance
+    used) of ``got`` against ``reference`` (see :func:`check_rewrite`): ``like`` gives each
+    output's dtype and shape, ``own`` (the original in its own dtype, or None) the values of
+    non-floating outputs where it was run."""
+    import torch
+
+    ref, out, spec = _flat(reference), _flat(got), _flat(like)
+    exact = _flat(own) if own is not None else ref
+    if not len(ref) == len(spec) == len(exact):
+        return False, float("inf"), f"the reference has {len(ref)} outputs, the original {len(spec)}", 0.0
+    if len(out) != len(spec):
+        return False, float("inf"), f"{len(out)} outputs instead of {len(spec)}", 0.0
+    worst = used = 0.0
+    for i, (x, y, s, e) in enumerate(zip(ref, out, spec, exact, strict=True)):
+        if isinstance(s, torch.Tensor):
+            if not isinstance(y, torch.Tensor) or tuple(y.shape) != tuple(s.shape) or y.dtype != s.dtype:
+                return False, float("inf"), f"output {i}: shape or dtype differs", 0.0
+            if y.numel() == 0:
+                continue
+            if not y.is_floating_point():
+                if not torch.equal(y, e):
+                    return False, float("inf"), f"output {i}: values differ", 0.0
+                continue
+            diff = (x.double() - y.double()).abs().max().item()
+            scale = x.double().abs().max().item()
+            worst = max(worst, diff)
+            bound = atol + rtol * scale
+            if not diff <= bound:
+                what = f"output {i}: max |diff| {diff:.3g} > {atol:g} + {rtol:g} * {scale:.3g}"
+                return False, diff, what, 0.0
+            used = max(used, diff / bound if bound > 0 else 0.0)
+        elif y != e:
+            return False, float("inf"), f"output {i}: {y!r} != {e!r}", 0.0
+    return True, worst, "", used
+
+
 def _non_finite(args: Sequence[Any]) -> bool:
     """Whether a floating-point tensor among ``args`` holds NaN or infinity."""
     import torch
@@ -303,23 +462,21 @@ def deliver_fx(
     import torch
 
     args = list(example_inputs)
-    with torch.no_grad():
-        expected = original(*args)
-        got = optimized(*args)
-    from tensor_eqsat.io.torch_exec import uses_tf32
-
-    ok, diff, what = compare_outputs(expected, got, cfg.rtol, cfg.atol, tf32=uses_tf32(torch, device))
+    checked = check_rewrite(original, optimized, args, cfg.rtol, cfg.atol, device)
+    ok, diff, what, check = checked.ok, checked.max_diff, checked.what, checked.describe()
     tc = time.perf_counter()
     if not ok:
         compiled = compile_with(cfg.then, original, args, frozen)
-        reason = f"the rewritten graph failed the check ({what}): original kept"
+        reason = f"the rewritten graph failed the check ({what} {checked.verdict.describe()}): original kept"
         log.warning("tensor_eqsat: %s", reason)
         # A rewrite that changes the result is a bug in a rule or a translation: say so loudly.
         warnings.warn(f"tensor_eqsat: {reason}", RuntimeWarning, stacklevel=3)
         cacheable = not _non_finite(args)
         if not cacheable:
             reason += " (the example inputs hold NaN or infinity: checked again next time)"
-        return Delivery(compiled, True, reason, diff, None, time.perf_counter() - tc, 0.0, cacheable)
+        return Delivery(
+            compiled, True, reason, diff, None, time.perf_counter() - tc, 0.0, cacheable, check=check
+        )
     fast = compile_with(cfg.then, optimized, args, frozen)
     compile_s = time.perf_counter() - tc
     why = target.unavailable()
@@ -331,7 +488,7 @@ def deliver_fx(
             reason = f"not measured ({why})"
         else:
             reason = "not measured (guard off)"
-        return Delivery(fast, False, reason, diff, None, compile_s, 0.0)
+        return Delivery(fast, False, reason, diff, None, compile_s, 0.0, check=check)
     tc = time.perf_counter()
     base = compile_with(cfg.then, original, args, frozen)
     candidates = [("rewritten graph", _one_call(fast, args, device))]
@@ -364,23 +521,25 @@ def deliver_fx(
             f"measured on {target.name}: {m.original_ms:.3f} -> {m.optimized_ms:.3f} ms, "
             f"{m.speedup_pct:+.1f} % (noise ±{m.noise_pct:.1f} %)"
         )
-        return Delivery(fast, False, reason, diff, m, compile_s, guard_s)
+        return Delivery(fast, False, reason, diff, m, compile_s, guard_s, check=check)
     if choice == 1 and plain is not None:
         reason = (
             f"measured on {target.name}: the original without freezing ran fastest "
             f"(frozen {m.original_ms:.3f} ms, not frozen {m.optimized_ms:.3f} ms, {m.speedup_pct:+.1f} %, "
             f"noise ±{m.noise_pct:.1f} %): original kept, not frozen"
         )
-        return Delivery(plain, True, reason, diff, m, compile_s, guard_s, unfrozen=True)
+        return Delivery(plain, True, reason, diff, m, compile_s, guard_s, unfrozen=True, check=check)
     reason = (
         f"no measured gain: original kept ({m.speedup_pct:+.1f} %, noise ±{m.noise_pct:.1f} %; "
         f"{m.original_ms:.3f} ms on {target.name})"
     )
-    return Delivery(base, True, reason, diff, m, compile_s, guard_s)
+    return Delivery(base, True, reason, diff, m, compile_s, guard_s, check=check)
 
 
 __all__ = [
+    "Checked",
     "Delivery",
+    "check_rewrite",
     "compare_outputs",
     "compile_unfrozen",
     "compile_with",

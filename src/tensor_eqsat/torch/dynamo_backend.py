@@ -387,6 +387,7 @@ def _compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> 
         max_diff=delivery.max_diff,
         seconds=seconds,
         unfrozen=delivery.unfrozen,
+        check=delivery.check,
     )
     if cache is not None and hit is None and delivery.cacheable:
         cache.put(

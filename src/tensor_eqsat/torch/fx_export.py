@@ -7,9 +7,10 @@ grouped-conv kernel, a transposed linear weight) has been computed **once** here
 weights' device, with the IR's PyTorch semantics (:data:`tensor_eqsat.ir.torch_ops.TORCH_OPS`),
 and registered as a buffer (a weight that is a parameter as it is, or its transpose, is read
 from the parameter's placeholder instead: no copy); the torch calls of each mapped op; and for
-each opaque op a copy of the original FX node, its arguments wired to the rebuilt tensors.
-Parameters read by opaque nodes stay the placeholders they were (live values, as in the
-original).
+each opaque op a copy of the original FX node, its arguments wired to the rebuilt tensors, inside
+the ``torch.autocast`` regions it ran in (each replayed around it: mapped ops carry their dtypes
+explicitly and run outside any region). Parameters read by opaque nodes stay the placeholders
+they were (live values, as in the original).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from tensor_eqsat.errors import GraphError
 from tensor_eqsat.io.plan import live_nodes, observable_outputs
 from tensor_eqsat.ir.graph import Graph, Node, TensorRef
 from tensor_eqsat.ir.torch_ops import TorchContext, same_pads, torch_pads, torch_step
+from tensor_eqsat.torch.autocast import is_autocast_call
 from tensor_eqsat.torch.fx_import import Const, Ir, Seq, Translation, opaque_key
 
 CONST_PREFIX = "_tensor_eqsat_const"
@@ -164,9 +166,12 @@ class _Builder:
 
     # -- opaque nodes --------------------------------------------------------------------------
     def _opaque(self, n: Node) -> Any:
+        from torch.amp.autocast_mode import _exit_autocast
         from torch.fx.node import map_arg
 
         info = self.tr.opaque[opaque_key(self.graph, n.id)]
+        if is_autocast_call(info.node):
+            return None  # the regions are replayed around each opaque call inside them (below)
         ins = [self.env[r] for r in n.inputs]
         mapping: dict[str, Any] = {}
         k = 0
@@ -184,8 +189,11 @@ class _Builder:
         old = info.node
         if old.op in ("call_module", "get_attr"):
             self.root[old.target] = _get_attr(self.tr.gm, old.target)
+        entered = [self.call(r.target, *r.args, **r.kwargs) for r in info.autocast]
         new = self.fx.create_node(old.op, info.target, args, kwargs, name=old.name, type_expr=old.type)
         new.meta = dict(old.meta)
+        for ctx in reversed(entered):
+            self.call(_exit_autocast, ctx)
         return new
 
     def _constant_arg(self, a: Any) -> Any:

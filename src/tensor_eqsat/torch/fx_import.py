@@ -21,6 +21,14 @@
   :data:`FX_DOMAIN` and names the FX node, so no rule rewrites it and it is never run by
   onnxruntime (the graph is only optimized, then rebuilt as FX).
 
+``torch.autocast`` regions (:mod:`tensor_eqsat.torch.autocast`): the import follows the regions
+Dynamo records (``_enter_autocast`` / ``_exit_autocast``, nested and ``enabled=False`` ones
+included, and the caller's own autocast around the graph), and a call autocast runs in another
+precision (a linear, a matmul, a convolution in bfloat16; on CUDA a softmax in float32) reads its
+floating inputs cast to that dtype explicitly (IR ``cast`` ops; a weight rounded once), so the IR
+has the dtypes the eager run has. The rebuilt graph runs mapped ops with those explicit dtypes
+outside any region, and each opaque call inside the regions it was recorded in.
+
 In-place ops on fresh intermediates are taken functionally (``relu_(x)`` is ``relu(x)``, later
 readers of ``x`` read the result); an in-place op on a graph input, a parameter or a view, a
 random op, or a training-mode op raises :class:`Unsupported`, and the backend keeps the
@@ -49,6 +57,7 @@ import numpy as np
 from tensor_eqsat.errors import TensorEqsatError
 from tensor_eqsat.ir.graph import Graph, Tensor
 from tensor_eqsat.ir.types import Shape
+from tensor_eqsat.torch.autocast import AutocastState, is_autocast_call, promoted
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +112,9 @@ class OpaqueInfo:
     """An opaque op's FX node, the call it makes (``target``, ``args``, ``kwargs``: the node's
     own, or the out-of-place form of an in-place op), and the FX nodes whose IR tensors are its
     inputs with how many each gives (a split's outputs give several), in input order (then, when
-    ``chained``, the opaque ops it is ordered after: see the module docstring)."""
+    ``chained``, the opaque ops it is ordered after: see the module docstring). autocast: the
+    ``_enter_autocast`` FX nodes of the regions open where it ran, outermost first (the rebuilt
+    graph runs it inside the same regions)."""
 
     node: Any
     target: Any
@@ -111,6 +122,7 @@ class OpaqueInfo:
     kwargs: dict[str, Any]
     sources: list[tuple[Any, int]]
     chained: bool
+    autocast: tuple[Any, ...] = ()
 
 
 @dataclass
@@ -218,6 +230,9 @@ class _Translator:
         self.retarget: dict[str, Any] = {}
         self._aliases = _alias_bases(gm)
         self.position = {node.name: i for i, node in enumerate(gm.graph.nodes)}
+        self.autocast = AutocastState.current()
+        self._autocast_consts: dict[tuple[int, str], tuple[Any, Const]] = {}
+        self._autocast_casts: dict[tuple[Any, str], Tensor] = {}
 
     # -- weights -----------------------------------------------------------------------------
     def weight(self, value: Any, tag: str = "", transform: Callable[[Any], Any] | None = None) -> Tensor:
@@ -331,6 +346,15 @@ class _Translator:
         values = list(self.values_in((node_args, node_kwargs)))
         name = op_name(node)
         ev = _example(node)
+        if is_autocast_call(node):
+            # Never folded (entering a region here would run the translation in it): an effect,
+            # ordered like one; the rebuilt graph replays it around the opaque calls inside.
+            self.env[node] = self.make_opaque(node, node_args, node_kwargs, ev)
+            if node.target.__name__ == "_exit_autocast":
+                self.autocast.exit(node)
+            else:
+                self.autocast.enter(node)
+            return
         if all(isinstance(v, Const) for v in values) and fx_ops.foldable(node):
             value = self.fold(node, node_args, node_kwargs)
         elif _is_static(ev):
@@ -345,12 +369,17 @@ class _Translator:
                 self.env[mutated] = value
             return
         result = None
+        cast = self._autocast_inputs(node, node_args, node_kwargs, ev)
+        saved = {a: self.env[a] for a in cast}
+        self.env.update(cast)
         try:
             result = fx_ops.translate(node, node_args, node_kwargs, self)
         except (fx_ops.NotMapped, TensorEqsatError, TypeError, ValueError, IndexError, KeyError) as exc:
             # TensorEqsatError: the IR refuses this instance (a shape rule, an empty weight); the
             # others: arguments of a form no translator expects. Opaque is always right.
             log.debug("%s (%s) stays opaque: %s", node.name, name, exc)
+        finally:
+            self.env.update(saved)  # an opaque node reads its inputs as they are: autocast casts
         if result is not None and _matches(result, ev):
             self.env[node] = result
             self.mapped[name] += 1
@@ -363,6 +392,52 @@ class _Translator:
             # Later readers of the mutated tensor read the result (the op was taken functionally).
             self.env[mutated] = self.env[node]
 
+    def _autocast_inputs(self, node: Any, args: Any, kwargs: Any, ev: Any) -> dict[Any, Value]:
+        """FX argument node -> its value cast as autocast (or PyTorch's type promotion of
+        mixed-dtype arithmetic) casts it for ``node``: empty where no region is open and the
+        inputs agree, autocast leaves the call alone, or the recorded dtype says otherwise."""
+        torch = self.torch
+        if not isinstance(ev, torch.Tensor) or ir_dtype(ev.dtype) is None:
+            return {}
+        floats: dict[Any, tuple[Value, str]] = {}
+        for a in _arg_nodes((args, kwargs)):
+            v = self.env[a]
+            dtype = _float_dtype(torch, v)
+            if dtype is not None:
+                floats[a] = (v, dtype)
+        in_dtypes = [d for _, d in floats.values()]
+        want = self.autocast.cast_to(node, ev.device.type, in_dtypes)
+        if want is None:
+            want = promoted(node, in_dtypes, str(ir_dtype(ev.dtype)))
+        if want is None or want != ir_dtype(ev.dtype):
+            return {}
+        out: dict[Any, Value] = {}
+        for a, (v, dtype) in floats.items():
+            if dtype == want:
+                continue
+            if isinstance(v, Ir):
+                key = (v.tensor.ref, want)
+                if key not in self._autocast_casts:  # one cast per tensor, however many read it
+                    self._autocast_casts[key] = self.graph.cast(v.tensor, want)
+                out[a] = Ir(self._autocast_casts[key], getattr(torch, want))
+            elif isinstance(v, Const):
+                out[a] = self._cast_const(v, want)
+        return out
+
+    def _cast_const(self, c: Const, dtype: str) -> Const:
+        """A constant cast to ``dtype`` (as autocast casts a weight), one per value and dtype; the
+        original is kept alive with it, so that ids stay unique."""
+        key = (id(c.value), dtype)
+        if key not in self._autocast_consts:
+            with self.torch.no_grad():
+                value = c.value.detach().to(getattr(self.torch, dtype))
+            deps = set(c.deps) | self._value_deps.get(id(c.value), frozenset())
+            if c.source is not None and c.source.name in self.frozen:
+                deps.add(c.source.name)
+            self._value_deps[id(value)] = frozenset(deps)
+            self._autocast_consts[key] = (c.value, Const(value, None, frozenset(deps)))
+        return self._autocast_consts[key][1]
+
     def fold(self, node: Any, args: Any, kwargs: Any) -> Const:
         from torch.fx.node import map_arg
 
@@ -374,7 +449,7 @@ class _Translator:
 
         a = map_arg(args, value_of)
         k = map_arg(kwargs, value_of)
-        with self.torch.no_grad():
+        with self.torch.no_grad(), self.autocast.replay():
             if node.op == "call_function":
                 value = node.target(*a, **k)
             elif node.op == "call_method":
@@ -422,7 +497,8 @@ class _Translator:
         attrs = _opaque_attrs(node, [t.shape for t in ins], out_shape, [t.dtype for t in ins], dtype)
         (out,) = self.graph.add("opaque", ins, **attrs)
         target = self.retarget.get(node.name, node.target)
-        self.opaque[node.name] = OpaqueInfo(node, target, args, kwargs, srcs, chained)
+        regions = self.autocast.open_regions()
+        self.opaque[node.name] = OpaqueInfo(node, target, args, kwargs, srcs, chained, regions)
         if effectful:
             self._last_effect, self._since_effect = out, []
         else:
@@ -435,6 +511,15 @@ def ir_dtype(dtype: Any) -> str | None:
     else None (an integer, bool or float64 tensor flows between opaque nodes only)."""
     name = str(dtype).removeprefix("torch.")
     return name if name in ("float32", "float16", "bfloat16") else None
+
+
+def _float_dtype(torch: Any, v: Value) -> str | None:
+    """The IR dtype of a floating tensor value (run-time or constant), else None."""
+    if isinstance(v, Ir):
+        return ir_dtype(v.dtype) if v.dtype is not None else None
+    if isinstance(v, Const) and isinstance(v.value, torch.Tensor):
+        return ir_dtype(v.value.dtype)
+    return None
 
 
 def _onnx_elem(onnx: Any, dtype: Any) -> int:

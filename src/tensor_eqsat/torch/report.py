@@ -21,6 +21,9 @@ class BackendReport:
     fallback: why the graph was not optimized at all (training mode, a random op, ...), or None.
     cache: ``"miss"``, ``"memory"``, ``"disk"`` or ``"off"``.
     max_diff: the check's largest absolute output difference.
+    check: the check's verdict: pass or fail, the largest difference, what it compared with (the
+        float32 reference, TF32 off) and at which tolerance (the precision the model runs in).
+        Empty when nothing was checked (a fallback, no rewrite, a rebuild error).
     seconds: time per phase (``translate``, ``optimize``, ``compile``, ``guard``, ``total``).
     unfrozen: the original was handed on without Inductor's freezing, measured faster than frozen
         (:class:`~tensor_eqsat.torch.delivery.Delivery`); a cached decision keeps it so.
@@ -41,6 +44,7 @@ class BackendReport:
     max_diff: float | None = None
     seconds: dict[str, float] = field(default_factory=dict)
     unfrozen: bool = False
+    check: str = ""
 
     @property
     def message(self) -> str:
@@ -52,6 +56,7 @@ class BackendReport:
         return (
             f"tensor_eqsat [{self.target}, cache {self.cache}]: {self.ops_mapped} ops mapped, "
             f"{self.ops_opaque} opaque, {rules} rule applications{pred}; {self.reason}"
+            + (f" [check: {self.check}]" if self.check else "")
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -83,3 +83,74 @@ def test_the_config_prices_a_graph_in_its_precision(spec):
     model = OptimizeConfig(cost_model=spec).cost_model_object(g)
     assert model.dtype.value == "float16"
     assert OptimizeConfig(cost_model=spec).cost_model_object(zoo.get("squeezenet")).dtype.value == "float32"
+
+
+def _island_graph():
+    """A bf16 graph with a float32 softmax island (cast up, softmax, cast back), as
+    reduced-precision transformers write attention."""
+    from tensor_eqsat.ir.graph import Graph
+
+    g = Graph()
+    x = g.input((8, 512, 512), name="x", dtype="bf16")
+    scores = g.matmul(x, g.weight((512, 512), name="w", dtype="bf16"))
+    soft = g.softmax(g.cast(scores, "float32"), axis=-1)
+    g.output(g.cast(soft, "bfloat16"))
+    return g, soft
+
+
+@pytest.mark.parametrize("spec", ["roofline:h100", "recorded:h200"])
+def test_a_float32_op_inside_a_bf16_graph_costs_what_it_costs_alone_in_float32(spec):
+    from tensor_eqsat.cost.model import node_costs
+    from tensor_eqsat.cost.spec import parse_cost_model
+    from tensor_eqsat.ir.graph import Graph
+
+    g, soft = _island_graph()
+    model = OptimizeConfig(cost_model=spec).cost_model_object(g)
+    assert model.dtype.value == "bfloat16"  # the graph's precision
+    costs = {n.id: c for n, c in node_costs(model, g)}
+    alone = Graph()
+    alone.output(alone.softmax(alone.input((8, 512, 512), name="s"), axis=-1))
+    fp32 = parse_cost_model(spec)
+    assert costs[soft.node] == pytest.approx(fp32.graph_cost(alone) - _pass(fp32))
+    # Priced in bf16 it would be cheaper (2-byte elements): what the island was charged before.
+    in_bf16 = model.op_cost("softmax", g.nodes[soft.node].attrs, ((8, 512, 512),), False)
+    assert in_bf16 < costs[soft.node]
+    # The bf16 matmul keeps its bf16 price.
+    mm = next(n for n in g.nodes if n.op == "matmul")
+    own = model.op_cost("matmul", mm.attrs, ((8, 512, 512), (512, 512)), False)
+    assert costs[mm.id] == pytest.approx(own)
+
+
+def _pass(model):
+    from tensor_eqsat.cost.model import pass_cost
+
+    return pass_cost(model)
+
+
+def test_extraction_prices_each_e_node_in_its_own_dtype():
+    from tensor_eqsat.cost.model import node_costs
+    from tensor_eqsat.egraph import EGraph
+    from tensor_eqsat.extract.egraph_problem import problem_from_egraph
+
+    g, _ = _island_graph()
+    model = OptimizeConfig(cost_model="roofline:h100").cost_model_object(g)
+    ep = problem_from_egraph(EGraph.from_graph(g), model)
+    by_op = {}
+    for i, op in enumerate(ep.problem.node_op):
+        by_op.setdefault(op, []).append(ep.problem.node_cost[i])
+    graph_costs = {n.op: c for n, c in node_costs(model, g) if n.op != "cast"}
+    assert by_op["softmax"] == [pytest.approx(graph_costs["softmax"])]
+    assert by_op["matmul"] == [pytest.approx(graph_costs["matmul"])]
+    # The DAG cost of the graph's own extraction equals the graph's cost.
+    assert sum(by_op["softmax"] + by_op["matmul"] + by_op["cast"]) == pytest.approx(
+        sum(c for _, c in node_costs(model, g))
+    )
+
+
+def test_op_dtype_is_the_inputs_floating_precision():
+    from tensor_eqsat.ir.dtypes import op_dtype
+
+    assert op_dtype(["bfloat16", "bfloat16"]) == "bfloat16"
+    assert op_dtype(["int64", "float16"]) == "float16"
+    assert op_dtype(["float32", "bfloat16"]) == "float32"
+    assert op_dtype([None, "int64"]) is None
