@@ -213,8 +213,9 @@ def test_the_backend_then_inductor_is_frozen_and_equals_eager():
         for bn in (model.bn1, model.bn2):
             bn.running_mean.normal_()
             bn.running_var.uniform_(0.5, 2.0)
-    options = {**FAST, "then": "inductor", "guard": True, "target": "torch-cpu"}
-    options |= {"guard_runs": 8, "guard_blocks": 2}
+    # The guard off: with it, the original without freezing (its third arm) may time fastest
+    # on a block this small and be handed back, unfrozen (test_the_original_without_freezing_...).
+    options = {**FAST, "then": "inductor", "guard": False, "target": "torch-cpu"}
     compiled = torch.compile(model, backend="tensor_eqsat", dynamic=False, options=options)
     got, code = _inductor_code(compiled, x)
     assert close(got, model(x))
