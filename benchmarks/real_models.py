@@ -35,9 +35,9 @@ Per model and batch size:
   of that, the half interquartile range of the per-block ratios and the gap between the two
   compiles of one graph. Each compiled output is compared with eager's.
 
-``--dtype float16|bfloat16`` builds the model and its float inputs in that dtype. The backend's
-rewritable part is float32, so there the report says how many calls stayed opaque for it; the
-timing runs all the same.
+``--dtype float16|bfloat16`` builds the model and its float inputs in that dtype; the backend
+translates and rewrites it in that dtype, and each compiled output is compared with eager's at
+least at the dtype's tolerance (``compare_outputs``: ``--rtol``/``--atol`` are raised to it).
 
 On a GPU (``--device cuda``) the search gets 3 s and each arm 20 runs in 5 blocks by default,
 and Inductor's caches stay on unless ``--cold-caches`` (a second compile of one graph is then
