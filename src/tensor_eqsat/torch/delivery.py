@@ -494,9 +494,10 @@ def deliver_fx(
     candidates = [("rewritten graph", _one_call(fast, args, device))]
     plain = None
     if frozen is not None:
-        # Freezing is not always faster (a Llama-style decoder ran 8-14 % slower frozen on a
-        # 2-core CPU): the original as ``then`` gives it is a third arm, so that what is handed
-        # back is never slower than ``then`` alone.
+        # Freezing is not always faster (a Llama-style decoder at batch 1 ran 10.6 % slower
+        # frozen on a 2-core CPU, noise ±11.3 %; docs/torch.md): the original as ``then``
+        # gives it is a third arm, so that what is handed back is never slower than ``then``
+        # alone.
         plain = compile_unfrozen(cfg.then, original, args)
         candidates.append(("original, not frozen", _one_call(plain, args, device)))
     compile_s += time.perf_counter() - tc
