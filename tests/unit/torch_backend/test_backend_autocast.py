@@ -8,7 +8,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from torch_models import FAST, Attention, fresh  # noqa: E402, F401
+from torch_models import FAST, Attention, fresh, run  # noqa: E402, F401
 
 import tensor_eqsat.torch as te_torch  # noqa: E402
 from tensor_eqsat.torch import dynamo_backend as backend_module  # noqa: E402
@@ -51,15 +51,6 @@ class NestedAutocast(nn.Module):
             with torch.autocast("cpu", enabled=False):
                 z = self.o(h.float())
         return h, z
-
-
-def run(model, x, **options):
-    model.eval()
-    compiled = torch.compile(model, backend="tensor_eqsat", dynamic=False, options={**FAST, **options})
-    with torch.no_grad():
-        expected = model(x)
-        got = compiled(x)
-    return got, expected, list(te_torch.backend.reports)
 
 
 def within_bf16(got, expected):

@@ -7,20 +7,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from test_backend import FAST, capture_compiled  # noqa: E402, F401
-from torch_models import Attention, BasicBlock, fresh  # noqa: E402, F401
-
-import tensor_eqsat.torch as te_torch  # noqa: E402
+from torch_models import Attention, BasicBlock, fresh, run  # noqa: E402, F401
 
 DTYPES = [torch.float16, torch.bfloat16]
-
-
-def run(model, x, **options):
-    model.eval()
-    compiled = torch.compile(model, backend="tensor_eqsat", dynamic=False, options={**FAST, **options})
-    with torch.no_grad():
-        expected = model(x)
-        got = compiled(x)
-    return got, expected, list(te_torch.backend.reports)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)

@@ -11,9 +11,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from torch_models import FAST, Attention, fresh  # noqa: E402, F401
+from torch_models import FAST, Attention, fresh, run  # noqa: E402, F401
 
-import tensor_eqsat.torch as te_torch  # noqa: E402
 from tensor_eqsat.torch import dynamo_backend as backend_module  # noqa: E402
 from tensor_eqsat.torch.delivery import check_rewrite  # noqa: E402
 from tensor_eqsat.torch.fx_export import CONST_PREFIX  # noqa: E402
@@ -33,15 +32,6 @@ class SharedInputProduct(torch.nn.Module):
 
     def forward(self, x):
         return self.p(x) @ self.q(x)
-
-
-def run(model, x, **options):
-    model.eval()
-    compiled = torch.compile(model, backend="tensor_eqsat", dynamic=False, options={**FAST, **options})
-    with torch.no_grad():
-        expected = model(x)
-        got = compiled(x)
-    return got, expected, list(te_torch.backend.reports)
 
 
 def plant(monkeypatch, wrong):

@@ -171,3 +171,16 @@ FAST = {
     "guard": False,
 }
 """Backend settings for quick tests: a small saturation priced by the CPU roofline, run eagerly, no guard."""
+
+
+def run(model, x, **options):
+    """``model`` (put in eval mode) eager and through the backend with :data:`FAST` updated by
+    ``options``: (compiled output, eager output, the backend's reports)."""
+    import tensor_eqsat.torch as te_torch
+
+    model.eval()
+    compiled = torch.compile(model, backend="tensor_eqsat", dynamic=False, options={**FAST, **options})
+    with torch.no_grad():
+        expected = model(x)
+        got = compiled(x)
+    return got, expected, list(te_torch.backend.reports)
