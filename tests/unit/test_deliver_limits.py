@@ -68,8 +68,22 @@ def test_a_result_too_costly_to_check_names_how_to_skip_the_check(monkeypatch):
 
     monkeypatch.setattr(check.Checker, "whole_s", lambda self: 86400.0)
     monkeypatch.setattr(check.Checker, "_part_s", lambda self, part: 86400.0)
+    monkeypatch.setattr(check.Checker, "one_trial_s", lambda self: 86400.0)
     d = deliver(_wide(64), search="saturate", target="a100", time_budget=5, node_limit=60,
                 final_extractor="greedy-dag")  # fmt: skip
     assert d.kept_original
     note = " ".join(d.notes)
     assert "not checked" in note and "--no-check" in note and "check=False" in note
+
+
+def test_where_only_the_first_trials_fit_the_result_is_checked_on_them_and_handed_back(monkeypatch):
+    # Neither the whole check nor the check of what changed fits, but the whole graph's first
+    # trial does: it runs (as many trials as fit) and the result found is handed back checked.
+    from tensor_eqsat import check
+
+    monkeypatch.setattr(check.Checker, "whole_s", lambda self: 86400.0)
+    monkeypatch.setattr(check.Checker, "_part_s", lambda self, part: 86400.0)
+    d = deliver(_wide(64), search="saturate", target="a100", time_budget=5, node_limit=60,
+                final_extractor="greedy-dag")  # fmt: skip
+    assert d.result is not None and d.result.graph is not d.source.graph  # the search found a result
+    assert not d.kept_original and d.verify.ok and d.verify.scope == "whole graph"

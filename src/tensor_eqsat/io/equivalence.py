@@ -46,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from tensor_eqsat.clock import Deadline
 from tensor_eqsat.errors import TensorEqsatError
 from tensor_eqsat.io.inputs import InputInfo, graph_inputs, make_feed, model_inputs
 from tensor_eqsat.io.onnx_common import describe_source, load_model
@@ -58,6 +59,9 @@ from tensor_eqsat.ir.serialize import load as load_json
 from tensor_eqsat.ir.types import Shape
 
 BACKENDS = ("auto", "interpreter", "ort", "torch")
+TRIAL_MARGIN = 1.25
+"""With a deadline, a further trial starts only where this many times what it is expected to take
+is left (:meth:`Reference.check`)."""
 
 
 @dataclass(frozen=True)
@@ -108,6 +112,9 @@ class VerifyReport:
     scope: str = "whole graph"
     """What was compared: the whole models, or the parts of them a rewrite changed
     (:mod:`tensor_eqsat.check`)."""
+    planned: int | None = None
+    """The trials asked for, where the check's deadline stopped it after ``trials`` of them
+    (:meth:`Reference.check`); None when every trial asked for ran."""
 
     def summary(self) -> str:
         """One line for people: verdict, worst errors, where."""
@@ -127,7 +134,10 @@ class VerifyReport:
         elif self.tf32:
             tol += " (float32 with TF32 kernels)"
         if self.ok:
-            return f"equivalent: {len(self.outputs)} outputs x {self.trials} trials within {tol}{err}"
+            runs = f"{self.trials} trials"
+            if self.planned is not None:
+                runs = f"{self.trials} of {self.planned} trials (time)"
+            return f"equivalent: {len(self.outputs)} outputs x {runs} within {tol}{err}"
         bad = [o.index for o in self.outputs if not o.ok]
         return f"NOT EQUIVALENT: outputs {bad} differ beyond {tol}{err}"
 
@@ -145,6 +155,7 @@ class VerifyReport:
             "scale_floor": self.scale_floor,
             "tf32": self.tf32,
             "scope": self.scope,
+            "planned_trials": self.planned,
             "outputs": [
                 {
                     "index": o.index,
@@ -306,6 +317,13 @@ class Reference:
             self.seconds += time.perf_counter() - t0
         return self._outputs[key]
 
+    def _run_s(self, trial: int, feed: Mapping[str, np.ndarray]) -> float:
+        """Seconds the original's run on ``feed`` will take: 0 when its outputs are kept, else
+        the mean of its runs so far."""
+        if (trial, _feed_key(feed)) in self._outputs or not self._outputs:
+            return 0.0
+        return self.seconds / len(self._outputs)
+
     def warm(self, trials: int | None = None) -> float:
         """Run the original on the first ``trials`` trials' inputs now (default: all); returns the
         seconds spent running it so far."""
@@ -313,12 +331,22 @@ class Reference:
             self.outputs(t, self.feed(t, self.side.infos))
         return self.seconds
 
-    def check(self, optimized: Any, *, backend: str = "auto", device: str = "cpu") -> VerifyReport:
-        """Compare ``optimized`` (any form :func:`verify` takes) with the original."""
+    def check(
+        self, optimized: Any, *, backend: str = "auto", device: str = "cpu", deadline: Deadline | None = None
+    ) -> VerifyReport:
+        """Compare ``optimized`` (any form :func:`verify` takes) with the original.
+
+        deadline: the first trial always runs; a further one starts only where
+        :data:`TRIAL_MARGIN` times what it is expected to take (the longest run of ``optimized``
+        so far, and the original's mean run unless its outputs for that trial are kept) is left
+        before ``deadline``; the report then says how many of the trials asked for ran
+        (``planned``). Default None: every trial.
+        """
         a = self.side
         b = _prepare(optimized, backend, self.seed, device)
         backends = (a.backend, b.backend)
-        rtol, atol, trials, seed = self.rtol, self.atol, self.trials, self.seed
+        rtol, atol, seed = self.rtol, self.atol, self.seed
+        trials, planned = self.trials, None
 
         def report(ok: bool, outputs: tuple[OutputCheck, ...], problem: str | None = None) -> VerifyReport:
             return VerifyReport(
@@ -333,17 +361,26 @@ class Reference:
                 self.dtype.value,
                 self.scale_floor,
                 self.tf32,
+                planned=planned,
             )
 
         if a.inputs != b.inputs:
             return report(False, (), f"inputs differ: {_sig(a.inputs)} vs {_sig(b.inputs)}")
         stats: list[list[float]] = []
         shapes: list[Shape] = []
-        for t in range(trials):
+        longest = 0.0  # the longest run of the optimized side, and of the original where it ran
+        for t in range(self.trials):
             # Token ids within their embedding table, masks of 0/1 (io/inputs.py); a type known to
             # one side only (an ONNX original, a Graph result) is taken from that side.
             feed = self.feed(t, {**b.infos, **a.infos})
-            xs, ys = self.outputs(t, feed), b.run(feed)
+            left = None if deadline is None else deadline.left()
+            if t > 0 and left is not None and TRIAL_MARGIN * (longest + self._run_s(t, feed)) > left:
+                trials, planned = t, self.trials
+                break
+            xs = self.outputs(t, feed)
+            started = time.perf_counter()
+            ys = b.run(feed)
+            longest = max(longest, time.perf_counter() - started)
             if len(xs) != len(ys):
                 return report(False, (), f"{len(xs)} outputs vs {len(ys)}")
             for i, (x, y) in enumerate(zip(xs, ys, strict=True)):

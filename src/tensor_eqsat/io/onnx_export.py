@@ -25,9 +25,9 @@ What the skeleton does not check, that an initializer's bytes match its type and
 construction (they are the bytes of a numpy array of that shape).
 
 Versions: the default-domain opset is the highest of 13, what the ops need (LayerNormalization
-17, Gelu 20) and the opset the opaque payloads were written for (payloads older than the target
-are converted with onnx's version converter); the IR version is the lowest that allows it (10 for
-opset 21), because onnx 1.23 stamps IR 14 by default, which onnxruntime 1.31 rejects.
+17, Gelu 20, bfloat16 tensors 22) and the opset the opaque payloads were written for (payloads
+older than the target are converted with onnx's version converter); the IR version is the lowest
+that allows it (10 for opset 21), because onnx 1.23 stamps IR 14 by default, which onnxruntime 1.31 rejects.
 
 Alternatives rejected: exporting weight-only ops as ONNX nodes (``merge`` has no ONNX
 counterpart, and folding them is what a runtime does anyway, so both the original and the
@@ -69,6 +69,10 @@ ONNX_ACTIVATIONS = {a.value: a.onnx_op for a in Activation if a.onnx_op is not N
 
 OP_MIN_OPSET = {"layernorm": 17, "gelu": 20, "hardswish": 14, "mean": 18}
 """Ops whose ONNX counterpart needs a newer opset than :data:`MIN_OPSET`."""
+BFLOAT16_OPSET = 22
+"""The opset a graph with bfloat16 tensors is written at, at least: ONNX gave bfloat16 to Conv,
+ConvTranspose, the pools and most activations there (a bfloat16 ResNet-50 was refused by the
+checker at opset 21)."""
 
 CHECK_DETACH_BYTES = 1 << 16
 """Initializers larger than this are declared graph inputs in the skeleton ``onnx.checker`` sees
@@ -250,6 +254,8 @@ class _Exporter:
         for nid in live:
             n = self.graph.nodes[nid]
             need = max(need, OP_MIN_OPSET.get(n.op, MIN_OPSET))
+            if "bfloat16" in n.dtypes:
+                need = max(need, BFLOAT16_OPSET)
             if n.op == "opaque":
                 payloads.append(payload_opset(n.spec.attr(n.attrs, "payload")))
         need = max([need, *payloads])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 from io_helpers import make_model, rand
@@ -119,3 +121,46 @@ def test_export_verified_writes_only_equivalent_models(tmp_path):
         export_verified(original, bad, other)
     assert not info.value.report.ok and not other.exists()
     assert export_verified(original, bad, other, check=False) is None and other.is_file()
+
+
+def test_a_deadline_stops_the_trials_after_the_first_and_says_so():
+    from tensor_eqsat.clock import Deadline
+    from tensor_eqsat.io.equivalence import Reference
+
+    ref = Reference(_block(), trials=3)
+    passed = Deadline.after(0.0)  # no time left: one trial runs, never none
+    report = ref.check(_block(extra_relu=True), deadline=passed)
+    assert report.ok and (report.trials, report.planned) == (1, 3)
+    assert "x 1 of 3 trials (time)" in report.summary()
+    assert report.to_dict()["planned_trials"] == 3
+    wrong = ref.check(_block(scale=-1.0), deadline=passed)  # one trial still catches a sign flip
+    assert not wrong.ok and wrong.trials == 1
+    full = ref.check(_block(extra_relu=True), deadline=Deadline.after(600.0))
+    assert full.ok and (full.trials, full.planned) == (3, None)
+    assert "x 3 trials within" in full.summary()
+
+
+def test_a_trial_starts_only_where_its_expected_time_is_left(monkeypatch):
+    from tensor_eqsat.io import equivalence
+
+    ref = equivalence.Reference(_block(), trials=3)
+    real = equivalence._prepare
+
+    def slow(*args, **kwargs):  # each run of the optimized side takes at least 0.2 s
+        side = real(*args, **kwargs)
+        run = side.run
+        side.run = lambda feed: (time.sleep(0.2), run(feed))[1]
+        return side
+
+    class Scripted:  # seconds left before trials 0, 1 and 2
+        def __init__(self, lefts):
+            self.lefts = iter(lefts)
+
+        def left(self):
+            return next(self.lefts)
+
+    monkeypatch.setattr(equivalence, "_prepare", slow)
+    report = ref.check(_block(extra_relu=True), deadline=Scripted([0.0, 30.0, 0.24]))
+    assert (report.trials, report.planned) == (2, 3)  # 0.24 s < 1.25 x 0.2 s: the third waits
+    report = ref.check(_block(extra_relu=True), deadline=Scripted([0.0, 30.0, 30.0]))
+    assert (report.trials, report.planned) == (3, None)
