@@ -53,12 +53,15 @@ def run(source: str, budget: float, out: Path, extra: tuple[str, ...] = ()) -> d
 
 def _verdict(data: dict[str, object]) -> str:
     """The check's verdict in a word or two: ``pass``/``FAIL`` (whole graph or the parts that
-    changed), ``unchecked`` (the original was kept: the check did not fit), ``-`` (nothing ran)."""
+    changed; ``1/3``: the deadline stopped it after one of its three trials), ``unchecked`` (the
+    original was kept: the check did not fit), ``-`` (nothing ran)."""
     delivery = data.get("delivery")
     d = delivery if isinstance(delivery, dict) else data
     verify = d.get("verify") or data.get("verify")
     if isinstance(verify, dict):
         scope = "" if verify.get("scope", "whole graph") == "whole graph" else " (parts)"
+        if verify.get("planned_trials"):
+            scope += f" {verify.get('trials')}/{verify['planned_trials']}"
         return ("pass" if verify.get("ok") else "FAIL") + scope
     notes = " ".join(str(n) for n in (d.get("notes") or data.get("notes") or []))
     return "unchecked" if "not checked" in notes else "-"

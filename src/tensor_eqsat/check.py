@@ -400,9 +400,11 @@ class Checker:
         scope = f"{len(reports)} of {len(parts)} changed parts ({copies} in the graph)"
         merged = merge_reports(reports, scope)
         left = deadline.left()
-        if not merged.ok and artifact is not None and (left is None or self.whole_s() <= left):
+        fits = left is None or RUN_MARGIN * self.one_trial_s() <= left
+        if not merged.ok and artifact is not None and fits:
             # A part's boundary may claim more than the whole result needs (two operands a
-            # rewrite swapped, each computed afresh): the whole graph decides where it fits.
+            # rewrite swapped, each computed afresh): the whole graph decides where its first
+            # trial fits (and runs the trials that do).
             log.info("a changed part differs (%s): checking the whole graph", merged.summary())
             return self._whole(artifact, deadline)
         return merged

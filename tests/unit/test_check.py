@@ -110,11 +110,14 @@ def test_a_failing_part_is_checked_again_whole_where_that_fits():
     c = checker(orig, 150.0)
     # a part that claims too much: its optimized side is the wrong rewrite of the same layer
     wrong_parts = changes_module.changes(orig, layers(64, {10: "wrong"}))
-    c.whole_s = lambda: 0.5  # the whole check fits after all (at check time)
+    c.whole_s = lambda: 100.0  # three trials of the whole graph do not fit 20 s,
+    c.one_trial_s = lambda: 0.5  # its first does (at check time)
     out = c._parts(wrong_parts, Deadline.after(20.0), good)
     assert out.ok and out.scope == "whole graph"  # the whole result is right: it is handed back
     bad = c._parts(wrong_parts, Deadline.after(20.0), layers(64, {10: "wrong"}))
     assert not bad.ok and bad.scope == "whole graph"
+    c.one_trial_s = lambda: 100.0  # not even that: the part's verdict stands
+    assert "changed parts" in c._parts(wrong_parts, Deadline.after(20.0), good).scope
 
 
 def test_the_checks_runtime_is_imported_before_anything_is_timed(monkeypatch):
