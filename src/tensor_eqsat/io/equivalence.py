@@ -310,17 +310,20 @@ class Reference:
 
     def outputs(self, trial: int, feed: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         """The original's outputs on ``feed`` (the inputs of ``trial``), computed once."""
-        key = (trial, _feed_key(feed))
+        return self._kept((trial, _feed_key(feed)), feed)
+
+    def _kept(self, key: tuple[int, str], feed: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+        """The original's outputs on ``feed``, kept under ``key`` (its trial and the feed's hash)."""
         if key not in self._outputs:
             t0 = time.perf_counter()
             self._outputs[key] = self.side.run(feed)
             self.seconds += time.perf_counter() - t0
         return self._outputs[key]
 
-    def _run_s(self, trial: int, feed: Mapping[str, np.ndarray]) -> float:
-        """Seconds the original's run on ``feed`` will take: 0 when its outputs are kept, else
-        the mean of its runs so far."""
-        if (trial, _feed_key(feed)) in self._outputs or not self._outputs:
+    def _run_s(self, key: tuple[int, str]) -> float:
+        """Seconds the original's run for ``key`` (see :meth:`_kept`) will take: 0 when its
+        outputs are kept, else the mean of its runs so far."""
+        if key in self._outputs or not self._outputs:
             return 0.0
         return self.seconds / len(self._outputs)
 
@@ -373,11 +376,12 @@ class Reference:
             # Token ids within their embedding table, masks of 0/1 (io/inputs.py); a type known to
             # one side only (an ONNX original, a Graph result) is taken from that side.
             feed = self.feed(t, {**b.infos, **a.infos})
+            key = (t, _feed_key(feed))
             left = None if deadline is None else deadline.left()
-            if t > 0 and left is not None and TRIAL_MARGIN * (longest + self._run_s(t, feed)) > left:
+            if t > 0 and left is not None and TRIAL_MARGIN * (longest + self._run_s(key)) > left:
                 trials, planned = t, self.trials
                 break
-            xs = self.outputs(t, feed)
+            xs = self._kept(key, feed)
             started = time.perf_counter()
             ys = b.run(feed)
             longest = max(longest, time.perf_counter() - started)

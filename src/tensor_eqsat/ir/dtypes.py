@@ -173,26 +173,27 @@ def _rounded(arr: np.ndarray, round_chunk: _ChunkRounder) -> np.ndarray:
     return np.asarray(out.view(np.float32).reshape(shape))
 
 
-def _bf16_chunk(b: np.ndarray, o: np.ndarray, t: np.ndarray, f: np.ndarray) -> None:
-    # In uint32: only NaNs (fixed below) can wrap around; the largest finite values round to inf.
-    np.right_shift(b, 16, out=t)
+def _drop_bits(b: np.ndarray, o: np.ndarray, t: np.ndarray, drop: int) -> None:
+    """Float32 bits ``b`` rounded to nearest, ties to even, at the ``drop``-th mantissa bit, into
+    ``o`` (the low ``drop`` bits zero); ``t`` is left holding the magnitudes' bits (sign cleared).
+    In uint32, only NaNs can wrap around; values past the last finite step round to infinity."""
+    np.right_shift(b, drop, out=t)
     t &= 1
-    t += 0x7FFF
+    t += (1 << (drop - 1)) - 1
     np.add(t, b, out=o)
-    o &= 0xFFFF0000
+    o &= 0xFFFFFFFF ^ ((1 << drop) - 1)
     np.bitwise_and(b, 0x7FFFFFFF, out=t)
-    nan = t > 0x7F800000
+
+
+def _bf16_chunk(b: np.ndarray, o: np.ndarray, t: np.ndarray, f: np.ndarray) -> None:
+    _drop_bits(b, o, t, 16)
+    nan = t > 0x7F800000  # (wrapped around: fixed here)
     if nan.any():
         o[nan] = 0x7FC00000 | (b[nan] & 0x80000000)  # a quiet NaN of the same sign
 
 
 def _fp16_chunk(b: np.ndarray, o: np.ndarray, t: np.ndarray, f: np.ndarray) -> None:
-    np.right_shift(b, 13, out=t)
-    t &= 1
-    t += 0xFFF
-    np.add(t, b, out=o)
-    o &= 0xFFFFE000
-    np.bitwise_and(b, 0x7FFFFFFF, out=t)
+    _drop_bits(b, o, t, 13)
     small = t < 0x38800000  # zero or subnormal in float16 (ReLU outputs: half of them)
     if small.any():
         # A multiple of 2**-24, ties to even: float32's rounding of x + 0.75 (0.75's ulp is

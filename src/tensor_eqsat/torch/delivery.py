@@ -383,15 +383,12 @@ def _non_finite(args: Sequence[Any]) -> bool:
 
 
 def _tolerance(dtype: Any, rtol: float, atol: float, tf32: bool) -> tuple[float, float]:
-    """(rtol, atol) for an output of torch ``dtype``: the configured ones, raised to the dtype's."""
-    from tensor_eqsat.ir.dtypes import tolerance
+    """(rtol, atol) for an output of torch ``dtype``: :func:`_tolerance_of` its IR dtype (the
+    configured ones for a dtype the IR does not have)."""
     from tensor_eqsat.torch.fx_import import ir_dtype
 
     name = ir_dtype(dtype)
-    if name is None or (name == "float32" and not tf32):
-        return rtol, atol
-    tol = tolerance(name, tf32=tf32)
-    return max(rtol, tol.rtol), max(atol, tol.atol)
+    return (rtol, atol) if name is None else _tolerance_of(name, rtol, atol, tf32)
 
 
 def _synchronizer(device: str) -> Callable[[], None]:
