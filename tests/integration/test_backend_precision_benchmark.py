@@ -4,35 +4,18 @@ under torch.autocast, through the backend; the check's verdict against the float
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
+
+from bench_run import benchmark_rows
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "benchmarks" / "backend_precision.py"
-
 pytestmark = [pytest.mark.slow, pytest.mark.hf]
 
 
-def _run(tmp_path: Path, *args: str) -> list[dict]:
-    out = tmp_path / "r.json"
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "TENSOR_EQSAT_CACHE_DIR": str(tmp_path / "cache")}
-    proc = subprocess.run(
-        [sys.executable, str(SCRIPT), *args, "--quick", "--json", str(out)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=900,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(out.read_text())
+def _run(tmp_path, *args: str) -> list[dict]:
+    return benchmark_rows("backend_precision.py", tmp_path, *args, "--quick")
 
 
 @pytest.mark.parametrize("autocast", [False, True], ids=["in-dtype", "autocast"])

@@ -5,38 +5,21 @@ the figures are in docs/results-real.md)."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
+
+from bench_run import benchmark_rows
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("onnxscript")
 pytest.importorskip("onnxruntime")
 
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "benchmarks" / "real_models_onnx.py"
-
 pytestmark = [pytest.mark.slow, pytest.mark.hf]
 
 
 def test_quick_resnet_export_is_optimized_with_outputs_equal(tmp_path):
-    out = tmp_path / "r.json"
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "TENSOR_EQSAT_CACHE_DIR": str(tmp_path / "cache")}
     args = ["resnet50", "--quick", "--time-budget", "20", "--runs", "6", "--blocks", "2"]
-    proc = subprocess.run(
-        [sys.executable, str(SCRIPT), *args, "--out-dir", str(tmp_path), "--json", str(out)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=900,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    (row,) = json.loads(out.read_text())
+    (row,) = benchmark_rows("real_models_onnx.py", tmp_path, *args, "--out-dir", str(tmp_path))
     assert row["onnx_batchnorm"] > 0 and row["ir_batchnorm"] == row["onnx_batchnorm"]  # kept, imported
     assert row["ir_opaque"] == 0
     h200, ort = row["h200"], row["ort_cpu"]
