@@ -203,13 +203,6 @@ def _check_inference(gm: Any, example_inputs: Sequence[Any]) -> None:
     for i, x in enumerate(example_inputs):
         if isinstance(x, torch.Tensor) and x.numel() == 0:
             raise Unsupported(f"input {i} is empty (shape {tuple(x.shape)}): nothing to optimize")
-    for node in gm.graph.nodes:
-        if node.op != "placeholder":
-            continue
-        ev = node.meta.get("example_value", node.meta.get("val"))
-        dims = tuple(ev.shape) if isinstance(ev, torch.Tensor) else (ev,)
-        if any(isinstance(d, torch.SymInt) for d in dims):
-            raise Unsupported(f"dynamic shapes ({node.name}): compile with dynamic=False to specialise")
 
 
 def _rule_names(result: Any) -> dict[str, int]:
@@ -264,6 +257,8 @@ def compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> C
     try:
         return _compile_graph(gm, example_inputs, cfg)
     except Exception as exc:
+        if _restarts_dynamo(exc):
+            raise  # Dynamo's own signal (re-trace with a float specialised): not ours to catch
         log.exception("tensor_eqsat: internal error; original graph used")
         why = f"internal error: {type(exc).__name__}: {exc}"
         warnings.warn(
@@ -272,6 +267,16 @@ def compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> C
         target = cfg.target or "torch-cpu"
         report = BackendReport("", target, fallback=why, reason=why, cache="off")
         return Compiled(compile_with(cfg.then, gm, list(example_inputs)), report)
+
+
+def _restarts_dynamo(exc: BaseException) -> bool:
+    """Whether ``exc`` is Dynamo's request to trace the frame again (``RestartAnalysis``, which
+    Inductor raises for a symbolic float it wants specialised); it must reach Dynamo."""
+    try:
+        from torch._dynamo.exc import RestartAnalysis
+    except ImportError:  # pragma: no cover - every supported torch has it
+        return False
+    return isinstance(exc, RestartAnalysis)
 
 
 def _compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> Compiled:

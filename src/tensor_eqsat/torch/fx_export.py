@@ -22,9 +22,11 @@ from typing import Any
 from tensor_eqsat.errors import GraphError
 from tensor_eqsat.io.plan import live_nodes, observable_outputs
 from tensor_eqsat.ir.graph import Graph, Node, TensorRef
+from tensor_eqsat.ir.symbolic import is_symbolic
 from tensor_eqsat.ir.torch_ops import TorchContext, same_pads, torch_pads, torch_step
 from tensor_eqsat.torch.autocast import is_autocast_call
 from tensor_eqsat.torch.fx_import import Const, Ir, Seq, Translation, opaque_key
+from tensor_eqsat.torch.sym_shapes import DimEmitter, symbol_sources
 
 CONST_PREFIX = "_tensor_eqsat_const"
 """Attribute names of the constants (folded weights) of a rebuilt GraphModule."""
@@ -35,7 +37,8 @@ its constants were computed from; the module is stale once one of them changes."
 
 
 def _const_nodes(graph: Graph) -> set[int]:
-    """Weight-only nodes (weights and what depends on weights alone); never an opaque op."""
+    """Weight-only nodes (weights and what depends on weights alone); never an opaque op, nor a
+    node of symbolic shape (a weight expanded to the batch: computed at run time)."""
     const: set[int] = set()
     for n in graph.nodes:
         if n.op == "weight" or (
@@ -43,6 +46,7 @@ def _const_nodes(graph: Graph) -> set[int]:
             and n.op not in ("noop", "opaque")
             and n.inputs
             and all(src in const for src, _ in n.inputs)
+            and not any(is_symbolic(d) for s in n.shapes for d in s)
         ):
             const.add(n.id)
     return const
@@ -83,6 +87,8 @@ class _Builder:
             node = self.fx.placeholder(p.name, type_expr=p.type)
             node.meta = dict(p.meta)
             self.by_name[p.name] = node
+        method = lambda name, *args: self.fx.call_method(name, args)  # noqa: E731
+        self.dims = DimEmitter(symbol_sources(self.tr.placeholders, method, self.by_name), self.call)
         outputs = observable_outputs(self.graph)
         live = live_nodes(self.graph, outputs)
         const = _const_nodes(self.graph) & live
@@ -210,6 +216,10 @@ class _Builder:
         if isinstance(c.value, torch.Tensor):
             self.frozen_used |= c.deps
             return self.const(c.value)
+        if is_symbolic(c.value):
+            return self.dims.dim(c.value)
+        if isinstance(c.value, tuple) and any(is_symbolic(d) for d in c.value):
+            return self.dims.dims(c.value)
         return c.value
 
     # -- mapped ops ----------------------------------------------------------------------------
@@ -234,7 +244,7 @@ class _Builder:
         if op == "softmax":
             return [self.call(torch.softmax, xs[0], a["axis"])]
         if op == "layernorm":
-            norm = tuple(shapes[0][a["axis"] :])
+            norm = self.dims.dims(shapes[0][a["axis"] :])
             return [self.call(F.layer_norm, xs[0], norm, xs[1], xs[2], a["eps"])]
         if op == "matmul":
             return [self._act(self.call(torch.matmul, xs[0], xs[1]), a["activation"])]
@@ -260,10 +270,10 @@ class _Builder:
         if op == "concat":
             return [self.call(torch.cat, list(xs), a["axis"])]
         if op == "split":
-            parts = self.call(torch.split, xs[0], list(a["sizes"]), a["axis"])
+            parts = self.call(torch.split, xs[0], list(self.dims.dims(a["sizes"])), a["axis"])
             return [self.call(_getitem(), parts, i) for i in range(len(a["sizes"]))]
         if op == "reshape":
-            return [self.call(torch.reshape, xs[0], tuple(a["shape"]))]
+            return [self.call(torch.reshape, xs[0], self.dims.dims(a["shape"]))]
         if op == "transpose":
             return [self.call(torch.permute, xs[0], tuple(a["perm"]))]
         if op == "dropout":
@@ -292,7 +302,7 @@ class _Builder:
             index = (slice(None),) * a["axis"] + (slice(a["start"], a["end"], a["step"]),)
             return [self.call(_getitem(), xs[0], index)]
         if op == "expand":
-            return [self.fx.call_method("expand", (xs[0], tuple(a["shape"])))]
+            return [self.fx.call_method("expand", (xs[0], self.dims.dims(a["shape"])))]
         if op == "mean":
             return [self.call(torch.mean, xs[0], list(a["axes"]), a["keepdims"])]
         if op == "cast":
@@ -324,7 +334,9 @@ class _Builder:
         parts = []
         for x, shape, last in ((q, shapes[0], None), (kt, shapes[1], "t"), (v, shapes[2], None)):
             dims = (shape[-1], shape[-2]) if last else tuple(shape[-2:])
-            parts.append(x if tuple(shape[:-2]) == batch else self.call(torch.Tensor.expand, x, batch + dims))
+            if tuple(shape[:-2]) != batch:
+                x = self.call(torch.Tensor.expand, x, self.dims.dims(batch + dims))
+            parts.append(x)
         mask = xs[3] if len(xs) == 4 else None
         scale = a["scale"] / a["divisor"]
         return self.call(self.F.scaled_dot_product_attention, *parts, attn_mask=mask, scale=scale)

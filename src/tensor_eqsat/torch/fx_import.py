@@ -56,8 +56,10 @@ import numpy as np
 
 from tensor_eqsat.errors import TensorEqsatError
 from tensor_eqsat.ir.graph import Graph, Tensor
+from tensor_eqsat.ir.symbolic import is_symbolic
 from tensor_eqsat.ir.types import Shape
 from tensor_eqsat.torch.autocast import AutocastState, is_autocast_call, promoted
+from tensor_eqsat.torch.sym_shapes import SymbolTable, has_symint
 
 log = logging.getLogger(__name__)
 
@@ -233,6 +235,7 @@ class _Translator:
         self.autocast = AutocastState.current()
         self._autocast_consts: dict[tuple[int, str], tuple[Any, Const]] = {}
         self._autocast_casts: dict[tuple[Any, str], Tensor] = {}
+        self.symtab = SymbolTable()
 
     # -- weights -----------------------------------------------------------------------------
     def weight(self, value: Any, tag: str = "", transform: Callable[[Any], Any] | None = None) -> Tensor:
@@ -311,8 +314,13 @@ class _Translator:
             return
         if isinstance(example, torch.Tensor):
             dtype = ir_dtype(example.dtype) or ("int64" if not example.is_floating_point() else "float32")
-            t = self.graph.input(tuple(example.shape), name=node.name, dtype=dtype)
+            # The recorded shape: symbolic where Dynamo made it so (the example has the hints).
+            shape = self.symtab.shape(ev.shape if isinstance(ev, torch.Tensor) else example.shape)
+            t = self.graph.input(shape, name=node.name, dtype=dtype)
             self.env[node] = Ir(t, example.dtype)
+        elif has_symint(ev):
+            # A symbolic size passed in (Dynamo's SymInt placeholders): a value known as a dim.
+            self.env[node] = Const(self.symtab.value(ev), node)
         else:
             # A Python scalar or SymInt argument: a run-time value of no tensor shape.
             t = self.graph.input((), name=node.name)
@@ -341,6 +349,7 @@ class _Translator:
         return iter(found)
 
     def call(self, node: Any) -> None:
+        torch = self.torch
         fx_ops = self.fx_ops
         node_args, node_kwargs, mutated = fx_ops.functional_form(node, self)
         values = list(self.values_in((node_args, node_kwargs)))
@@ -355,7 +364,12 @@ class _Translator:
             else:
                 self.autocast.enter(node)
             return
-        if all(isinstance(v, Const) for v in values) and fx_ops.foldable(node):
+        symbolic = has_symint(ev)
+        if symbolic and not isinstance(ev, torch.Tensor) and self.symtab.value(ev) is not None:
+            # Size arithmetic on symbolic sizes (``x.size()``, ``s0 * s1``): the recorded value, as
+            # dims; the rebuilt graph computes the dims it needs from the symbols.
+            value = Const(self.symtab.value(ev))
+        elif all(isinstance(v, Const) for v in values) and fx_ops.foldable(node) and not symbolic:
             value = self.fold(node, node_args, node_kwargs)
         elif _is_static(ev):
             # A shape, size or dtype of a run-time tensor: static, since shapes are specialised.
@@ -380,7 +394,7 @@ class _Translator:
             log.debug("%s (%s) stays opaque: %s", node.name, name, exc)
         finally:
             self.env.update(saved)  # an opaque node reads its inputs as they are: autocast casts
-        if result is not None and _matches(result, ev):
+        if result is not None and _matches(result, ev, self.symtab):
             self.env[node] = result
             self.mapped[name] += 1
         else:
@@ -490,7 +504,7 @@ class _Translator:
         ins += order
         chained = bool(order)
         if isinstance(ev, torch.Tensor):
-            out_shape: Shape = tuple(int(d) for d in ev.shape)
+            out_shape: Shape = self.symtab.shape(ev.shape)
             dtype = ev.dtype
         else:
             out_shape, dtype = (), None
@@ -587,7 +601,7 @@ def _is_static(ev: Any) -> bool:
     return False
 
 
-def _matches(result: Value, ev: Any) -> bool:
+def _matches(result: Value, ev: Any, symtab: SymbolTable) -> bool:
     """Whether a translation has the dtype and shape(s) Dynamo recorded for the node."""
     import torch
 
@@ -595,13 +609,13 @@ def _matches(result: Value, ev: Any) -> bool:
         return (
             isinstance(ev, torch.Tensor)
             and ir_dtype(ev.dtype) == result.tensor.dtype
-            and tuple(ev.shape) == tuple(result.tensor.shape)
+            and symtab.shape(ev.shape) == tuple(result.tensor.shape)
         )
     if isinstance(result, Seq):
         return (
             isinstance(ev, tuple | list)
             and len(ev) == len(result.items)
-            and all(_matches(r, e) for r, e in zip(result.items, ev, strict=True))
+            and all(_matches(r, e, symtab) for r, e in zip(result.items, ev, strict=True))
         )
     return False
 
@@ -630,10 +644,10 @@ def _opaque_attrs(
         [proto],
         "opaque",
         [
-            helper.make_tensor_value_info(n, _onnx_elem(onnx, d), list(s))
+            helper.make_tensor_value_info(n, _onnx_elem(onnx, d), _onnx_dims(s))
             for n, s, d in zip(ins, in_shapes, in_dtypes or ["float32"] * len(ins), strict=True)
         ],
-        [helper.make_tensor_value_info("out0", _onnx_elem(onnx, out_dtype), list(out_shape))],
+        [helper.make_tensor_value_info("out0", _onnx_elem(onnx, out_dtype), _onnx_dims(out_shape))],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid(FX_DOMAIN, 1)])
     return {
@@ -643,6 +657,11 @@ def _opaque_attrs(
         "input_shapes": encode_shapes(in_shapes),
         "output_shapes": encode_shapes([out_shape]),
     }
+
+
+def _onnx_dims(shape: Shape) -> list[Any]:
+    """A shape for an ONNX value info: a symbolic dim as its text (a ``dim_param``)."""
+    return [str(d) if is_symbolic(d) else int(d) for d in shape]
 
 
 def opaque_key(graph: Graph, node_id: int) -> str:

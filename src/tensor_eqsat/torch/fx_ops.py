@@ -568,7 +568,7 @@ def _build_table() -> None:
         if not isinstance(ev, tuple | list) or not ev:
             raise NotMapped("unknown split outputs")
         dim = dim + len(x.shape) if dim < 0 else dim
-        sizes = [int(e.shape[dim]) for e in ev]
+        sizes = [tr.symtab.dim(e.shape[dim]) for e in ev]
         return Seq(tuple(_ir(t) for t in g(tr).split(x, dim, sizes)))  # type: ignore[misc]
 
     @_register(operator.getitem)
@@ -587,7 +587,7 @@ def _build_table() -> None:
         x = _tensor(tr, args[0])
         if not isinstance(ev, torch.Tensor):
             raise NotMapped("unknown result shape")
-        return _ir(g(tr).reshape(x, tuple(int(d) for d in ev.shape)))
+        return _ir(g(tr).reshape(x, tr.symtab.shape(ev.shape)))
 
     _register(
         "method:view", "method:reshape", torch.reshape, "method:flatten", torch.flatten, "method:unsqueeze",

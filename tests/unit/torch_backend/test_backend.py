@@ -186,13 +186,6 @@ def test_recording_gradients_falls_back():
     assert report.kept_original
 
 
-def test_dynamic_shapes_fall_back():
-    model = Attention().eval()
-    compiled = torch.compile(model, backend="tensor_eqsat", dynamic=True, options=FAST)
-    with pytest.warns(te_torch.FallbackWarning, match="dynamic shapes"), torch.no_grad():
-        compiled(torch.randn(1, 5, 32))
-
-
 def test_a_rewrite_that_fails_the_check_is_not_used(monkeypatch):
     from tensor_eqsat.torch import fx_export
 
