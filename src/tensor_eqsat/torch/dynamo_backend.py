@@ -14,10 +14,13 @@ it returns carries a :class:`~tensor_eqsat.torch.report.BackendReport` (``.repor
 one is also ``backend.report``.
 
 Soundness: inference only. A graph that records gradients, runs in training mode, has a random
-op or an in-place update of an input, parameter or view, or has dynamic (symbolic) shapes is
-handed on unchanged, with one warning. Shapes are specialised: Dynamo recompiles for new shapes
-(compile with ``dynamic=False`` so that it does not switch to symbolic shapes), and each shape
-is optimized once, then served from the cache. Frozen weights are checked at each call: when a
+op or an in-place update of an input, parameter or view is handed on unchanged, with one
+warning. Symbolic shapes (``dynamic=True``, or Dynamo's automatic dynamic shapes after a second
+shape) are optimized for their whole range (:mod:`tensor_eqsat.torch.sym_shapes`): the rewritten
+graph stays symbolic, so the next backend compiles it once; the check and the guard run at the
+example's sizes (the hints), and nothing here evaluates a SymInt (which would add a guard and
+specialise the graph). With ``dynamic=False`` each shape is optimized once, then served from the
+cache (whose key holds a symbolic graph's ranges, not its hints). Frozen weights are checked at each call: when a
 parameter tensor is replaced or updated in place after compiling, the call runs the original
 graph (and warns once).
 """
