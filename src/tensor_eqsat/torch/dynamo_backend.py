@@ -185,6 +185,27 @@ def _with_weights(graph: Any, source: Any) -> Any:
     return out
 
 
+def _served(hit: tuple[CacheEntry, str] | None, tr: Translation, key: str) -> tuple[Any, Any]:
+    """(the cached graph with the translated graph's weights, the hit) for a hit holding a
+    rewritten graph; (None, None) when that graph reads a weight the translated graph lacks (an
+    entry edited or from another model: a miss, optimized again and rewritten)."""
+    if hit is None or hit[0].kept_original or hit[0].graph is None:
+        return None, hit
+    try:
+        return _with_weights(hit[0].graph, tr.graph), hit
+    except GraphError as exc:
+        log.warning("tensor_eqsat: ignoring cache entry %s: %s", key, exc)
+        return None, None
+
+
+def _interrupted(result: Any) -> bool:
+    """Whether a search ended on Ctrl-C (its own stop reason, or the portfolio's)."""
+    from tensor_eqsat.search.stop import StopReason
+
+    portfolio = result.stats.construction.get("portfolio_stop") if result.stats is not None else None
+    return result.stop_reason is StopReason.INTERRUPTED or portfolio == StopReason.INTERRUPTED.value
+
+
 def _structure(graph: Any) -> Any:
     """A copy of ``graph`` without weight values (what the cache keeps)."""
     out = copy.copy(graph)
@@ -249,6 +270,7 @@ def _compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> 
         "opaque_ops": dict(tr.unmapped.most_common()),
     }
     cached_reason: str | None = None
+    served, hit = _served(hit, tr, key)
     if hit is not None:
         entry, where = hit
         old = BackendReport.from_dict(entry.report)
@@ -271,11 +293,15 @@ def _compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> 
             if old.unfrozen:  # measured faster as ``then`` gives it, without freezing
                 return Compiled(compile_unfrozen(cfg.then, gm, inputs), report, original=gm)
             return handed_on(report)
-        optimized, t_opt = _with_weights(entry.graph, tr.graph), 0.0
+        optimized, t_opt = served, 0.0
     else:
         to = time.perf_counter()
         result = _optimize(tr, target, cfg)
         t_opt = time.perf_counter() - to
+        if _interrupted(result):
+            # Ctrl-C during the search: the user's program must stop, and the weaker result
+            # found so far is not what a later process should be served as final.
+            raise KeyboardInterrupt
         optimized = result.graph
         base |= {
             "rules_applied": _rule_names(result),

@@ -1,0 +1,118 @@
+"""A cache that cannot be poisoned or turned against its users, and a compile that stops when the
+user says so (issue 44, items 5, 11, 13, 14 and 18's guard noise)."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+import os
+import warnings
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from torch_models import (  # noqa: E402
+    FAST,
+    Attention,
+    fresh,  # noqa: F401 (an autouse fixture: a fresh cache and Dynamo for every test)
+)
+
+import tensor_eqsat.torch as te_torch  # noqa: E402
+from tensor_eqsat.search import portfolio  # noqa: E402
+from tensor_eqsat.torch.cache import CacheEntry, GraphCache  # noqa: E402
+from tensor_eqsat.torch.dynamo_backend import graph_cache  # noqa: E402
+
+optimize_module = importlib.import_module("tensor_eqsat.optimize")  # the package re-exports optimize()
+
+
+def compile_once(model, x, **options):
+    compiled = torch.compile(model, backend="tensor_eqsat", dynamic=False, options={**FAST, **options})
+    with torch.no_grad():
+        return compiled(x)
+
+
+def entry_path(key: str) -> Path:
+    return Path(os.environ["TENSOR_EQSAT_CACHE_DIR"]) / "torch-backend" / f"{key}.json"
+
+
+def test_a_symlink_planted_at_a_cache_entry_is_replaced_not_followed(tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    (tmp_path / "c").mkdir()
+    cache = GraphCache(tmp_path / "c")
+    link = tmp_path / "c" / "k.json"
+    link.symlink_to(victim)
+    cache.put("k", CacheEntry(None, True, {"x": 1}))
+    assert victim.read_text() == "precious\n"  # the link's target is untouched
+    assert not link.is_symlink() and json.loads(link.read_text())["report"] == {"x": 1}
+
+
+def test_a_symlink_planted_at_the_next_compiles_entry_is_not_followed(tmp_path):
+    model, x = Attention().eval(), torch.randn(1, 6, 32)
+    compile_once(model, x)
+    path = entry_path(te_torch.backend.report.graph_key)
+    path.unlink()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    path.symlink_to(victim)
+    graph_cache(None).clear_memory()
+    torch._dynamo.reset()
+    compile_once(model, x)
+    assert victim.read_text() == "precious\n"
+    assert not path.is_symlink() and json.loads(path.read_text())["format"] == "tensor-eqsat-torch-cache"
+
+
+def test_a_cache_entry_that_names_an_unknown_weight_is_a_miss_and_is_rewritten():
+    model, x = Attention().eval(), torch.randn(1, 6, 32)
+    compile_once(model, x)
+    first = te_torch.backend.report
+    assert not first.kept_original
+    path = entry_path(first.graph_key)
+    data = json.loads(path.read_text())
+    graph = json.loads(data["graph"])
+    weight = next(n for n in graph["nodes"] if n["op"] == "weight")
+    weight["attrs"]["name"] = "nope"  # an edited entry: a weight the model does not have
+    data["graph"] = json.dumps(graph)
+    path.write_text(json.dumps(data))
+    graph_cache(None).clear_memory()
+    torch._dynamo.reset()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", te_torch.FallbackWarning)  # no "internal error"
+        got = compile_once(model, x)
+    report = te_torch.backend.report
+    assert report.cache == "miss" and report.fallback is None and not report.kept_original
+    assert torch.allclose(got, model(x), atol=1e-5)
+    assert "nope" not in path.read_text()  # rewritten: the next process is served again
+
+
+@pytest.mark.parametrize("found", [False, True], ids=["before a candidate", "after a candidate"])
+def test_ctrl_c_during_the_search_reaches_the_program_and_nothing_is_cached(monkeypatch, found):
+    real = optimize_module._finalizer
+
+    def interrupted_schedule(self, *args, **kwargs):
+        raise KeyboardInterrupt
+
+    def interrupted_finalizer(cm, cfg):
+        finalize = real(cm, cfg)
+
+        def run(*args):  # the extraction's solver caught a Ctrl-C: one candidate, then the end
+            ext = finalize(*args)
+            return dataclasses.replace(ext, stats={**ext.stats, "interrupted": True})
+
+        return run
+
+    model, x = Attention().eval(), torch.randn(1, 6, 32)
+    with monkeypatch.context() as patch, pytest.raises(KeyboardInterrupt):
+        if found:
+            patch.setattr(optimize_module, "_finalizer", interrupted_finalizer)
+        else:
+            patch.setattr(portfolio.Portfolio, "_schedule", interrupted_schedule)
+        compile_once(model, x, search={}, time_budget=3)
+    folder = Path(os.environ["TENSOR_EQSAT_CACHE_DIR"]) / "torch-backend"
+    assert not folder.exists() or list(folder.iterdir()) == []
+    torch._dynamo.reset()
+    compile_once(model, x, search={}, time_budget=3)  # the next compile searches again
+    assert te_torch.backend.report.cache == "miss"
