@@ -91,7 +91,8 @@ class Compiled:
         self.fn = fn
         self.report = report
         self._original = original
-        watched = dict(frozen)
+        self._frozen = tuple(frozen)
+        watched = dict(self._frozen)
         for i, t in held:
             watched.setdefault(i, t)
         self._index = sorted(watched)

@@ -116,3 +116,27 @@ def test_ctrl_c_during_the_search_reaches_the_program_and_nothing_is_cached(monk
     torch._dynamo.reset()
     compile_once(model, x, search={}, time_budget=3)  # the next compile searches again
     assert te_torch.backend.report.cache == "miss"
+
+
+@pytest.mark.parametrize(("noise", "timings", "cached"), [(427.0, 2, False), (3.0, 1, True)])
+def test_a_guard_decision_drowned_in_noise_is_timed_again_and_not_cached(monkeypatch, noise, timings, cached):
+    from types import SimpleNamespace
+
+    from tensor_eqsat.target.guard import Measured
+    from tensor_eqsat.torch import delivery
+
+    calls = []
+
+    def noisy_guard(original, candidates, runtime, **kw):
+        calls.append(len(candidates))
+        return None, SimpleNamespace(measured=Measured(1.0, 1.0, 0.0, noise, kw["runs"]))
+
+    monkeypatch.setattr(delivery, "guard", noisy_guard)
+    model, x = Attention().eval(), torch.randn(1, 6, 32)
+    compile_once(model, x, guard=True)
+    first = te_torch.backend.report
+    assert len(calls) == timings and first.kept_original
+    assert ("not cached" in first.reason) is not cached
+    torch._dynamo.reset()
+    compile_once(model, x, guard=True)
+    assert te_torch.backend.report.cache == ("memory" if cached else "miss")
