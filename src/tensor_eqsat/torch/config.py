@@ -53,7 +53,10 @@ class TorchConfig:
     guard: on a measurable target, time the original and the optimized graph (both through
         ``then``) and keep the original unless the optimized one is faster beyond the noise.
         Default True.
-    guard_runs / guard_blocks: timed runs per arm, in alternating blocks. Default 40 / 8.
+    guard_runs / guard_blocks: timed runs per arm, in alternating blocks; a first timing with half
+        the runs decides where it is clear (a gain three times the noise, or every candidate
+        slower beyond it), else all of them are timed; a decision whose noise stays above 25 %
+        is timed again and not cached. Default 40 / 8.
     min_gain_pct: the smallest measured gain the guard accepts. Default 1.0.
     rtol / atol: the check of the optimized graph against the original run in float32 from the
         same weights (TF32 off) on the example inputs: every output within ``atol + rtol *

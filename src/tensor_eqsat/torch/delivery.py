@@ -509,7 +509,7 @@ def deliver_fx(
         # Noise that large (±427 % was seen on a loaded machine) decides nothing: time again,
         # and cache the decision only when the second timing is steadier.
         log.info("tensor_eqsat: guard noise ±%.0f %%: timing again", report.measured.noise_pct)
-        choice, report = _guard(original_call, candidates, target, device, cfg)
+        choice, report = _guard(original_call, candidates, target, device, cfg, sized=False)
         settled = report.measured.noise_pct <= NOISE_CACHE_PCT
     m = report.measured
     guard_s = time.perf_counter() - tg
@@ -544,22 +544,52 @@ def _guard(
     target: Target,
     device: str,
     cfg: TorchConfig,
+    *,
+    sized: bool = True,
 ) -> tuple[int | None, Any]:
     """The library's never-slower guard (the original as two arms, the noise rule, a winner
-    timed again) on the compiled callables, through the one alternating timer."""
+    timed again) on the compiled callables, through the one alternating timer, its runs sized by
+    the noise: a first timing with half of ``guard_runs``; only when it decides nothing clearly
+    (a gain within :data:`DECISIVE_NOISE` times the noise of it, or a candidate not clearly
+    slower) are the full ``guard_runs`` timed. sized False: the full runs at once. Default True."""
     import torch
 
     runtime = TorchRuntime(device="cpu" if device == "cpu" else "cuda", threads=torch.get_num_threads())
-    with torch.no_grad():
-        return guard(
-            original,
-            candidates,
-            runtime,
-            target=target.name,
-            runs=cfg.guard_runs,
-            blocks=cfg.guard_blocks,
-            min_gain_pct=cfg.min_gain_pct,
-        )
+
+    def timed(runs: int) -> tuple[int | None, Any]:
+        with torch.no_grad():
+            return guard(
+                original,
+                candidates,
+                runtime,
+                target=target.name,
+                runs=runs,
+                blocks=cfg.guard_blocks,
+                min_gain_pct=cfg.min_gain_pct,
+            )
+
+    short = max(cfg.guard_blocks, cfg.guard_runs // 2)
+    if sized and short < cfg.guard_runs:
+        choice, report = timed(short)
+        if _decisive(choice, report):
+            return choice, report
+    return timed(cfg.guard_runs)
+
+
+DECISIVE_NOISE = 3.0
+"""A short guard timing decides when the winner's gain is at least this many times the noise
+(and the minimum gain), or every candidate is slower by more than the noise."""
+
+
+def _decisive(choice: int | None, report: Any) -> bool:
+    m = report.measured
+    noise = max(m.noise_pct, 0.0)
+    if noise > NOISE_CACHE_PCT:
+        return False
+    if choice is not None:
+        return bool(m.speedup_pct >= DECISIVE_NOISE * max(noise, 1.0))
+    timed = [c for c in getattr(report, "candidates", ()) if c.duplicate_of is None]
+    return bool(timed) and all(c.speedup_pct < -max(noise, 1.0) for c in timed)
 
 
 __all__ = [

@@ -118,24 +118,34 @@ def test_ctrl_c_during_the_search_reaches_the_program_and_nothing_is_cached(monk
     assert te_torch.backend.report.cache == "miss"
 
 
-@pytest.mark.parametrize(("noise", "timings", "cached"), [(427.0, 2, False), (3.0, 1, True)])
-def test_a_guard_decision_drowned_in_noise_is_timed_again_and_not_cached(monkeypatch, noise, timings, cached):
+@pytest.mark.parametrize(
+    ("noise", "speedup", "runs", "cached"),
+    [
+        (427.0, 0.0, [20, 40, 40], False),  # drowned in noise: timed in full again, not cached
+        (3.0, -20.0, [20], True),  # clearly slower in the short timing: decided
+        (3.0, -1.0, [20, 40], True),  # within the noise: the full timing decides
+    ],
+)
+def test_the_guard_is_sized_by_the_noise_and_a_noisy_decision_is_not_cached(
+    monkeypatch, noise, speedup, runs, cached
+):
     from types import SimpleNamespace
 
-    from tensor_eqsat.target.guard import Measured
+    from tensor_eqsat.target.guard import CandidateTiming, Measured
     from tensor_eqsat.torch import delivery
 
     calls = []
 
-    def noisy_guard(original, candidates, runtime, **kw):
-        calls.append(len(candidates))
-        return None, SimpleNamespace(measured=Measured(1.0, 1.0, 0.0, noise, kw["runs"]))
+    def fake_guard(original, candidates, runtime, **kw):
+        calls.append(kw["runs"])
+        timed = tuple(CandidateTiming(label, 1.0, speedup) for label, _ in candidates)
+        return None, SimpleNamespace(measured=Measured(1.0, 1.0, 0.0, noise, kw["runs"]), candidates=timed)
 
-    monkeypatch.setattr(delivery, "guard", noisy_guard)
+    monkeypatch.setattr(delivery, "guard", fake_guard)
     model, x = Attention().eval(), torch.randn(1, 6, 32)
     compile_once(model, x, guard=True)
     first = te_torch.backend.report
-    assert len(calls) == timings and first.kept_original
+    assert calls == runs and first.kept_original
     assert ("not cached" in first.reason) is not cached
     torch._dynamo.reset()
     compile_once(model, x, guard=True)
