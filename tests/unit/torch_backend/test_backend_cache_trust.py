@@ -150,3 +150,28 @@ def test_the_guard_is_sized_by_the_noise_and_a_noisy_decision_is_not_cached(
     torch._dynamo.reset()
     compile_once(model, x, guard=True)
     assert te_torch.backend.report.cache == ("memory" if cached else "miss")
+
+
+@pytest.mark.slow
+def test_the_backend_search_stops_when_converged_within_its_budget(monkeypatch):
+    seen = []
+    real = optimize_module.optimize
+
+    def recording(graph, **settings):
+        result = real(graph, **settings)
+        seen.append((settings, result))
+        return result
+
+    monkeypatch.setattr(optimize_module, "optimize", recording)
+    model, x = Attention().eval(), torch.randn(1, 6, 32)
+    compile_once(model, x, search={}, time_budget=60)
+    ((settings, result),) = seen
+    assert settings["stall_candidates"] == 3 and settings["time_budget"] == 60
+    pf = result.portfolio
+    # Converged: the schedule ended on its own (all stages, or no gain in 3 candidates in a
+    # row), not at the deadline, and well inside the 60 s.
+    assert pf.stop == "done" and result.stats.search_s < 60
+    torch._dynamo.reset()
+    graph_cache(None).clear_memory()
+    compile_once(model, x, search={"stall_candidates": None}, time_budget=5)  # the user's choice wins
+    assert seen[-1][0]["stall_candidates"] is None
