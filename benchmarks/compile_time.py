@@ -48,9 +48,13 @@ from tensor_eqsat.torch.dynamo_backend import graph_cache  # noqa: E402
 PHASES = ("translate", "optimize", "check", "compile", "guard")
 
 
+_SCRATCH = tempfile.TemporaryDirectory(prefix="compile-time-")
+"""Where the fresh cache folders go (removed at exit)."""
+
+
 def _fresh_inductor_cache() -> str:
     """A new Inductor cache folder (``TORCHINDUCTOR_CACHE_DIR``, read at each compile)."""
-    folder = tempfile.mkdtemp(prefix="compile-time-inductor-")
+    folder = tempfile.mkdtemp(prefix="inductor-", dir=_SCRATCH.name)
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = folder
     return folder
 
@@ -99,7 +103,7 @@ def measure(name: str, quick: bool, time_budget: float | None) -> dict[str, Any]
     torch._dynamo.reset()
     row["freezing_warm_s"] = _timed(model, inputs, _freezing_backend(), FREEZING)
     _fresh_inductor_cache()
-    os.environ["TENSOR_EQSAT_CACHE_DIR"] = tempfile.mkdtemp(prefix="compile-time-cache-")
+    os.environ["TENSOR_EQSAT_CACHE_DIR"] = tempfile.mkdtemp(prefix="backend-", dir=_SCRATCH.name)
     graph_cache(None).clear_memory()
     options: dict[str, Any] = {} if time_budget is None else {"time_budget": time_budget}
     torch._dynamo.reset()
