@@ -371,7 +371,12 @@ class Checker:
 
         t0 = time.perf_counter()
         if self._reference is None:
-            self._reference = Reference(self.source, seed=self.seed, backend=self.backend, device=self.device)
+            # An ONNX original already imported as ``self.graph``: its float32 reference is made
+            # from that, not from a second import.
+            graph = None if isinstance(self.source, Graph) else self.graph
+            self._reference = Reference(
+                self.source, seed=self.seed, backend=self.backend, device=self.device, graph=graph
+            )
         verdict = self._reference.check(artifact, backend=self.backend, device=self.device, deadline=deadline)
         seconds = time.perf_counter() - t0
         self.throughput.record(2 * self.bytes, 2 * self.ops, seconds, self.run_s * _ran(verdict))

@@ -34,6 +34,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from tensor_eqsat.target.guard import Measured, guard
 from tensor_eqsat.target.runtime import TorchRuntime, time_alternating
 from tensor_eqsat.target.targets import Target
@@ -204,10 +206,11 @@ def compare_outputs(
             if x.numel() == 0:
                 continue
             if x.is_floating_point():
-                diff = (x.double() - y.double()).abs().max().item()
-                scale = x.double().abs().max().item()
-                worst = max(worst, diff)
                 r, t = _tolerance(x.dtype, rtol, atol, tf32)
+                diff, scale, special = _finite_diff(x, y)
+                worst = max(worst, diff)
+                if special:
+                    return False, float("inf"), f"output {i}: {special} non-finite values differ"
                 if not diff <= t + r * scale:
                     return (
                         False,
@@ -283,13 +286,22 @@ def check_rewrite(
         log.info("tensor_eqsat: checking against the original in its own dtype: %s", exc)
         reference, why = None, str(exc)
     like = _recorded_outputs(original)
+    # In reduced precision the original's own error against the float32 reference is the
+    # measure of the rewrite's (io/accuracy.py): the original runs in its dtype too.
+    own_rule = reference is not None and dtype != "float32"
     own: Any = None
-    if reference is None or like is None or (dtype != "float32" and _has_exact_outputs(like)):
+    if reference is None or like is None or own_rule:
         with torch.no_grad():
             own = original(*args)
-    verdict = Verdict("float32" if reference is not None else "same dtype", dtype, r, t, tf32, why)
+    verdict = Verdict("float32" if reference is not None else "same dtype", dtype, r, t, tf32, why, own_rule)
     ok, diff, what, used = _compare(
-        reference if reference is not None else own, got, own if like is None else like, own, r, t
+        reference if reference is not None else own,
+        got,
+        own if like is None else like,
+        own,
+        r,
+        t,
+        dtype if own_rule else None,
     )
     return Checked(ok, diff, what, verdict, used)
 
@@ -334,12 +346,18 @@ def _has_exact_outputs(like: Sequence[Any]) -> bool:
 
 
 def _compare(
-    reference: Any, got: Any, like: Any, own: Any, rtol: float, atol: float
+    reference: Any, got: Any, like: Any, own: Any, rtol: float, atol: float, dtype: str | None = None
 ) -> tuple[bool, float, str, float]:
     """(ok, the largest absolute difference, what differs, the largest share of the tolerance
     used) of ``got`` against ``reference`` (see :func:`check_rewrite`): ``like`` gives each
     output's dtype and shape, ``own`` (the original in its own dtype, or None) the values of
-    non-floating outputs where it was run."""
+    non-floating outputs where it was run.
+
+    dtype: the reduced precision the model runs in, where ``reference`` is its float32 reference
+    and ``own`` the original in ``dtype``: each floating output is judged by the original's own
+    error (:func:`~tensor_eqsat.io.accuracy.judge`). None (float32, TF32, no float32 reference):
+    ``max|diff| <= atol + rtol * max|reference|``. Either way non-finite values must match
+    exactly and the finite ones are compared on their own."""
     import torch
 
     ref, out, spec = _flat(reference), _flat(got), _flat(like)
@@ -359,9 +377,19 @@ def _compare(
                 if not torch.equal(y, e):
                     return False, float("inf"), f"output {i}: values differ", 0.0
                 continue
-            diff = (x.double() - y.double()).abs().max().item()
-            scale = x.double().abs().max().item()
+            if dtype is not None:
+                from tensor_eqsat.io.accuracy import judge
+
+                j = judge(_numpy64(y), _numpy64(x), _numpy64(e), dtype)
+                worst = max(worst, j.error)
+                if not j.ok:
+                    return False, j.error, f"output {i}: {_judged_what(j, dtype)}", 0.0
+                used = max(used, j.error / j.limit if j.limit > 0 else 0.0)
+                continue
+            diff, scale, special = _finite_diff(x, y)
             worst = max(worst, diff)
+            if special:
+                return False, float("inf"), f"output {i}: {special} non-finite values differ", 0.0
             bound = atol + rtol * scale
             if not diff <= bound:
                 what = f"output {i}: max |diff| {diff:.3g} > {atol:g} + {rtol:g} * {scale:.3g}"
@@ -370,6 +398,35 @@ def _compare(
         elif y != e:
             return False, float("inf"), f"output {i}: {y!r} != {e!r}", 0.0
     return True, worst, "", used
+
+
+def _numpy64(t: Any) -> Any:
+    return t.detach().double().cpu().numpy()
+
+
+def _finite_diff(reference: Any, got: Any) -> tuple[float, float, int]:
+    """(max |diff| over the elements both hold finite, the reference's largest finite magnitude,
+    the elements whose non-finite values differ: :func:`~tensor_eqsat.io.accuracy.non_finite_mismatches`)."""
+    from tensor_eqsat.io.accuracy import non_finite_mismatches
+
+    x, y = _numpy64(reference), _numpy64(got)
+    special = non_finite_mismatches(y, x)
+    both = np.isfinite(x) & np.isfinite(y)
+    diff = float(np.abs(np.where(both, x - y, 0.0)).max(initial=0.0))
+    scale = float(np.abs(np.where(np.isfinite(x), x, 0.0)).max(initial=0.0))
+    return diff, scale, special
+
+
+def _judged_what(j: Any, dtype: str) -> str:
+    """Why a judged output fails, for the report."""
+    from tensor_eqsat.io.accuracy import FLOOR_ULPS, MULTIPLE
+
+    if j.error <= j.limit:
+        return "non-finite values differ"
+    return (
+        f"max |diff| {j.error:.3g} > {MULTIPLE:g} x the original's own {dtype} error {j.own_error:.3g}"
+        f" + {FLOOR_ULPS:g} ulps of {j.scale:.3g}"
+    )
 
 
 def _non_finite(args: Sequence[Any]) -> bool:
