@@ -50,7 +50,7 @@ from tensor_eqsat.ir.dtypes import DType
 
 MULTIPLE = 4.0
 """A result may be this many times as far from the float32 reference as the original is."""
-FLOOR_ULPS = 2.0
+FLOOR_ULPS = 1.0
 """Plus this many ulps (of 1.0, in the model's dtype) of the reference's largest magnitude."""
 
 
