@@ -346,6 +346,8 @@ class Reference:
         if self.dtype is not DType.FLOAT32:
             ir = model if isinstance(model, Graph) else graph if graph is not None else _import(model)
             original = float32_reference(ir, seed)
+            if backend == "auto" and not isinstance(model, Graph):
+                backend = _auto_backend(model)  # the ONNX model's, not the Graph's interpreter
         self.side = _prepare(original, backend, seed, device)
         self._outputs: dict[tuple[Any, ...], list[np.ndarray]] = {}
         self._own: dict[tuple[str, str], _Side] = {}
