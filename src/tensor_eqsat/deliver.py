@@ -319,14 +319,10 @@ def deliver(
     guard_runtime = runtime
     notes: list[str] = []
     if guard_runtime is None and dcfg.guard:
-        why = target.unavailable()
+        why = target.unavailable(precision(src.graph))
         guard_runtime = target.runtime(dcfg.threads) if why is None else None
         if why is not None and config is not None and config.target is not None:
             notes.append(f"no measurement on target {target.name}: {why}")
-    if guard_runtime is not None and _ort_lacks(guard_runtime, src.graph):
-        # onnxruntime has no bfloat16 CPU kernels (a bfloat16 Conv does not load): nothing to time.
-        notes.append(f"not measured on {target.name}: onnxruntime's CPU kernels lack bfloat16")
-        guard_runtime = None
     if not dcfg.guard:
         guard_runtime = None
     if guard_runtime is not None and not cfg.alternatives:
@@ -696,15 +692,6 @@ def _learn_guard(runtime: Runtime, src: Source, dcfg: DeliveryConfig, report: Gu
     arms = 2 + timed + 3 * (report.confirmation is not None) + 3 * (report.graph is not None)
     terms = _guard_terms(src.graph, runtime, arms, dcfg.guard_runs + GUARD_WARMUP)
     _guard_throughput(runtime).record(*terms[:2], report.seconds, run_s=terms[2])
-
-
-def _ort_lacks(runtime: Runtime, graph: Graph) -> bool:
-    """Whether ``runtime`` is onnxruntime on the CPU and ``graph`` runs in bfloat16 there."""
-    return (
-        getattr(runtime, "name", "") == "ort"
-        and getattr(runtime, "device", "") == "cpu"
-        and (precision(graph) is DType.BFLOAT16)
-    )
 
 
 def _guard(

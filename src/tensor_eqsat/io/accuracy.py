@@ -68,7 +68,7 @@ def bound(own_error: float, scale: float, dtype: DType | str) -> float:
     reference's largest magnitude ``scale`` (see the module docstring).
 
     >>> round(bound(0.0078, 2.5, "bf16"), 4)
-    0.0702
+    0.0507
     """
     return MULTIPLE * own_error + FLOOR_ULPS * ulp(dtype) * scale
 
