@@ -5,11 +5,13 @@ library's ``deliver`` / ``Runtime`` in one place:
 
 1. **check** (:func:`check_rewrite`): the rewritten GraphModule runs eagerly on the example
    inputs (the real weights are in it), the original runs in float32 from the same weights, TF32
-   off (:func:`~tensor_eqsat.torch.reference.float32_reference`), and every output must agree
-   within ``atol + rtol * max|reference|`` at the tolerance of the precision the model runs in
-   (float32: ``TorchConfig.rtol`` / ``atol``; float16, bfloat16 and TF32: at least
-   :func:`~tensor_eqsat.ir.dtypes.tolerance`'s), with the dtypes and shapes the original
-   returns. The verdict names the reference and the tolerance. A failure keeps the original.
+   off (:func:`~tensor_eqsat.torch.reference.float32_reference`), and every output must agree:
+   in float32 within ``atol + rtol * max|reference|`` (``TorchConfig.rtol`` / ``atol``; TF32: at
+   least :func:`~tensor_eqsat.ir.dtypes.tolerance`'s), in float16 and bfloat16 within a multiple
+   of the original's own error against the reference, the original run in its dtype too
+   (:mod:`tensor_eqsat.io.accuracy`), with the dtypes and shapes the original returns;
+   non-finite values must match exactly. The verdict names the reference and the rule. A failure
+   keeps the original. A decision served from the cache is checked the same way.
 2. both are handed to ``then`` (Inductor by default; with ``TorchConfig.freezing``, Inductor with
    freezing: :func:`compile_frozen`);
 3. **guard** (a measurable target, ``torch-cpu`` or ``cuda``): the two compiled callables are
@@ -186,6 +188,7 @@ def compare_outputs(
     A float16 or bfloat16 output (and a float32 one when ``tf32``: the run used TF32 kernels) is
     compared at least at its dtype's tolerance (:func:`~tensor_eqsat.ir.dtypes.tolerance`): two
     correct graphs in reduced precision differ by their rounding (DESIGN.md decision 17).
+    Non-finite values must match exactly; the finite ones are compared on their own.
 
     >>> import torch
     >>> compare_outputs((torch.ones(2),), (torch.ones(2) + 1e-7,), rtol=1e-4, atol=0.0)[0]
@@ -229,7 +232,8 @@ class Checked:
     """The check's outcome: ok, the largest absolute difference of a floating output, what
     differs (empty when ok), the :class:`~tensor_eqsat.torch.reference.Verdict` (what was
     compared with, at which tolerance), and ``used``: the largest share of its tolerance an
-    output's difference took (``max|diff| / (atol + rtol * max|reference|)``; above 1 fails)."""
+    output's difference took (``max|diff| / (atol + rtol * max|reference|)``, or over the bound of
+    :func:`~tensor_eqsat.io.accuracy.judge` in reduced precision; above 1 fails)."""
 
     ok: bool
     max_diff: float
@@ -258,8 +262,10 @@ def check_rewrite(
     weights with TF32 off (:func:`~tensor_eqsat.torch.reference.float32_reference`). Each
     floating output must be within ``atol + rtol * max|reference|``, the tolerance of the
     precision the model runs in (:func:`~tensor_eqsat.torch.reference.model_dtype`): ``rtol`` /
-    ``atol`` for float32, raised to :func:`~tensor_eqsat.ir.dtypes.tolerance`'s for float16,
-    bfloat16 and float32 on TF32 kernels (``device`` is CUDA with TF32 on). Every output must
+    ``atol`` for float32, raised to :func:`~tensor_eqsat.ir.dtypes.tolerance`'s for float32 on
+    TF32 kernels (``device`` is CUDA with TF32 on); in float16 and bfloat16 the original also runs
+    in its own dtype and each floating output is judged by its own error against the reference
+    (:func:`~tensor_eqsat.io.accuracy.judge`). Every output must
     have the dtype and shape the original's has (recorded by Dynamo, else run); a non-floating
     output must equal the original's (in a reduced-precision model, the original run in its own
     dtype: a float32 reference could round an ``argmax`` differently).
