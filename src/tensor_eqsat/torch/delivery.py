@@ -240,11 +240,16 @@ class Checked:
     what: str
     verdict: Verdict
     used: float = 0.0
+    own_error: float | None = None
+    """In reduced precision, the original's own largest error against the float32 reference."""
 
     def describe(self) -> str:
         """The verdict as one phrase, for the report."""
         outcome = "pass" if self.ok else f"fail ({self.what})"
         share = f" ({self.used:.0%} of the tolerance)" if self.ok else ""
+        if self.ok and self.own_error:
+            ratio = self.max_diff / self.own_error
+            share = f" ({self.used:.0%} of the tolerance, {ratio:.2f}x the original's own error)"
         return f"{outcome}: max |diff| {self.max_diff:.3g}{share} {self.verdict.describe()}"
 
 
@@ -300,7 +305,7 @@ def check_rewrite(
         with torch.no_grad():
             own = original(*args)
     verdict = Verdict("float32" if reference is not None else "same dtype", dtype, r, t, tf32, why, own_rule)
-    ok, diff, what, used = _compare(
+    ok, diff, what, used, own_error = _compare(
         reference if reference is not None else own,
         got,
         own if like is None else like,
@@ -309,7 +314,7 @@ def check_rewrite(
         t,
         dtype if own_rule else None,
     )
-    return Checked(ok, diff, what, verdict, used)
+    return Checked(ok, diff, what, verdict, used, own_error)
 
 
 def _tolerance_of(dtype: str, rtol: float, atol: float, tf32: bool) -> tuple[float, float]:
@@ -353,9 +358,10 @@ def _has_exact_outputs(like: Sequence[Any]) -> bool:
 
 def _compare(
     reference: Any, got: Any, like: Any, own: Any, rtol: float, atol: float, dtype: str | None = None
-) -> tuple[bool, float, str, float]:
+) -> tuple[bool, float, str, float, float | None]:
     """(ok, the largest absolute difference, what differs, the largest share of the tolerance
-    used) of ``got`` against ``reference`` (see :func:`check_rewrite`): ``like`` gives each
+    used, the original's own largest error where ``dtype`` is given, else None) of ``got``
+    against ``reference`` (see :func:`check_rewrite`): ``like`` gives each
     output's dtype and shape, ``own`` (the original in its own dtype, or None) the values of
     non-floating outputs where it was run.
 
@@ -369,41 +375,48 @@ def _compare(
     ref, out, spec = _flat(reference), _flat(got), _flat(like)
     exact = _flat(own) if own is not None else ref
     if not len(ref) == len(spec) == len(exact):
-        return False, float("inf"), f"the reference has {len(ref)} outputs, the original {len(spec)}", 0.0
+        return (
+            False,
+            float("inf"),
+            f"the reference has {len(ref)} outputs, the original {len(spec)}",
+            0.0,
+            None,
+        )
     if len(out) != len(spec):
-        return False, float("inf"), f"{len(out)} outputs instead of {len(spec)}", 0.0
+        return False, float("inf"), f"{len(out)} outputs instead of {len(spec)}", 0.0, None
     worst = used = 0.0
+    own_worst: float | None = None if dtype is None else 0.0
     for i, (x, y, s, e) in enumerate(zip(ref, out, spec, exact, strict=True)):
         if isinstance(s, torch.Tensor):
             if not isinstance(y, torch.Tensor) or tuple(y.shape) != tuple(s.shape) or y.dtype != s.dtype:
-                return False, float("inf"), f"output {i}: shape or dtype differs", 0.0
+                return False, float("inf"), f"output {i}: shape or dtype differs", 0.0, None
             if y.numel() == 0:
                 continue
             if not y.is_floating_point():
                 if not torch.equal(y, e):
-                    return False, float("inf"), f"output {i}: values differ", 0.0
+                    return False, float("inf"), f"output {i}: values differ", 0.0, None
                 continue
             if dtype is not None:
                 from tensor_eqsat.io.accuracy import judge
 
                 j = judge(_numpy64(y), _numpy64(x), _numpy64(e), dtype)
-                worst = max(worst, j.error)
+                worst, own_worst = max(worst, j.error), max(own_worst or 0.0, j.own_error)
                 if not j.ok:
-                    return False, j.error, f"output {i}: {_judged_what(j, dtype)}", 0.0
+                    return False, j.error, f"output {i}: {_judged_what(j, dtype)}", 0.0, own_worst
                 used = max(used, j.error / j.limit if j.limit > 0 else 0.0)
                 continue
             diff, scale, special = _finite_diff(x, y)
             worst = max(worst, diff)
             if special:
-                return False, float("inf"), f"output {i}: {special} non-finite values differ", 0.0
+                return False, float("inf"), f"output {i}: {special} non-finite values differ", 0.0, None
             bound = atol + rtol * scale
             if not diff <= bound:
                 what = f"output {i}: max |diff| {diff:.3g} > {atol:g} + {rtol:g} * {scale:.3g}"
-                return False, diff, what, 0.0
+                return False, diff, what, 0.0, None
             used = max(used, diff / bound if bound > 0 else 0.0)
         elif y != e:
-            return False, float("inf"), f"output {i}: {y!r} != {e!r}", 0.0
-    return True, worst, "", used
+            return False, float("inf"), f"output {i}: {y!r} != {e!r}", 0.0, None
+    return True, worst, "", used, own_worst
 
 
 def _numpy64(t: Any) -> Any:
