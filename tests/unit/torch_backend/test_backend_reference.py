@@ -102,7 +102,7 @@ def test_a_correct_bfloat16_rewrite_that_differs_from_eager_by_rounding_passes()
     # verdict says so).
     assert report.check.startswith("pass")
     assert "float32 reference" in report.check and "the original's own bfloat16 error" in report.check
-    assert "% of the tolerance)" in report.check
+    assert "% of the tolerance, " in report.check and "x the original's own error)" in report.check
     assert report.check in report.message
 
 
