@@ -119,7 +119,7 @@ def test_a_dropped_bias_fails_the_check_in_every_dtype(monkeypatch, dtype, bias)
 
 @pytest.mark.parametrize(("dtype", "bias"), [(torch.float16, 0.01), (torch.bfloat16, 0.08)])
 def test_smaller_dropped_biases_are_caught_where_the_originals_own_error_allows(dtype, bias):
-    # About 8 times the original's own error, floor included (benchmarks/check_sensitivity.py).
+    # About 5-8 times the original's own error, floor included (benchmarks/check_sensitivity.py).
     x = torch.randn(16, 48, generator=torch.Generator().manual_seed(0)).to(dtype)
     original = torch.fx.symbolic_trace(Logits(mask=False, bias=bias).to(dtype))
 
