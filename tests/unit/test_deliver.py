@@ -419,7 +419,9 @@ def test_the_write_is_reserved_before_the_search_and_timed(tmp_path, monkeypatch
     reserved = []
     real = module.search_deadline
     monkeypatch.setattr(module, "_write_estimate", lambda src, out, run_dir=None: 7.0)
-    monkeypatch.setattr(module, "search_deadline", lambda d, after: reserved.append(after) or real(d, after))
+    monkeypatch.setattr(
+        module, "search_deadline", lambda d, after, least=0.0: reserved.append(after) or real(d, after, least)
+    )
     out = tmp_path / "o.onnx"
     d = deliver(
         chain(), target="a100", output=out, time_budget=60, delivery=DeliveryConfig(check=False), **SMALL
