@@ -144,6 +144,18 @@ def _schema(data: Any, prefix: str = "") -> list[str]:
     return out
 
 
+def _report_keys() -> list[str]:
+    from tensor_eqsat.deliver import REPORT_KEYS, KeptReason
+
+    lines = ["What each top-level key means (`tensor_eqsat.deliver.REPORT_KEYS`):", ""]
+    lines += ["| key | meaning |", "|---|---|"]
+    lines += [f"| `{k}` | {v.replace('|', chr(92) + '|')} |" for k, v in REPORT_KEYS.items()]
+    lines += ["", "`kept_reason`, `KeptReason` in Python:", "", "| value | meaning |", "|---|---|"]
+    docs = _member_docs(importlib.import_module("tensor_eqsat.deliver"), "KeptReason")
+    lines += [f"| `{r.value}` | {docs.get(r.name, '')} |" for r in KeptReason]
+    return [*lines, ""]
+
+
 def _json() -> list[str]:
     from tensor_eqsat import Graph, deliver
 
@@ -153,6 +165,7 @@ def _json() -> list[str]:
     data = deliver(g, search="saturate", node_limit=50, final_extractor="greedy-dag").to_dict()
     lines = ["## `optimize --json`", "", "The keys of `Delivery.to_dict()` for a `saturate` run (an `auto`"]
     lines += ["run adds `portfolio` and `settings.portfolio`; the guard adds `measured` and `guard`).", ""]
+    lines += _report_keys()
     lines += ["| key | type |", "|---|---|", *_schema(data), ""]
     idle = Graph()
     idle.output(idle.relu(idle.input((1, 4), name="x")))

@@ -112,9 +112,10 @@ def search_deadline(deadline: Deadline, after_search_s: float, least_s: float = 
     guard, the write). The search ends that long before the call's deadline, and at least
     :data:`DELIVERY_RESERVE` of the time left before it, at most :data:`MAX_DELIVERY_RESERVE`.
     least_s: the seconds the steps after the search cannot do without (the least check that can
-    run at all, and the write): kept even beyond :data:`MAX_DELIVERY_RESERVE`, up to
+    run at all, and the write): kept even beyond :data:`MAX_DELIVERY_RESERVE` where it is at most
     :data:`MAX_LEAST_RESERVE` of the time left (a search that leaves its own check no time finds
-    nothing that can be handed back: issue 44). Default 0.
+    nothing that can be handed back: issue 44); where it is more, nothing found could be checked
+    anyway, and the search keeps its share (the check then says what it would need). Default 0.
 
     >>> d = Deadline.after(100.0)
     >>> round(search_deadline(d, 0.0).left())   # the 10 % floor
@@ -125,13 +126,14 @@ def search_deadline(deadline: Deadline, after_search_s: float, least_s: float = 
     50
     >>> round(search_deadline(d, 80.0, least_s=65.0).left())  # but what the check cannot do without
     35
-    >>> round(search_deadline(d, 99.0, least_s=99.0).left())  # and the search keeps a fifth
-    20
+    >>> round(search_deadline(d, 80.0, least_s=99.0).left())  # more than can be kept: ignored
+    50
     """
     left = deadline.left()
     if left is None:
         return deadline
     left = max(left, 0.0)
-    cap = max(MAX_DELIVERY_RESERVE * left, min(least_s, MAX_LEAST_RESERVE * left))
-    reserve = min(max(after_search_s, least_s, DELIVERY_RESERVE * left), cap)
+    least = least_s if least_s <= MAX_LEAST_RESERVE * left else 0.0
+    cap = max(MAX_DELIVERY_RESERVE * left, least)
+    reserve = min(max(after_search_s, least, DELIVERY_RESERVE * left), cap)
     return deadline.before(reserve)

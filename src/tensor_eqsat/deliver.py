@@ -39,6 +39,7 @@ import math
 import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -144,6 +145,67 @@ def _check_threads(threads: int) -> None:
         raise ConfigError(f"threads={threads}: {tail}", cli=f"--threads {threads}: {tail}")
 
 
+REPORT_KEYS: dict[str, str] = {
+    "original_cost_ms": "the original's cost under the cost model, in ms (null: nothing was priced)",
+    "optimized_cost_ms": "the cost of the model handed back, in ms: the original's when it was kept",
+    "speedup_pct": "the predicted speedup of the model handed back, in %: 0 when the original was kept",
+    "found": "what the search found, handed back or not: its `optimized_cost_ms` and predicted `speedup_pct`",
+    "kept_original": "true when the original model was handed back (and written, with `-o`)",
+    "kept_reason": "",  # (below, from KeptReason)
+    "nothing_to_optimize": "true when no rule matches anywhere in the model (only without a search result)",
+    "message": "why there is no search result (only without one)",
+    "wall_s": "seconds of the search (at the top) or of the whole call (in `delivery`)",
+    "stop_reason": "why the search stopped (see Stop reasons); `interrupted` after a Ctrl-C",
+    "steps": "search steps taken",
+    "rule_counts": "how often each rule (by number) was applied",
+    "settings": "every setting of the search, as it ran",
+    "stats": "the e-graph's and the search's statistics",
+    "step_log": "one entry per search step",
+    "portfolio": "an `auto` search's candidates, the winner and what was skipped",
+    "target": "where the model will run (see Targets)",
+    "cost_model": "the cost model that priced the search",
+    "verify": "the numeric check of the model handed back (absent when it did not run)",
+    "measured": "measured latencies: the guard's headline, or `--measure`'s figures",
+    "guard": "the never-slower guard's report: every candidate timed, the noise, what it chose",
+    "delivery": "the call as a whole: `stop`, `wall_s`, `phases` (seconds per step), `time_budget`, "
+    "`output` (the file written, or null) and `notes` (what the user is told)",
+}
+"""What each top-level key of :meth:`Delivery.to_dict` (the CLI's ``--json``) means: the reference
+(docs/reference.md) is generated from it, and a test keeps it complete."""
+
+
+class KeptReason(Enum):
+    """Why :func:`deliver` handed the original back (``kept_reason`` in the JSON)."""
+
+    NOTHING_TO_OPTIMIZE = "nothing to optimize"
+    """No rule matches anywhere in the model."""
+    NOTHING_FOUND = "the search found nothing within the time budget"
+    """The search ended (its budget spent) before any candidate finished."""
+    NO_PREDICTED_GAIN = "no predicted gain"
+    """The best graph the search found is not cheaper than the original under the cost model."""
+    NOT_CHECKED = "not checked within the time budget"
+    """The result's numeric check did not fit the time left (the notes say what it needed)."""
+    NOT_MEASURED = "not measured within the time budget"
+    """The never-slower guard did not fit the time left on a target that runs here."""
+    NO_MEASURED_GAIN = "no measured gain"
+    """The guard timed no candidate faster than the original beyond the noise."""
+    INTERRUPTED = "interrupted"
+    """A Ctrl-C: nothing unchecked or unmeasured is handed back."""
+
+
+REPORT_KEYS["kept_reason"] = "why the original was handed back (null when it was not): " + ", ".join(
+    f"`{r.value}`" for r in KeptReason
+)
+
+
+def _nothing_found(result: OptimizeResult) -> KeptReason:
+    """Why a search result that is the original itself was handed back as it is."""
+    pf = result.portfolio
+    if pf is not None and pf.best is None:
+        return KeptReason.NOTHING_FOUND
+    return KeptReason.NO_PREDICTED_GAIN
+
+
 @dataclass(frozen=True)
 class Delivery:
     """What :func:`deliver` did.
@@ -160,7 +222,7 @@ class Delivery:
     phases: seconds of each step of the call, in order: ``start`` (until the search: loading the
     source, the e-graph, the check's and the guard's predictions), ``search``, ``check``,
     ``guard`` and ``write`` (those that ran); they add up to ``wall_s`` but for the bookkeeping
-    between them.
+    between them. kept_why: why the original was handed back (None when it was not).
     """
 
     source: Source
@@ -178,6 +240,7 @@ class Delivery:
     stop: StopReason | None = None
     wall_s: float = 0.0
     phases: dict[str, float] = field(default_factory=dict)
+    kept_why: KeptReason | None = None
 
     @property
     def ok(self) -> bool:
@@ -214,7 +277,10 @@ class Delivery:
         return 130 if self.interrupted else 0
 
     def to_dict(self) -> dict[str, Any]:
-        """The CLI's ``--json`` output, key for key. Without a search result (nothing to
+        """The CLI's ``--json`` output, key for key (docs/reference.md says what each means). Its
+        headline, ``optimized_cost_ms`` and ``speedup_pct``, is the model handed back: with
+        ``kept_original`` the original's cost and 0, ``kept_reason`` saying why, and ``found``
+        what the search found (its cost and predicted speedup). Without a search result (nothing to
         optimize, a time budget too small, an interrupt before the search) it has the same
         shape's head: ``target``, ``cost_model``, ``original_cost_ms`` and ``optimized_cost_ms``
         (null: nothing was priced), ``speedup_pct`` 0, ``stop_reason``, ``message`` and
@@ -235,6 +301,7 @@ class Delivery:
             return {
                 "nothing_to_optimize": self.stop is None,
                 "kept_original": True,
+                "kept_reason": None if self.kept_why is None else self.kept_why.value,
                 "message": self.message,
                 "target": self.target.name,
                 "cost_model": spec if isinstance(spec, str) else getattr(spec, "spec", str(spec)),
@@ -248,6 +315,11 @@ class Delivery:
         data["target"] = self.target.name
         data["cost_model"] = self.result.settings.cost_model
         data["kept_original"] = self.kept_original
+        data["kept_reason"] = None if self.kept_why is None else self.kept_why.value
+        # The headline is what was handed back; what the search found is reported beside it.
+        data["found"] = {"optimized_cost_ms": data["optimized_cost_ms"], "speedup_pct": data["speedup_pct"]}
+        if self.kept_original:
+            data["optimized_cost_ms"], data["speedup_pct"] = data["original_cost_ms"], 0.0
         if self.verify is not None:
             data["verify"] = self.verify.to_dict()
         if self.guard is not None:
@@ -335,7 +407,7 @@ def deliver(
     if idle is not None:
         written = _write_original(src, out, cfg.seed) if out is not None else None
         return Delivery(src, target, cfg, None, src.graph, True, output=written, message=idle,
-                        wall_s=deadline.elapsed())  # fmt: skip
+                        wall_s=deadline.elapsed(), kept_why=KeptReason.NOTHING_TO_OPTIMIZE)  # fmt: skip
     cap = cfg.node_cap()
     if cap is not None and egraph.num_enodes >= cap:
         tail = (
@@ -391,7 +463,8 @@ def deliver(
         written = _timed(phases, "write", _write_original, src, out, cfg.seed) if out is not None else None
         why = "interrupted before the search found a result: original kept"
         return Delivery(src, target, cfg, None, src.graph, True, output=written, message=why,
-                        stop=StopReason.INTERRUPTED, wall_s=deadline.elapsed(), phases=phases)  # fmt: skip
+                        stop=StopReason.INTERRUPTED, wall_s=deadline.elapsed(), phases=phases,
+                        kept_why=KeptReason.INTERRUPTED)  # fmt: skip
     phases["search"] = time.perf_counter() - t
     log.info("%.1f s: search done", deadline.elapsed())
     if result.portfolio is not None and result.portfolio.stop is StopReason.INTERRUPTED:
@@ -400,6 +473,7 @@ def deliver(
     chosen, verdict, guard_report, kept = result.graph, None, None, False
     checked: tuple[Graph, Any] | None = None  # the graph checked and the artifact that was (written as is)
     unchecked: str | None = None
+    why_kept: KeptReason | None = None
     before_write = deadline.before(write_s)
     try:
         if checker is not None and result.graph is not src.graph:  # (no candidate: the original)
@@ -432,7 +506,7 @@ def deliver(
             )
             log.warning(unmeasured)
             notes.append(unmeasured)
-            kept = True
+            kept, why_kept = True, KeptReason.NOT_MEASURED
         elif unchecked is None and (verdict is None or verdict.ok) and guard_runtime is not None:
             if not alternatives:
                 skipped = (
@@ -449,6 +523,7 @@ def deliver(
             )
             phases["guard"] = time.perf_counter() - t
             kept = guard_report.kept_original
+            why_kept = KeptReason.NO_MEASURED_GAIN if kept else None
             if not kept and chosen is not result.graph and checker is not None:
                 t = time.perf_counter()
                 checked = (chosen, _artifact(chosen, src, fmt, cfg.seed))
@@ -458,12 +533,15 @@ def deliver(
         if unchecked is not None:
             log.warning(unchecked)
             notes.append(unchecked)
-            kept, verdict = True, None
+            kept, verdict, why_kept = True, None, KeptReason.NOT_CHECKED
     except KeyboardInterrupt:
         log.warning("interrupted during the check or the guard: the original is handed back")
         stop, chosen, kept, guard_report = StopReason.INTERRUPTED, src.graph, True, None
+        why_kept = KeptReason.INTERRUPTED
         notes.append("interrupted after the search: the result was not checked and measured, original kept")
         verdict = None
+    if not kept and chosen is src.graph:  # the search found nothing (a budget too small for it)
+        kept, why_kept = True, _nothing_found(result)
     if kept:
         chosen = src.graph
     log.info("%.1f s: checked and guarded", deadline.elapsed())
@@ -484,7 +562,8 @@ def deliver(
     if dcfg.measure and guard_report is None and ok and stop is None:
         measured = _measure(src, chosen, dcfg, cfg.seed)
     return Delivery(src, target, cfg, result, chosen, kept, verdict, guard_report, measured, written, None,
-                    tuple(notes), stop or result.stop_reason, deadline.elapsed(), phases)  # fmt: skip
+                    tuple(notes), stop or result.stop_reason, deadline.elapsed(), phases,
+                    why_kept if kept else None)  # fmt: skip
 
 
 def _timed(phases: dict[str, float], name: str, fn: Any, *args: Any) -> Any:
