@@ -35,22 +35,27 @@ from __future__ import annotations
 
 import copy
 import logging
-import math
 import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from enum import Enum
 from pathlib import Path
 from typing import Any
 
 from tensor_eqsat.clock import Deadline, search_deadline
 from tensor_eqsat.config import BYTES_PER_ENODE, OptimizeConfig, Search
-from tensor_eqsat.errors import ConfigError, ResourceError
+from tensor_eqsat.delivery_report import REPORT_KEYS, KeptReason
+from tensor_eqsat.delivery_report import nothing_found as _nothing_found
+from tensor_eqsat.errors import ConfigError, ExitCode
 from tensor_eqsat.extract.registry import ExtractorKind
 from tensor_eqsat.ir.cast import precision
-from tensor_eqsat.ir.dtypes import DType
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.optimize import OptimizeResult, optimize, rule_set_for, save_run
+from tensor_eqsat.preflight import EXPORT_BYTES_PER_S, RUN_COPIES, available_memory
+from tensor_eqsat.preflight import check_memory as _check_memory
+from tensor_eqsat.preflight import check_output_path as _check_output
+from tensor_eqsat.preflight import check_run_dir as _check_run_dir
+from tensor_eqsat.preflight import check_write_time as _check_write_time
+from tensor_eqsat.preflight import weight_bytes as _weight_bytes
 from tensor_eqsat.search.construction import ProgressFn
 from tensor_eqsat.search.stop import Stop, StopReason
 from tensor_eqsat.source import OutputFormat, Source, output_format
@@ -58,7 +63,16 @@ from tensor_eqsat.target.guard import GuardReport
 from tensor_eqsat.target.runtime import Runtime
 from tensor_eqsat.target.targets import Target
 
-__all__ = ["Delivery", "DeliveryConfig", "deliver"]
+__all__ = [
+    "EXPORT_BYTES_PER_S",
+    "REPORT_KEYS",
+    "RUN_COPIES",
+    "Delivery",
+    "DeliveryConfig",
+    "KeptReason",
+    "available_memory",
+    "deliver",
+]
 
 log = logging.getLogger(__name__)
 
@@ -74,19 +88,11 @@ WRITE_RESERVE_S = 1.0
 """The least seconds kept for the write after the guard, when something is written (a model or a
 run directory; :func:`_write_estimate`); none otherwise (a 2 s budget cannot spare half of
 itself for nothing)."""
-EXPORT_BYTES_PER_S = 33e6
-"""Weight bytes an ONNX export of a model makes, checks and writes per second, on a loaded 2-core
-CPU (load average 8.6) once the export stopped copying its weights four times (issue 36):
-ViT-Large's 1.2 GB took 36 s with its seeded weights made (24 s again), VGG-19's 548 MB 13 s;
-ViT-Large had taken 52 to 95 s before."""
 GUARD_FLOOR_SHARE = 0.25
 """The least time the guard can take, as a share of its predicted time (:func:`_guard_estimate`:
 every arm timed for all its runs, the confirmation included): given less, it cuts its blocks
 to fit, but every arm is still prepared, warmed up and run once per block. A guard predicted
 to need more than the time left divided by this is not started."""
-RUN_COPIES = 3
-"""Copies of a model's weights that running it for the check or the guard holds at once (the
-graph's own, the runtime's, and the rewritten graph's)."""
 
 
 MAX_THREADS_PER_CORE = 4
@@ -143,67 +149,6 @@ def _check_threads(threads: int) -> None:
             f"{MAX_THREADS_PER_CORE * cores} runtime threads only slow every timed run down"
         )
         raise ConfigError(f"threads={threads}: {tail}", cli=f"--threads {threads}: {tail}")
-
-
-REPORT_KEYS: dict[str, str] = {
-    "original_cost_ms": "the original's cost under the cost model, in ms (null: nothing was priced)",
-    "optimized_cost_ms": "the cost of the model handed back, in ms: the original's when it was kept",
-    "speedup_pct": "the predicted speedup of the model handed back, in %: 0 when the original was kept",
-    "found": "what the search found, handed back or not: its `optimized_cost_ms` and predicted `speedup_pct`",
-    "kept_original": "true when the original model was handed back (and written, with `-o`)",
-    "kept_reason": "",  # (below, from KeptReason)
-    "nothing_to_optimize": "true when no rule matches anywhere in the model (only without a search result)",
-    "message": "why there is no search result (only without one)",
-    "wall_s": "seconds of the search (at the top) or of the whole call (in `delivery`)",
-    "stop_reason": "why the search stopped (see Stop reasons); `interrupted` after a Ctrl-C",
-    "steps": "search steps taken",
-    "rule_counts": "how often each rule (by number) was applied",
-    "settings": "every setting of the search, as it ran",
-    "stats": "the e-graph's and the search's statistics",
-    "step_log": "one entry per search step",
-    "portfolio": "an `auto` search's candidates, the winner and what was skipped",
-    "target": "where the model will run (see Targets)",
-    "cost_model": "the cost model that priced the search",
-    "verify": "the numeric check of the model handed back (absent when it did not run)",
-    "measured": "measured latencies: the guard's headline, or `--measure`'s figures",
-    "guard": "the never-slower guard's report: every candidate timed, the noise, what it chose",
-    "delivery": "the call as a whole: `stop`, `wall_s`, `phases` (seconds per step), `time_budget`, "
-    "`output` (the file written, or null) and `notes` (what the user is told)",
-}
-"""What each top-level key of :meth:`Delivery.to_dict` (the CLI's ``--json``) means: the reference
-(docs/reference.md) is generated from it, and a test keeps it complete."""
-
-
-class KeptReason(Enum):
-    """Why :func:`deliver` handed the original back (``kept_reason`` in the JSON)."""
-
-    NOTHING_TO_OPTIMIZE = "nothing to optimize"
-    """No rule matches anywhere in the model."""
-    NOTHING_FOUND = "the search found nothing within the time budget"
-    """The search ended (its budget spent) before any candidate finished."""
-    NO_PREDICTED_GAIN = "no predicted gain"
-    """The best graph the search found is not cheaper than the original under the cost model."""
-    NOT_CHECKED = "not checked within the time budget"
-    """The result's numeric check did not fit the time left (the notes say what it needed)."""
-    NOT_MEASURED = "not measured within the time budget"
-    """The never-slower guard did not fit the time left on a target that runs here."""
-    NO_MEASURED_GAIN = "no measured gain"
-    """The guard timed no candidate faster than the original beyond the noise."""
-    INTERRUPTED = "interrupted"
-    """A Ctrl-C: nothing unchecked or unmeasured is handed back."""
-
-
-REPORT_KEYS["kept_reason"] = "why the original was handed back (null when it was not): " + ", ".join(
-    f"`{r.value}`" for r in KeptReason
-)
-
-
-def _nothing_found(result: OptimizeResult) -> KeptReason:
-    """Why a search result that is the original itself was handed back as it is."""
-    pf = result.portfolio
-    if pf is not None and pf.best is None:
-        return KeptReason.NOTHING_FOUND
-    return KeptReason.NO_PREDICTED_GAIN
 
 
 @dataclass(frozen=True)
@@ -271,10 +216,11 @@ class Delivery:
 
     @property
     def exit_code(self) -> int:
-        """The CLI's exit status: 1 when the check failed, 130 after an interrupt, else 0."""
+        """The CLI's exit status (:class:`~tensor_eqsat.errors.ExitCode`): 1 when the check failed,
+        130 after an interrupt, else 0."""
         if not self.ok:
-            return 1
-        return 130 if self.interrupted else 0
+            return ExitCode.CHECK_FAILED
+        return ExitCode.INTERRUPTED if self.interrupted else ExitCode.OK
 
     def to_dict(self) -> dict[str, Any]:
         """The CLI's ``--json`` output, key for key (docs/reference.md says what each means). Its
@@ -546,6 +492,11 @@ def deliver(
         chosen = src.graph
     log.info("%.1f s: checked and guarded", deadline.elapsed())
     ok = verdict is None or verdict.ok
+    measured = None
+    if dcfg.measure and guard_report is None and ok and stop is None:
+        # Before the write: with -o naming the input file, the original is timed before it is
+        # overwritten (it was timed against itself, issue 44).
+        measured = _measure(src, chosen, dcfg, cfg.seed)
     written = None
     if out is not None and ok:
         if chosen is src.graph:
@@ -558,9 +509,6 @@ def deliver(
                 notes.append(f"{out} has the static input shapes it was optimized for ({shapes})")
     if run_dir is not None:
         save_run(result, run_dir)
-    measured = None
-    if dcfg.measure and guard_report is None and ok and stop is None:
-        measured = _measure(src, chosen, dcfg, cfg.seed)
     return Delivery(src, target, cfg, result, chosen, kept, verdict, guard_report, measured, written, None,
                     tuple(notes), stop or result.stop_reason, deadline.elapsed(), phases,
                     why_kept if kept else None)  # fmt: skip
@@ -634,113 +582,6 @@ def _has_unchecked_candidates(src: Source, result: OptimizeResult) -> bool:
         return True
     seen = {graph_fingerprint(result.original), graph_fingerprint(result.graph)}
     return any(graph_fingerprint(g) not in seen for _, g in result.alternatives)
-
-
-def _weight_bytes(graph: Graph) -> int:
-    """Bytes of the graph's weights, each in its own precision."""
-    return sum(DType(n.dtypes[0]).itemsize * math.prod(n.shapes[0]) for n in graph.weights())
-
-
-def _check_output(output: str | Path | None) -> Path | None:
-    """Refuse an unwritable output (and ONNX output without the onnx extra) before any work."""
-    if output is None:
-        return None
-    from tensor_eqsat.outputs import check_output
-
-    path = check_output(output, "output")
-    if output_format(path) is OutputFormat.ONNX:
-        from tensor_eqsat.io.onnx_common import require_onnx
-
-        require_onnx()
-    return path
-
-
-def _check_run_dir(run_dir: str | Path, out: Path | None) -> None:
-    """Refuse an unwritable run directory, and an output that is one of its files (the run's
-    files would overwrite the model written), before any work."""
-    import os
-
-    from tensor_eqsat.optimize import RUN_FILES
-    from tensor_eqsat.outputs import OutputError, check_output_dir
-
-    check_output_dir(run_dir, "run directory")
-    if out is None:
-        return
-    directory = Path(os.path.realpath(run_dir))
-    target = Path(os.path.realpath(out))
-    if target.parent == directory and target.name in RUN_FILES:
-        raise OutputError(
-            f"output {out}: the run directory {run_dir} writes its own {target.name} there; "
-            "choose another output name or run directory"
-        )
-
-
-def available_memory() -> int | None:
-    """Bytes of memory this process can still get: ``MemAvailable`` of ``/proc/meminfo`` (Linux),
-    else physical pages free (``sysconf``), else None (unknown: nothing is refused)."""
-    import os
-
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
-    except (ValueError, OSError, AttributeError):
-        return None
-
-
-def _size(n: float) -> str:
-    """Bytes for a message: ``512 MB``, ``12.0 GB``."""
-    return f"{n / 1e9:.1f} GB" if n >= 1e9 else f"{n / 1e6:.0f} MB"
-
-
-def _check_memory(src: Source, dcfg: DeliveryConfig, out: Path | None) -> None:
-    """Refuse, before any work, a model whose weights cannot be held: running it (the check, the
-    guard, ``measure``) holds about :data:`RUN_COPIES` copies of its weights, writing it one (a
-    graph declared without weight data gets seeded random ones, made then). The search itself
-    needs only the shapes."""
-    runs = dcfg.check or dcfg.guard or dcfg.measure
-    copies = RUN_COPIES if runs else (1 if out is not None else 0)
-    weights = _weight_bytes(src.graph)
-    need, have = copies * weights, available_memory()
-    if need == 0 or have is None or need <= have:
-        return
-    what = "checking and timing it" if runs else "writing it"
-    head = (
-        f"{src.name} declares {_size(weights)} of weights; {what} needs about {_size(need)} of memory, "
-        f"and {_size(have)} is available"
-    )
-    if not runs:
-        raise ResourceError(head)
-    raise ResourceError(
-        head + " (check=False and guard=False skip running it)",
-        cli=head + " (--no-check --no-guard skip running it)",
-    )
-
-
-def _check_write_time(src: Source, out: Path | None, deadline: Deadline) -> None:
-    """Refuse, before any work, an ONNX output that cannot be written within the time budget at
-    all: a model that is not an ONNX file gets its weights made and exported (about
-    :data:`EXPORT_BYTES_PER_S`), even when the original is handed back; an ONNX file is copied."""
-    left = deadline.left()
-    if out is None or left is None or src.is_onnx or output_format(out) is not OutputFormat.ONNX:
-        return
-    weights = _weight_bytes(src.graph)
-    predicted = weights / EXPORT_BYTES_PER_S
-    if predicted <= left:
-        return
-    head = (
-        f"writing {src.name} as ONNX makes and exports {_size(weights)} of weights, about {predicted:.0f} s "
-        f"here, and {left:.0f} s of the time budget are left"
-    )
-    raise ResourceError(
-        f"{head}: give time_budget of at least {2 * predicted:.0f} s, or write graph JSON",
-        cli=f"{head}: give --time-budget {2 * predicted:.0f} or more, or write graph JSON (-o NAME.json)",
-    )
 
 
 def _nothing_to_optimize(src: Source, egraph: Any, cfg: OptimizeConfig) -> str | None:

@@ -253,7 +253,7 @@ def _command_line(d: Delivery) -> str:
 
 def _why_kept(d: Delivery) -> str:
     """Why the original was handed back, in a few words for the "written" line and the table:
-    the delivery's own reason (:class:`~tensor_eqsat.deliver.KeptReason`; the notes say more)."""
+    the delivery's own reason (:class:`~tensor_eqsat.delivery_report.KeptReason`; the notes say more)."""
     if d.kept_why is not None:
         return d.kept_why.value
     return "interrupted" if d.interrupted else "no predicted gain"
