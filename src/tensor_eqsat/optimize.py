@@ -240,7 +240,7 @@ def optimize(
     >>> g = Graph()
     >>> x = g.input((1, 64), name="x")
     >>> g.output(g.matmul(g.matmul(x, g.weight((64, 64), name="w1")), g.weight((64, 64), name="w2")))
-    >>> r = optimize(g, budget=4, node_limit=50, final_extractor="greedy-dag")
+    >>> r = optimize(g, budget=4, node_limit=50, final_extractor="greedy-dag", target="a100")
     >>> r.speedup_pct, r.stop_reason, r.steps[0].rule   # x·(W1·W2): W1·W2 is folded at load time
     (50.0, <StopReason.NODE_LIMIT: 'node limit'>, 'matmul-assoc-1')
     """
