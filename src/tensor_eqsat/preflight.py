@@ -93,21 +93,56 @@ def size_text(n: float) -> str:
     return f"{n / 1e9:.1f} GB" if n >= 1e9 else f"{n / 1e6:.0f} MB"
 
 
+COMPARE_COPIES = 3
+"""float64 copies of each output element the check's comparison holds at once (the reference's,
+the result's and their difference)."""
+
+
+def _volume(shape: tuple[int, ...]) -> int:
+    try:
+        return math.prod(int(d) for d in shape)
+    except (TypeError, ValueError):  # (a symbolic dimension without a hint counts as 1)
+        return math.prod(d if isinstance(d, int) else 1 for d in shape)
+
+
+def activation_bytes(graph: Graph) -> int:
+    """Bytes of every tensor that running ``graph`` computes (its inputs and each operator's
+    outputs), each at least float32 wide (a reduced-precision model's check runs its float32
+    reference too): what an executor that keeps every value holds, an upper bound of what one
+    run of the check holds beside the weights."""
+    return sum(
+        max(DType(dt).itemsize, 4) * _volume(shape)
+        for n in graph.nodes
+        if n.op != "weight"
+        for shape, dt in zip(n.shapes, n.dtypes, strict=True)
+    )
+
+
+def output_elements(graph: Graph) -> int:
+    """Elements of the graph's outputs (what the check compares)."""
+    return sum(_volume(graph.nodes[ref[0]].shapes[ref[1]]) for ref in graph.outputs)
+
+
 def check_memory(src: Source, dcfg: DeliveryConfig, out: Path | None) -> None:
-    """Refuse, before any work, a model whose weights cannot be held: running it (the check, the
-    guard, ``measure``) holds about :data:`RUN_COPIES` copies of its weights, writing it one (a
-    graph declared without weight data gets seeded random ones, made then). The search itself
-    needs only the shapes."""
+    """Refuse, before any work, a model that cannot be held: running it (the check, the guard,
+    ``measure``) holds about :data:`RUN_COPIES` copies of its weights, the tensors one run
+    computes (:func:`activation_bytes`) and the comparison's float64 copies of the outputs
+    (:data:`COMPARE_COPIES`); writing it holds one copy of the weights (a graph declared without
+    weight data gets seeded random ones, made then). The search itself needs only the shapes.
+    (Counting the weights alone, a 1 GB input was killed by the kernel at 20.7 GB: issue 44.)"""
     runs = dcfg.check or dcfg.guard or dcfg.measure
     copies = RUN_COPIES if runs else (1 if out is not None else 0)
     weights = weight_bytes(src.graph)
-    need, have = copies * weights, available_memory()
+    tensors = activation_bytes(src.graph) if runs else 0
+    compare = COMPARE_COPIES * 8 * output_elements(src.graph) if dcfg.check else 0
+    need, have = copies * weights + tensors + compare, available_memory()
     if need == 0 or have is None or need <= have:
         return
     what = "checking and timing it" if runs else "writing it"
+    held = f"{size_text(weights)} of weights" + (f" and {size_text(tensors)} of tensors" if tensors else "")
     head = (
-        f"{src.name} declares {size_text(weights)} of weights; {what} needs about "
-        f"{size_text(need)} of memory, and {size_text(have)} is available"
+        f"{src.name} declares {held}; {what} needs about {size_text(need)} of memory, "
+        f"and {size_text(have)} is available"
     )
     if not runs:
         raise ResourceError(head)
