@@ -7,8 +7,8 @@ import pytest
 
 pytest.importorskip("onnxruntime")
 
-from tensor_eqsat.ir.graph import Graph  # noqa: E402
-from tensor_eqsat.target.runtime import OrtRuntime  # noqa: E402
+from tensor_eqsat.ir.graph import Graph
+from tensor_eqsat.target.runtime import OrtRuntime
 
 
 def test_a_graph_prepared_twice_is_exported_once(monkeypatch):
