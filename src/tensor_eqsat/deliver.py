@@ -41,6 +41,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from tensor_eqsat.check import CHECK_MARGIN
 from tensor_eqsat.clock import Deadline, search_deadline
 from tensor_eqsat.config import BYTES_PER_ENODE, OptimizeConfig, Search
 from tensor_eqsat.delivery_report import REPORT_KEYS, KeptReason
@@ -426,7 +427,9 @@ def deliver(
         if checker is not None and result.graph is not src.graph:  # (no candidate: the original)
             t = time.perf_counter()
             checked = (chosen, _artifact(chosen, src, fmt, cfg.seed))
-            outcome = checker.check(chosen, checked[1], changed_regions(result), before_write)
+            # (the check stops between trials in time for the guard's floor: issue 44, load 14)
+            check_deadline = before_write.before(guard_floor) if guard_runtime is not None else before_write
+            outcome = checker.check(chosen, checked[1], changed_regions(result), check_deadline)
             verdict, unchecked = outcome.verdict, outcome.note
             phases["check"] = time.perf_counter() - t
         left = before_write.left()
@@ -569,8 +572,6 @@ def _recheck_estimate(checker: Any) -> float:
     (:meth:`~tensor_eqsat.check.Checker.one_trial_s`), with the margin a check planned ahead
     keeps (the guard may end a block late, and the check starts only with its own margin left);
     it runs the trials that fit."""
-    from tensor_eqsat.check import CHECK_MARGIN
-
     return float(CHECK_MARGIN * checker.one_trial_s())
 
 
