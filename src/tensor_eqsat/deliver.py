@@ -60,7 +60,7 @@ from tensor_eqsat.preflight import weight_bytes as _weight_bytes
 from tensor_eqsat.search.construction import ProgressFn
 from tensor_eqsat.search.stop import Stop, StopReason
 from tensor_eqsat.source import OutputFormat, Source, output_format
-from tensor_eqsat.target.guard import GuardReport
+from tensor_eqsat.target.guard import GuardReport, has_other_candidates
 from tensor_eqsat.target.runtime import Runtime
 from tensor_eqsat.target.targets import Target
 
@@ -438,7 +438,7 @@ def deliver(
         # that then had 0.5 s for its own check, and the original was written): a candidate
         # other than the result checked already is timed only where its check still fits
         # after the guard.
-        unchecked_candidates = checker is not None and _has_unchecked_candidates(src, result)
+        unchecked_candidates = checker is not None and (src.is_onnx or has_other_candidates(result))
         recheck = _recheck_estimate(checker) if unchecked_candidates else 0.0  # (learned afresh)
         alternatives = left is None or guard_floor + recheck <= left
         if (
@@ -575,17 +575,6 @@ def _recheck_estimate(checker: Any) -> float:
     return float(CHECK_MARGIN * checker.one_trial_s())
 
 
-def _has_unchecked_candidates(src: Source, result: OptimizeResult) -> bool:
-    """Whether the guard would time a candidate the check has not checked: an ONNX input's
-    re-exported original, or another extraction that differs from the result and the original."""
-    from tensor_eqsat.target.guard import graph_fingerprint
-
-    if src.is_onnx:
-        return True
-    seen = {graph_fingerprint(result.original), graph_fingerprint(result.graph)}
-    return any(graph_fingerprint(g) not in seen for _, g in result.alternatives)
-
-
 def _nothing_to_optimize(src: Source, egraph: Any, cfg: OptimizeConfig) -> str | None:
     """Why no rule can change the source graph (a message for people), or None when some rule
     matches. A model whose every path runs through operators the IR does not model (opaque
@@ -614,8 +603,13 @@ def _artifact(graph: Graph, src: Source, fmt: OutputFormat | None, seed: int) ->
     if fmt is not OutputFormat.ONNX:
         return graph
     from tensor_eqsat.io.onnx_export import export_onnx
+    from tensor_eqsat.target.runtime import remember_export
 
-    return export_onnx(graph, output_names=_output_names(src, graph), seed=seed)
+    names = _output_names(src, graph)
+    model = export_onnx(graph, output_names=names, seed=seed)
+    if names is None:
+        remember_export(graph, seed, model)  # the guard times this export, not another one
+    return model
 
 
 def _output_names(src: Source, graph: Graph) -> list[str] | None:

@@ -158,6 +158,13 @@ def graph_fingerprint(graph: Graph) -> str:
     return h.hexdigest()
 
 
+def has_other_candidates(result: Any) -> bool:
+    """Whether a search ``result`` has an extraction among its ``alternatives`` that differs from
+    both its original and its graph (one the guard would time, and the check has not checked)."""
+    seen = {graph_fingerprint(result.original), graph_fingerprint(result.graph)}
+    return any(graph_fingerprint(g) not in seen for _, g in result.alternatives)
+
+
 def _half_iqr(values: Sequence[float]) -> float:
     if len(values) < 4:
         return 0.0

@@ -145,6 +145,12 @@ def exported(graph: Any, seed: int) -> Any:
     return by_seed[seed]
 
 
+def remember_export(graph: Any, seed: int, model: Any) -> None:
+    """Record ``model`` as ``graph``'s export with ``seed`` (one made already, for the check), so
+    that :func:`exported` does not make it again."""
+    _EXPORTS.setdefault(graph, {})[seed] = model
+
+
 TORCH_MODES = ("eager", "graph")
 """How :class:`TorchRuntime` runs a model: each op launched from Python (``eager``), or one
 forward pass captured once as a CUDA graph and replayed (``graph``, CUDA only)."""
