@@ -187,7 +187,8 @@ class Candidate:
     rest; stop_reason: why its construction stopped; enodes, classes: the e-graph's size;
     construction_s, extraction_s: seconds of each; cost_ms: the extracted graph's cost;
     extraction: the final extractor's statistics; report: the construction's report;
-    graph: the extracted graph.
+    graph: the extracted graph; round: the search round it belongs to (1 for the first;
+    :func:`combine_rounds`).
     """
 
     index: int
@@ -202,15 +203,19 @@ class Candidate:
     extraction: dict[str, Any]
     report: ConstructionReport = field(repr=False)
     graph: Graph = field(repr=False)
+    round: int = 1
 
     @property
     def label(self) -> str:
-        """``strategy@node_limit``, e.g. ``saturate@4000``."""
-        return f"{self.strategy}@{self.settings['node_limit']}"
+        """``strategy@node_limit``, e.g. ``saturate@4000``; from the second round on, the round
+        follows (``saturate@4000 (round 2)``)."""
+        label = f"{self.strategy}@{self.settings['node_limit']}"
+        return label if self.round == 1 else f"{label} (round {self.round})"
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "index": self.index,
+            "round": self.round,
             "strategy": self.strategy,
             "settings": dict(self.settings),
             "cost_ms": self.cost_ms,
@@ -305,14 +310,18 @@ class Portfolio:
         seed: int,
         deadline: float | None,
         progress: ProgressFn | None = None,
+        hint: Graph | None = None,
     ) -> PortfolioReport:
         """Run the schedule (module docstring) on copies of ``source`` until it ends, the
-        ``deadline`` passes, or KeyboardInterrupt; return every finished candidate."""
+        ``deadline`` passes, or KeyboardInterrupt; return every finished candidate. ``hint``:
+        the graph the first candidate's extraction starts from (a later round's input graph, so
+        that an extraction cut short is no worse than it); later ones start from the best so
+        far. Default None."""
         t0 = time.perf_counter()
         self._candidates, self._skipped, self._best_egraph = [], [], None
         stop = StopReason.DONE
         try:
-            self._schedule(source, actions, finalize, seed, deadline, progress, t0)
+            self._schedule(source, actions, finalize, seed, deadline, progress, t0, hint)
         except _OutOfTime:
             stop = StopReason.TIME_LIMIT
         except KeyboardInterrupt:
@@ -333,11 +342,12 @@ class Portfolio:
         deadline: float | None,
         progress: ProgressFn | None,
         t0: float,
+        hint: Graph | None = None,
     ) -> None:
         """Run ``config.schedule`` (:mod:`tensor_eqsat.search.schedule`) stage by stage."""
         cfg = self.config
         first = self._cap(self.node_limit)
-        run = _Stage(self, source, actions, finalize, seed, deadline, progress, t0)
+        run = _Stage(self, source, actions, finalize, seed, deadline, progress, t0, hint)
         ladder: _Ladder | None = None
         first_mcts: list[Candidate | None] = []  # the first MCTS stage's candidate, once it ran
         for stage in cfg.schedule:
@@ -463,6 +473,7 @@ class _Stage:
     deadline: float | None
     progress: ProgressFn | None
     t0: float
+    hint: Any = None
     saturated_egraph: Any = None
     _rung_times: list[tuple[int, float]] = field(default_factory=list)
 
@@ -551,7 +562,7 @@ class _Stage:
         )
         construction_s = time.perf_counter() - ts
         best = min(p._candidates, key=lambda c: (c.cost_ms, c.index)) if p._candidates else None
-        ext = self.finalize(egraph, self.deadline, best.graph if best is not None else None)
+        ext = self.finalize(egraph, self.deadline, best.graph if best is not None else self.hint)
         cand = Candidate(
             len(p._candidates), strategy, settings, report.stop_reason, egraph.num_enodes, egraph.num_classes,
             construction_s, ext.seconds, ext.cost_ms, ext.stats, report, ext.graph,
@@ -581,6 +592,30 @@ class _Stage:
             return None
         # Events of the construction inside, labelled with the stage they belong to.
         return lambda ev: progress(replace(ev, stage=label))
+
+
+def combine_rounds(reports: list[PortfolioReport]) -> PortfolioReport:
+    """One report for several rounds of the portfolio (``OptimizeConfig.rounds``): every round's
+    candidates, numbered on in the order run and marked with their round (1 for the first); the
+    winner the cheapest of them all (ties keep the earliest); the last round's stop; every
+    round's skipped strategies (a later round's named with its round); the rounds' seconds
+    summed; the e-graph of the winner's round. Every candidate is a whole graph priced by the
+    same cost model, so they compare across rounds.
+    """
+    if len(reports) == 1:
+        return reports[0]
+    cands: list[Candidate] = []
+    skipped: list[tuple[str, str]] = []
+    egraphs: list[Any] = []
+    for n, report in enumerate(reports, start=1):
+        for c in report.candidates:
+            cands.append(replace(c, index=len(cands), round=n))
+            egraphs.append(report.best_egraph)
+        skipped += [(s if n == 1 else f"{s} (round {n})", why) for s, why in report.skipped]
+    winner = min(cands, key=lambda c: (c.cost_ms, c.index)).index if cands else None
+    best_egraph = egraphs[winner] if winner is not None else reports[-1].best_egraph
+    seconds = sum(r.seconds for r in reports)
+    return PortfolioReport(tuple(cands), winner, reports[-1].stop, tuple(skipped), seconds, best_egraph)
 
 
 def node_cap_for(memory_limit: int | None, bytes_per_enode: float) -> int | None:
