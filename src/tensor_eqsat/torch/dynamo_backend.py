@@ -344,6 +344,8 @@ def _compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> 
             "rules_applied": _rule_names(result),
             "predicted_gain_pct": result.speedup_pct,
             "cache": "miss" if cache is not None else "off",
+            "rounds": len(result.rounds),
+            "fixpoint": result.fixpoint,
         }
         same = graph_fingerprint(optimized) == graph_fingerprint(tr.graph)
         if same or result.speedup_pct <= 0:
