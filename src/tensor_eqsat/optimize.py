@@ -864,6 +864,7 @@ RUN_FILES = (
     "original.dot",
     "optimized.dot",
     "portfolio.json",
+    "rounds.json",
     "complete.json",
 )
 """Every file :func:`save_run` may write into a run directory (the marker included)."""
@@ -872,7 +873,8 @@ RUN_FILES = (
 def save_run(result: OptimizeResult, directory: str | Path) -> Path:
     """Write a run directory: settings.json, stats.json (headline numbers and stats),
     steps.json (the step log), original/optimized graphs as JSON and DOT, for an ``auto`` run
-    portfolio.json (every candidate, the winner), and last the
+    portfolio.json (every candidate, the winner), rounds.json (each search round, why the last
+    was the last, and whether the result is a fixpoint), and last the
     completion marker ``complete.json`` (see :func:`tensor_eqsat.outputs.write_dir`). Returns the
     directory; raises OutputError naming it when it cannot be written."""
     stats = {**result.summary(), "stats": result.stats.to_dict()}
@@ -887,5 +889,8 @@ def save_run(result: OptimizeResult, directory: str | Path) -> Path:
     }
     if result.portfolio is not None:
         files["portfolio.json"] = json.dumps(result.portfolio.to_dict(), indent=2) + "\n"
+    if result.rounds:
+        rounds = {k: stats[k] for k in ("rounds", "rounds_stop", "fixpoint")}
+        files["rounds.json"] = json.dumps(rounds, indent=2) + "\n"
     assert set(files) <= set(RUN_FILES)
     return write_dir(directory, files)
