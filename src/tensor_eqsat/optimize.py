@@ -278,7 +278,7 @@ def optimize(
     k_multi = cfg.k_multi if cfg.k_multi is not None else (info.k_multi if info is not None else 1)
     run = _Run(cfg, name, cm, actions, k_multi, deadline)
     ts = time.perf_counter()
-    first = _round(run, source, egraph, progress, None)
+    first = _round(run, source, egraph, progress, None, 1)
     return _more_rounds(run, first, time.perf_counter() - ts, progress)
 
 
@@ -342,11 +342,17 @@ class RoundsStop(Enum):
 
 
 def _round(
-    run: _Run, source: Graph, egraph: EGraph | None, progress: ProgressFn | None, hint: Graph | None
+    run: _Run,
+    source: Graph,
+    egraph: EGraph | None,
+    progress: ProgressFn | None,
+    hint: Graph | None,
+    index: int,
 ) -> OptimizeResult:
-    """One round of the search on ``source`` (the body of :func:`optimize`): a fresh e-graph
-    (or the caller's ``egraph``), fold-first, the construction or the portfolio, the final
-    extraction (warm-started from ``hint`` when given: a later round's input)."""
+    """Round ``index`` (1 for the first) of the search on ``source`` (the body of
+    :func:`optimize`): a fresh e-graph (or the caller's ``egraph``), fold-first, the
+    construction or the portfolio, the final extraction (warm-started from ``hint`` when given:
+    a later round's input)."""
     cfg, name, cm, actions, k_multi, deadline = (
         run.cfg, run.name, run.cm, run.actions, run.k_multi, run.deadline,
     )  # fmt: skip
@@ -361,8 +367,10 @@ def _round(
     # portfolio; a one-stage schedule (mcts, saturate, a Construction) grows this e-graph itself.
     schedule = cfg.schedule()
     if cfg.search is Search.AUTO:
+        limit = cfg.max_rounds()
+        follow = limit is None or index < limit
         result = _optimize_auto(
-            source, egraph, name, cfg, cm, actions, k_multi, progress, deadline, build_s, hint
+            source, egraph, name, cfg, cm, actions, k_multi, progress, deadline, build_s, hint, follow
         )
         return replace(result, rule_counts=_with_counts(result.rule_counts, folded))
     construction = cfg.construction(cm, k_multi, schedule[0])
@@ -415,7 +423,7 @@ def _more_rounds(
         n = len(results) + 1
         ts = time.perf_counter()
         try:
-            nxt = _round(run, best.graph, None, _round_progress(progress, n), best.graph)
+            nxt = _round(run, best.graph, None, _round_progress(progress, n), best.graph, n)
         except KeyboardInterrupt:
             log.warning("interrupted in round %d: returning the best of %d round(s)", n, len(results))
             why = RoundsStop.INTERRUPTED
@@ -587,6 +595,7 @@ def _optimize_auto(
     clock: Deadline,
     build_s: float,
     hint: Graph | None = None,
+    rounds_follow: bool = False,
 ) -> OptimizeResult:
     """The ``auto`` search: the portfolio (:mod:`tensor_eqsat.search.portfolio`) until the
     ``clock``'s deadline; the cheapest candidate is the result, and the other finalists are guard
@@ -604,6 +613,7 @@ def _optimize_auto(
         ilp_cost=IlpReward(cm, replace(cfg.ilp, time_limit=AUTO_ILP_REWARD_SECONDS))
         if cfg.portfolio.ilp_mcts
         else None,
+        rounds_follow=rounds_follow,
     )
     ts = time.perf_counter()
     finalize = _finalizer(cm, cfg)
