@@ -50,7 +50,13 @@ from tensor_eqsat.rules.sets import FOLD_FIRST, RuleSet, load_rule_set, resolve_
 from tensor_eqsat.search.actions import Actions
 from tensor_eqsat.search.construction import ConstructionReport, Progress, ProgressFn, StepLog
 from tensor_eqsat.search.env import ExtractorCost
-from tensor_eqsat.search.portfolio import Extraction, Portfolio, PortfolioReport, combine_rounds
+from tensor_eqsat.search.portfolio import (
+    ROUND_MIN_GAIN,
+    Extraction,
+    Portfolio,
+    PortfolioReport,
+    combine_rounds,
+)
 from tensor_eqsat.search.runner import Runner, RunnerConfig
 from tensor_eqsat.search.stop import StopReason
 
@@ -295,10 +301,6 @@ class _Run:
     deadline: Deadline
 
 
-ROUND_MIN_GAIN = 1e-6
-"""A round gained something when its best graph costs less than the graph it started from by
-more than this fraction (a millionth: what float rounding of a sum of kernel costs can move,
-so that a fixpoint is not missed over noise)."""
 MIN_ROUND_SECONDS = 0.5
 """A round after the first is not started with less time left than this (the portfolio's
 :data:`~tensor_eqsat.search.portfolio.MIN_STAGE_SECONDS`: it could not finish a stage)."""
@@ -614,6 +616,7 @@ def _optimize_auto(
         if cfg.portfolio.ilp_mcts
         else None,
         rounds_follow=rounds_follow,
+        start_cost=cm.graph_cost(source) if rounds_follow else None,
     )
     ts = time.perf_counter()
     finalize = _finalizer(cm, cfg)

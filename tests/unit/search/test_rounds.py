@@ -195,3 +195,18 @@ def test_the_run_directory_lists_the_rounds(tmp_path):
 def test_bad_rounds_are_refused(rounds):
     with pytest.raises(ConfigError, match="rounds"):
         OptimizeConfig(rounds=rounds)
+
+
+def test_a_round_that_gained_leaves_the_optional_stages_to_the_last_round():
+    kw = {k: v for k, v in AUTO_SATURATE.items() if k != "schedule"}  # the default schedule
+    r = optimize(nasrnn(), **kw)
+    pf = r.portfolio
+    assert pf is not None and len(r.rounds) >= 2 and r.fixpoint
+    why = "the round gained: the next round starts from its best graph"
+    deferred = [s for s, w in pf.skipped if w == why]
+    assert deferred and all("(round" not in s or f"(round {len(r.rounds)})" not in s for s in deferred)
+    # The last round gained nothing before them, so it ran them (or skipped them for another reason).
+    last = [s for s, w in pf.skipped if s.endswith(f"(round {len(r.rounds)})") and w == why]
+    assert last == []
+    one = optimize(nasrnn(), **kw, rounds=1)  # no round follows: the whole schedule, as before
+    assert one.portfolio is not None and all(w != why for _, w in one.portfolio.skipped)
