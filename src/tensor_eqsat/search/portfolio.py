@@ -83,6 +83,9 @@ ROUND_MIN_GAIN = 1e-6
 """A search round gained something when its best graph costs less than the graph it started
 from by more than this fraction (a millionth: what float rounding of a sum of kernel costs can
 move, so that a fixpoint is not missed over noise; ``OptimizeConfig.rounds``)."""
+DEFERRED = "optional stages"
+"""What a round that gained reports as skipped for the optional stages it left to the next
+(``Portfolio.rounds_follow``)."""
 MIN_STAGE_SECONDS = 0.5
 """A strategy is not started with less time left than this: it could not finish a step."""
 MIN_FIRST_STAGE_SECONDS = 0.2
@@ -369,13 +372,16 @@ class Portfolio:
         run = _Stage(self, source, actions, finalize, seed, deadline, progress, t0, hint)
         ladder: _Ladder | None = None
         first_mcts: list[Candidate | None] = []  # the first MCTS stage's candidate, once it ran
+        deferred = False  # optional stages left to a later round (``rounds_follow``)
         for stage in cfg.schedule:
             if stage.enabled_by is not None and not getattr(cfg, stage.enabled_by):
                 continue
             if stage.enabled_by is not None and self._gained():
-                self._skipped.append(
-                    (stage.name, "the round gained: the next round starts from its best graph")
-                )
+                if not deferred:  # (one line for them all)
+                    self._skipped.append(
+                        (DEFERRED, "the round gained: the next round starts from its best graph")
+                    )
+                deferred = True
                 continue
             share = self._share(stage.share)
             if stage.kind is StageKind.SATURATE:
