@@ -31,9 +31,16 @@ def nasrnn() -> Any:
     return zoo.get("nasrnn", **REDUCED_PARAMS["nasrnn"])
 
 
-SATURATE = {"model": "nasrnn", "search": "saturate", "node_limit": 200, "final_extractor": "greedy-dag"}
+SATURATE = {
+    "model": "nasrnn",
+    "search": "saturate",
+    "node_limit": 200,
+    "final_extractor": "greedy-dag",
+    "target": "a100",  # (the figures in these tests' comments are the A100 roofline's)
+}
 AUTO_SATURATE = {
     "model": "nasrnn",
+    "target": "a100",
     "search": "auto",
     "node_limit": 200,
     "final_extractor": "greedy-dag",
@@ -95,7 +102,15 @@ def test_auto_runs_rounds_by_default_with_the_same_portfolio():
 def test_mcts_and_saturate_alone_run_one_round_by_default():
     g = nasrnn()
     sat = optimize(g, **SATURATE)
-    mcts = optimize(g, model="nasrnn", search="mcts", node_limit=200, budget=2, final_extractor="greedy-dag")
+    mcts = optimize(
+        g,
+        model="nasrnn",
+        search="mcts",
+        node_limit=200,
+        budget=2,
+        final_extractor="greedy-dag",
+        target="a100",
+    )
     for r in (sat, mcts):
         assert len(r.rounds) == 1
         assert "rounds" not in r.settings.to_dict()  # the paper's runs' settings, as they were
@@ -116,6 +131,7 @@ def test_the_same_seed_gives_the_same_rounds_and_the_same_graph():
         "node_limit": 200,
         "budget": 2,
         "final_extractor": "greedy-dag",
+        "target": "a100",
     }
     runs = [optimize(nasrnn(), **kw, rounds=0, seed=3) for _ in range(2)]
     a, b = (
@@ -174,7 +190,14 @@ def test_ctrl_c_in_a_later_round_hands_back_the_best_of_the_rounds_before():
 
 def test_ctrl_c_in_a_later_round_of_a_one_construction_search():
     g = nasrnn()
-    r = optimize(g, search=SlowLater("interrupt"), model="nasrnn", final_extractor="greedy-dag", rounds=0)
+    r = optimize(
+        g,
+        search=SlowLater("interrupt"),
+        model="nasrnn",
+        final_extractor="greedy-dag",
+        rounds=0,
+        target="a100",
+    )
     assert len(r.rounds) == 1 and r.rounds_stop is RoundsStop.INTERRUPTED
     assert r.stop_reason is StopReason.INTERRUPTED and r.optimized_cost_ms < r.original_cost_ms
 
