@@ -16,7 +16,7 @@ from tensor_eqsat.commands._common import (
     seed,
     stdout,
 )
-from tensor_eqsat.errors import FormatError
+from tensor_eqsat.errors import ExitCode, FormatError
 from tensor_eqsat.io.equivalence import BACKENDS, verify
 
 NAME = "verify"
@@ -93,4 +93,4 @@ def run(args: argparse.Namespace) -> int:
                 )
             stdout.print(table)
         stdout.print(report.summary(), markup=False, highlight=False)
-    return 0 if report.ok else 1
+    return ExitCode.OK if report.ok else ExitCode.CHECK_FAILED
