@@ -116,6 +116,15 @@ def _part_run_s(part: Any) -> float:
     return float(got)
 
 
+def check_sides(graph: Graph) -> int:
+    """Models a check of ``graph`` prepares and runs: the original (its float32 reference) and the
+    result, and in float16 or bfloat16 the original in its own precision too, whose error against
+    the reference is the measure of the result's (:mod:`tensor_eqsat.io.accuracy`)."""
+    from tensor_eqsat.ir.cast import precision
+
+    return 2 if precision(graph) is DType.FLOAT32 else 3
+
+
 def op_count(graph: Graph) -> int:
     """Operators of ``graph`` (leaves not counted)."""
     return sum(not n.spec.is_leaf for n in graph.nodes)
@@ -332,19 +341,21 @@ class Checker:
         self.backend, self.device, self.seed = backend, device, seed
         self.throughput = throughput or Throughput.load(f"{backend}:{device}")
         self.bytes, self.ops = weight_bytes(graph), op_count(graph)
-        self.run_s = 2 * run_seconds(graph)
+        self.sides = check_sides(graph)
+        self.run_s = self.sides * run_seconds(graph)
         self._reference: Any = None
         self._changes_s: float | None = None
         self._load_backend()  # before the search's share of the budget is set
 
     def whole_s(self) -> float:
         """Predicted seconds of the whole-graph check (both models prepared and run)."""
-        return self.throughput.predict(2 * self.bytes, 2 * self.ops, self.run_s)
+        return self.throughput.predict(self.sides * self.bytes, self.sides * self.ops, self.run_s)
 
     def one_trial_s(self) -> float:
         """Predicted seconds of a whole-graph check cut to its first trial (both models prepared,
         each run once): the least a whole check takes, as its deadline stops it between trials."""
-        return self.throughput.predict(2 * self.bytes, 2 * self.ops, self.run_s / CHECK_TRIALS)
+        n = self.sides
+        return self.throughput.predict(n * self.bytes, n * self.ops, self.run_s / CHECK_TRIALS)
 
     def changes_s(self) -> float:
         """Predicted seconds of checking what changed, at most: each distinct block of the graph
@@ -358,8 +369,9 @@ class Checker:
         rewritten its own way, did not fit in bfloat16 at 60 s.
         """
         if self._changes_s is None:
+            n = self.sides
             self._changes_s = sum(
-                self.throughput.predict(2 * b, 2 * o, 2 * r) for b, o, r in distinct_parts(self.graph)
+                self.throughput.predict(n * b, n * o, n * r) for b, o, r in distinct_parts(self.graph)
             )
         return self._changes_s
 
@@ -436,7 +448,10 @@ class Checker:
                 importlib.import_module(module)
 
     def _part_s(self, part: Any) -> float:
-        return self.throughput.predict(part.weight_bytes, part.ops, _part_run_s(part))
+        share = self.sides / 2  # a part's figures count its original and its result once each
+        return self.throughput.predict(
+            int(share * part.weight_bytes), int(share * part.ops), share * _part_run_s(part)
+        )
 
     def _unchecked(self, need: float, left: float, what: str) -> str:
         return (
@@ -450,10 +465,16 @@ class Checker:
 
         t0 = time.perf_counter()
         if self._reference is None:
-            self._reference = Reference(self.source, seed=self.seed, backend=self.backend, device=self.device)
+            # An ONNX original already imported as ``self.graph``: its float32 reference is made
+            # from that, not from a second import.
+            graph = None if isinstance(self.source, Graph) else self.graph
+            self._reference = Reference(
+                self.source, seed=self.seed, backend=self.backend, device=self.device, graph=graph
+            )
         verdict = self._reference.check(artifact, backend=self.backend, device=self.device, deadline=deadline)
         seconds = time.perf_counter() - t0
-        self.throughput.record(2 * self.bytes, 2 * self.ops, seconds, self.run_s * _ran(verdict))
+        n = self.sides
+        self.throughput.record(n * self.bytes, n * self.ops, seconds, self.run_s * _ran(verdict))
         return verdict
 
     def _parts(self, parts: Sequence[Any], deadline: Deadline, artifact: Any = None) -> Any:
@@ -470,8 +491,10 @@ class Checker:
             t0 = time.perf_counter()
             ref = Reference(part.original, seed=self.seed, backend=self.backend, device=self.device)
             report = ref.check(part.optimized, backend=self.backend, device=self.device, deadline=deadline)
-            run_s = _part_run_s(part) * _ran(report)
-            self.throughput.record(part.weight_bytes, part.ops, time.perf_counter() - t0, run_s)
+            share = self.sides / 2
+            run_s = share * _part_run_s(part) * _ran(report)
+            seconds = time.perf_counter() - t0
+            self.throughput.record(int(share * part.weight_bytes), int(share * part.ops), seconds, run_s)
             reports.append(report)
             if not report.ok:
                 break

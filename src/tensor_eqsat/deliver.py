@@ -338,7 +338,7 @@ def deliver(
     guard_runtime = runtime
     notes: list[str] = []
     if guard_runtime is None and dcfg.guard:
-        why = target.unavailable()
+        why = target.unavailable(precision(src.graph))
         guard_runtime = target.runtime(dcfg.threads) if why is None else None
         if why is not None and config is not None and config.target is not None:
             notes.append(f"no measurement on target {target.name}: {why}")
