@@ -270,7 +270,8 @@ def test_guard_times_both_graphs_on_the_cpu():
     )
     assert close(got, expected)
     m = report.measured
-    assert m is not None and m["runs"] == 8 and m["original_ms"] > 0
+    # Half the runs first; all of them where that short timing decides nothing clearly.
+    assert m is not None and m["runs"] in (4, 8) and m["original_ms"] > 0
     assert report.kept_original == (m["speedup_pct"] <= m["noise_pct"])
     assert ("no measured gain" in report.reason) == report.kept_original
 
