@@ -248,6 +248,7 @@ def check_rewrite(
     rtol: float,
     atol: float,
     device: str = "cpu",
+    mutable: Sequence[int] = (),
 ) -> Checked:
     """Whether ``optimized`` computes what ``original`` does (GraphModules with one signature).
 
@@ -265,6 +266,10 @@ def check_rewrite(
     (:class:`~tensor_eqsat.torch.reference.ReferenceUnavailable`), the original runs in its own
     dtype instead and the verdict says so. A correct rewrite differs from the reference by
     rounding only; a wrong one (a sign flip, a swapped operand) by the values' own size.
+
+    mutable: the positions of the arguments the graphs update in place (a KV cache). Each run
+    gets its own copies of them (the caller's are not touched), and they are compared after the
+    run like outputs (:func:`~tensor_eqsat.torch.effects.with_states`). Default none.
     """
     import torch
 
@@ -274,9 +279,16 @@ def check_rewrite(
     dtype = model_dtype(original, args)
     tf32 = uses_tf32(torch, device)
     r, t = _tolerance_of(dtype, rtol, atol, tf32)
+    if mutable:
+        from tensor_eqsat.torch.effects import with_states
+
+        names = [n.name for n in original.graph.nodes if n.op == "placeholder"]
+        kept = [names[i] for i in mutable]
+        original, optimized = with_states(original, kept), with_states(optimized, kept)
     with torch.no_grad():
-        got = optimized(*args)
+        got = optimized(*fresh_copies(args, mutable))
     why = ""
+    args = fresh_copies(args, mutable)
     try:
         reference = float32_reference(original, args)
     except ReferenceUnavailable as exc:
@@ -286,12 +298,18 @@ def check_rewrite(
     own: Any = None
     if reference is None or like is None or (dtype != "float32" and _has_exact_outputs(like)):
         with torch.no_grad():
-            own = original(*args)
+            own = original(*fresh_copies(args, mutable))
     verdict = Verdict("float32" if reference is not None else "same dtype", dtype, r, t, tf32, why)
     ok, diff, what, used = _compare(
         reference if reference is not None else own, got, own if like is None else like, own, r, t
     )
     return Checked(ok, diff, what, verdict, used)
+
+
+def fresh_copies(args: Sequence[Any], mutable: Sequence[int]) -> list[Any]:
+    """``args`` with the arguments at ``mutable`` (updated in place by the graph) copied."""
+    index = set(mutable)
+    return [a.clone() if i in index else a for i, a in enumerate(args)]
 
 
 def _tolerance_of(dtype: str, rtol: float, atol: float, tf32: bool) -> tuple[float, float]:
@@ -444,6 +462,7 @@ def deliver_fx(
     trusted: bool = False,
     cached_reason: str | None = None,
     frozen: Sequence[int] | None = None,
+    mutable: Sequence[int] = (),
 ) -> Delivery:
     """Check ``optimized`` against ``original`` (GraphModules with the same signature), hand the
     one to keep to ``cfg.then``, and on a measurable target keep the optimized one only when it
@@ -455,11 +474,13 @@ def deliver_fx(
     frozen: the positions of the parameter and buffer arguments, for Inductor's freezing
         (:func:`compile_with`): both graphs are handed on the same way, so that the guard
         compares like with like. Default None: ``then`` as it is.
+    mutable: the positions of the arguments the graphs update in place: checked after the run
+        too, and the check and the guard run on copies of them (:func:`check_rewrite`).
     """
     import torch
 
-    args = list(example_inputs)
-    checked = check_rewrite(original, optimized, args, cfg.rtol, cfg.atol, device)
+    checked = check_rewrite(original, optimized, example_inputs, cfg.rtol, cfg.atol, device, mutable)
+    args = fresh_copies(example_inputs, mutable)  # the guard's runs update copies
     ok, diff, what, check = checked.ok, checked.max_diff, checked.what, checked.describe()
     tc = time.perf_counter()
     if not ok:

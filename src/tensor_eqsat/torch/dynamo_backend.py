@@ -14,12 +14,14 @@ it returns carries a :class:`~tensor_eqsat.torch.report.BackendReport` (``.repor
 one is also ``backend.report``.
 
 Soundness: inference only. A graph that records gradients, runs in training mode, has a random
-op or an in-place update of an input, parameter or view, or has dynamic (symbolic) shapes is
-handed on unchanged, with one warning. Shapes are specialised: Dynamo recompiles for new shapes
-(compile with ``dynamic=False`` so that it does not switch to symbolic shapes), and each shape
-is optimized once, then served from the cache. Frozen weights are checked at each call: when a
-parameter tensor is replaced or updated in place after compiling, the call runs the original
-graph (and warns once).
+op, an in-place update of a view that is read after it, or dynamic (symbolic) shapes is handed on
+unchanged, with one warning. In-place updates of inputs and buffers (a KV cache's
+``index_copy_``, a counter's ``add_``) are kept in order (:mod:`tensor_eqsat.torch.effects`):
+the rest of the graph is rewritten, and the buffers updated are never frozen. Shapes are
+specialised: Dynamo recompiles for new shapes (compile with ``dynamic=False`` so that it does not
+switch to symbolic shapes), and each shape is optimized once, then served from the cache. Frozen
+weights are checked at each call: when a parameter tensor is replaced or updated in place after
+compiling, the call runs the original graph (and warns once).
 """
 
 from __future__ import annotations
@@ -367,6 +369,7 @@ def _compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> 
             trusted=hit is not None,
             cached_reason=cached_reason,
             frozen=frozen_args,
+            mutable=[i for i, p in enumerate(tr.placeholders) if p.name in tr.mutable],
         )
     except (GraphError, TensorEqsatError) as exc:
         reason = f"the rewritten graph could not be rebuilt ({exc}): original kept"
