@@ -29,11 +29,15 @@ floating inputs cast to that dtype explicitly (IR ``cast`` ops; a weight rounded
 has the dtypes the eager run has. The rebuilt graph runs mapped ops with those explicit dtypes
 outside any region, and each opaque call inside the regions it was recorded in.
 
-In-place ops on fresh intermediates are taken functionally (``relu_(x)`` is ``relu(x)``, later
-readers of ``x`` read the result); an in-place op on a graph input, a parameter or a view, a
-random op, or a training-mode op raises :class:`Unsupported`, and the backend keeps the
-original graph. Only float32, float16 and bfloat16 tensors reach mapped ops; other dtypes flow
-between opaque nodes.
+In-place ops on fresh intermediates, and on tensors computed here from constants, are taken
+functionally (``relu_(x)`` is ``relu(x)``, later readers of ``x`` read the result); so is one on a
+view whose base no other node shares (a 3-d linear's result). In-place updates of graph inputs and
+buffers (a KV cache's ``index_copy_``, a counter's ``add_``, ``cache[:, pos] = k``) are kept as
+ordered effects, and the buffers they update are never frozen (:mod:`tensor_eqsat.torch.effects`).
+An in-place op whose update another name for the same memory, read after it, would see, a random
+op, or a training-mode op raises :class:`Unsupported`, and the backend keeps the original graph.
+Only float32, float16 and bfloat16 tensors reach mapped ops; other dtypes flow between opaque
+nodes.
 
 Why the Dynamo graph and not the ATen graph of ``aot_autograd``: the result is handed to the next
 backend (Inductor by default), which expects the Dynamo-level graph and runs its own
