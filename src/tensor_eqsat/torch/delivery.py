@@ -288,9 +288,8 @@ def check_rewrite(
     with torch.no_grad():
         got = optimized(*fresh_copies(args, mutable))
     why = ""
-    args = fresh_copies(args, mutable)
     try:
-        reference = float32_reference(original, args)
+        reference = float32_reference(original, fresh_copies(args, mutable))
     except ReferenceUnavailable as exc:
         log.info("tensor_eqsat: checking against the original in its own dtype: %s", exc)
         reference, why = None, str(exc)

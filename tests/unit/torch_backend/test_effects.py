@@ -251,3 +251,34 @@ def test_an_input_updated_in_place_is_updated_as_in_eager():
     torch.testing.assert_close(got, expected)
     torch.testing.assert_close(mine, theirs)  # the input doubled, once
     assert te_torch.backend.report.fallback is None
+
+
+class LastSlot(torch.nn.Module):
+    """A bfloat16 cache written at an integer counter that then steps: with the counter at the
+    last slot, a second run on the updated state indexes past the end."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.k = torch.nn.Linear(8, 8)
+        self.register_buffer("pos", torch.tensor([3]))
+        self.register_buffer("cache", torch.zeros(1, 4, 8))
+
+    def forward(self, x):
+        self.cache.index_copy_(1, self.pos, self.k(x))
+        self.pos.add_(1)
+        return self.cache.sum(1) * 2.0
+
+
+def test_every_run_of_the_bf16_check_starts_from_the_callers_state():
+    torch.manual_seed(0)
+    model = LastSlot().to(torch.bfloat16).eval()
+    model.pos = torch.tensor([3])
+    twin = copy.deepcopy(model)
+    x = torch.randn(1, 1, 8, dtype=torch.bfloat16)
+    with torch.no_grad():
+        got = _compile(model)(x)
+        expected = twin(x)
+    assert te_torch.backend.report.fallback is None, te_torch.backend.report.message
+    torch.testing.assert_close(got, expected)
+    assert model.pos.item() == 4
+    torch.testing.assert_close(model.cache, twin.cache)  # bfloat16 rounding of a rewritten linear
