@@ -14,16 +14,19 @@ it returns carries a :class:`~tensor_eqsat.torch.report.BackendReport` (``.repor
 one is also ``backend.report``.
 
 Soundness: inference only. A graph that records gradients, runs in training mode, has a random
-op or an in-place update of an input, parameter or view is handed on unchanged, with one
-warning. Symbolic shapes (``dynamic=True``, or Dynamo's automatic dynamic shapes after a second
-shape) are optimized for their whole range (:mod:`tensor_eqsat.torch.sym_shapes`): the rewritten
-graph stays symbolic, so the next backend compiles it once; the check and the guard run at the
-example's sizes (the hints), and nothing here evaluates a SymInt (which would add a guard and
-specialise the graph). With ``dynamic=False`` each shape is optimized once, then served from the
-cache (whose key holds a symbolic graph's ranges, not its hints). Frozen weights are checked at
-each call: when a parameter tensor is replaced or updated in place after compiling, the call
-runs the original graph (and warns once): every weight the compiled graph holds is checked, with Inductor's
-freezing all of them, sampled values included (:mod:`tensor_eqsat.torch.stamp`).
+op, or an in-place update of a view that is read after it is handed on unchanged, with one
+warning. In-place updates of inputs and buffers (a KV cache's ``index_copy_``, a counter's
+``add_``) are kept in order (:mod:`tensor_eqsat.torch.effects`): the rest of the graph is
+rewritten, and the buffers updated are never frozen. Symbolic shapes (``dynamic=True``, or
+Dynamo's automatic dynamic shapes after a second shape) are optimized for their whole range
+(:mod:`tensor_eqsat.torch.sym_shapes`): the rewritten graph stays symbolic, so the next backend
+compiles it once; the check and the guard run at the example's sizes (the hints), and nothing here
+evaluates a SymInt (which would add a guard and specialise the graph). With ``dynamic=False`` each
+shape is optimized once, then served from the cache (whose key holds a symbolic graph's ranges,
+not its hints). Frozen weights are checked at each call: when a parameter tensor is replaced or
+updated in place after compiling, the call runs the original graph (and warns once): every weight
+the compiled graph holds is checked, with Inductor's freezing all of them, sampled values included
+(:mod:`tensor_eqsat.torch.stamp`).
 """
 
 from __future__ import annotations
@@ -355,6 +358,7 @@ def _compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> 
             trusted=hit is not None,
             cached_reason=cached_reason,
             frozen=frozen_args,
+            mutable=[i for i, p in enumerate(tr.placeholders) if p.name in tr.mutable],
         )
     except (GraphError, TensorEqsatError) as exc:
         reason = f"the rewritten graph could not be rebuilt ({exc}): original kept"

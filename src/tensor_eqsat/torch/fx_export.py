@@ -10,7 +10,9 @@ from the parameter's placeholder instead: no copy); the torch calls of each mapp
 each opaque op a copy of the original FX node, its arguments wired to the rebuilt tensors, inside
 the ``torch.autocast`` regions it ran in (each replayed around it: mapped ops carry their dtypes
 explicitly and run outside any region). Parameters read by opaque nodes stay the placeholders
-they were (live values, as in the original).
+they were (live values, as in the original). An in-place update of an input or buffer is emitted
+as it was, every read of that buffer on the side of the update it was on
+(:mod:`tensor_eqsat.torch.effects`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from tensor_eqsat.ir.graph import Graph, Node, TensorRef
 from tensor_eqsat.ir.symbolic import is_symbolic
 from tensor_eqsat.ir.torch_ops import TorchContext, same_pads, torch_pads, torch_step
 from tensor_eqsat.torch.autocast import is_autocast_call
+from tensor_eqsat.torch.effects import schedule
 from tensor_eqsat.torch.fx_import import Const, Ir, Seq, Translation, opaque_key
 from tensor_eqsat.torch.sym_shapes import DimEmitter, symbol_sources
 
@@ -95,9 +98,8 @@ class _Builder:
         values = self._fold(const)
         readers = {src for n in self.graph.nodes if n.id in live and n.id not in const for src, _ in n.inputs}
         readers |= {r[0] for r in outputs}
-        for n in self.graph.nodes:
-            if n.id not in live:
-                continue
+        for nid in schedule(self.tr, self.graph, live):
+            n = self.graph.nodes[nid]
             if n.id in const:
                 if n.id in readers:
                     origin = self.tr.weight_origin.get(self.graph.name_of(n.id)) if n.op == "weight" else None
@@ -176,6 +178,8 @@ class _Builder:
         from torch.fx.node import map_arg
 
         info = self.tr.opaque[opaque_key(self.graph, n.id)]
+        if info.role == "version":
+            return self.env[n.inputs[0]]  # the buffer read again, after the update (an input)
         if is_autocast_call(info.node):
             return None  # the regions are replayed around each opaque call inside them (below)
         ins = [self.env[r] for r in n.inputs]

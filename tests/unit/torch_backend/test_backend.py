@@ -17,7 +17,6 @@ from torch_models import (  # noqa: E402
     FAST,
     Attention,
     BasicBlock,
-    InPlaceOnInput,
     InvertedResidual,
     Noisy,
     ResNeXtBlock,
@@ -155,7 +154,6 @@ def test_scalar_arithmetic_is_mapped():
     ("model", "why"),
     [
         (Noisy(), "random op"),
-        (InPlaceOnInput(), "in-place op"),
     ],
 )
 def test_unsound_graphs_fall_back_with_one_warning(model, why):
