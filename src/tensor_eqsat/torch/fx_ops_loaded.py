@@ -24,7 +24,6 @@ Every translation is exact; anything else raises :class:`~tensor_eqsat.torch.fx_
 from __future__ import annotations
 
 import math
-import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -56,11 +55,6 @@ def sdpa_dropout(args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
     return _arg(args, kwargs, 4, "dropout_p", 0.0)
 
 
-_BOOL_MASKS: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
-"""A constant boolean mask -> its additive form per dtype (one weight per mask, however many
-attention calls read it)."""
-
-
 def _additive_mask(
     tr: _Translator, mask_arg: Any, q: Tensor, causal: bool, keys: int
 ) -> tuple[Tensor | None, bool]:
@@ -78,11 +72,14 @@ def _additive_mask(
         if m.dtype == torch.bool:
             if bool(m.all()):
                 return None, False
-            forms = _BOOL_MASKS.setdefault(m, {})
-            if q.dtype not in forms:
+            # One additive form per mask and dtype in a translation (and one weight), however many
+            # attention calls read it; the mask is kept alive with it, so that ids stay unique.
+            forms = tr.__dict__.setdefault("_additive_masks", {})
+            key = (id(m), q.dtype)
+            if key not in forms:
                 zeros = torch.zeros(m.shape, dtype=getattr(torch, q.dtype))
-                forms[q.dtype] = zeros.masked_fill(~m.detach(), float("-inf"))
-            m = forms[q.dtype]
+                forms[key] = (m, zeros.masked_fill(~m.detach(), float("-inf")))
+            m = forms[key][1]
         elif str(m.dtype).removeprefix("torch.") != q.dtype:
             raise NotMapped("a mask of another dtype than the query")
         empties = bool(fully_masked_rows(torch, m.detach().float(), causal, q.shape[-2], keys).any())
