@@ -1,5 +1,5 @@
 """benchmarks/models_as_loaded.py in its quick mode: the models as users load them (issue 45) through
-the backend, small (a smoke run; the full-size figures are in docs/results-real.md)."""
+the backend, small (a smoke run; the full-size figures are in docs/torch.md, "Models as loaded")."""
 
 from __future__ import annotations
 
