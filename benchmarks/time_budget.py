@@ -62,9 +62,23 @@ def _verdict(data: dict[str, object]) -> str:
         scope = "" if verify.get("scope", "whole graph") == "whole graph" else " (parts)"
         if verify.get("planned_trials"):
             scope += f" {verify.get('trials')}/{verify['planned_trials']}"
-        return ("pass" if verify.get("ok") else "FAIL") + scope
+        return ("pass" if verify.get("ok") else "FAIL") + scope + _own_ratio(verify)
     notes = " ".join(str(n) for n in (d.get("notes") or data.get("notes") or []))
     return "unchecked" if "not checked" in notes else "-"
+
+
+def _own_ratio(verify: dict[str, object]) -> str:
+    """In reduced precision, `` err 1.3x own``: the result's largest error over the original's own
+    (io/accuracy.py; the check allows ``MULTIPLE`` times it plus a floor), worst output."""
+    outputs = verify.get("outputs")
+    if not verify.get("own_rule") or not isinstance(outputs, list):
+        return ""
+    ratios = [
+        float(o["max_abs_error"]) / float(o["own_error"])
+        for o in outputs
+        if isinstance(o, dict) and o.get("own_error")
+    ]
+    return f" err {max(ratios):.2f}x own" if ratios else ""
 
 
 def main() -> int:

@@ -32,6 +32,7 @@ from typing import Any
 
 from tensor_eqsat.clock import Deadline
 from tensor_eqsat.config import OptimizeConfig, Search
+from tensor_eqsat.cost.bounded import bound_timing
 from tensor_eqsat.cost.model import CostModel
 from tensor_eqsat.egraph.egraph import EGraph
 from tensor_eqsat.egraph.enode import ENode
@@ -240,7 +241,7 @@ def optimize(
     >>> g = Graph()
     >>> x = g.input((1, 64), name="x")
     >>> g.output(g.matmul(g.matmul(x, g.weight((64, 64), name="w1")), g.weight((64, 64), name="w2")))
-    >>> r = optimize(g, budget=4, node_limit=50, final_extractor="greedy-dag")
+    >>> r = optimize(g, budget=4, node_limit=50, final_extractor="greedy-dag", target="a100")
     >>> r.speedup_pct, r.stop_reason, r.steps[0].rule   # x·(W1·W2): W1·W2 is folded at load time
     (50.0, <StopReason.NODE_LIMIT: 'node limit'>, 'matmul-assoc-1')
     """
@@ -253,6 +254,7 @@ def optimize(
     info = _zoo_info(name, required=isinstance(graph, str))
     source: Graph = info.build() if isinstance(graph, str) else graph
     cm = cfg.cost_model_object(source)
+    bound_timing(cm, deadline)  # a measured cost model times ops within the deadline
     actions = Actions.from_rules(_resolve_rules(cfg.rules, info))
     k_multi = cfg.k_multi if cfg.k_multi is not None else (info.k_multi if info is not None else 1)
     _emit(progress, t0, "build")

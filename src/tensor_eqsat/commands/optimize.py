@@ -252,15 +252,11 @@ def _command_line(d: Delivery) -> str:
 
 
 def _why_kept(d: Delivery) -> str:
-    """Why the original was handed back, in a few words for the "written" line."""
-    if d.interrupted:
-        return "interrupted"
-    if d.guard is not None and d.guard.kept_original:
-        return "no measured gain"
-    r = d.result
-    if r is not None and r.optimized_cost_ms < r.original_cost_ms:
-        return "not checked or measured within the time budget"  # (the notes say which)
-    return "no predicted gain"
+    """Why the original was handed back, in a few words for the "written" line and the table:
+    the delivery's own reason (:class:`~tensor_eqsat.delivery_report.KeptReason`; the notes say more)."""
+    if d.kept_why is not None:
+        return d.kept_why.value
+    return "interrupted" if d.interrupted else "no predicted gain"
 
 
 def _summary_table(name: str, d: Delivery) -> Table:
@@ -288,8 +284,7 @@ def _summary_table(name: str, d: Delivery) -> Table:
         ("final extractor", f"{s.final_extractor} ({status})"),
         ("cost model", str(s.cost_model)),
         ("original cost", f"{r.original_cost_ms:.4f} ms"),
-        ("optimized cost", f"{r.optimized_cost_ms:.4f} ms"),
-        ("predicted speedup", f"{r.speedup_pct:.2f} %"),
+        *_result_rows(d),
         ("steps", f"{len(r.steps)} (stopped: {d.stop_detail or r.stop_reason.value})"),
         ("e-graph", f"{st.initial_enodes} -> {st.enodes} e-nodes, {st.classes} classes"),
         ("rules applied", _counts(r.rule_counts)),
@@ -317,6 +312,24 @@ def _summary_table(name: str, d: Delivery) -> Table:
     for k, v in rows:
         table.add_row(k, v)
     return table
+
+
+def _result_rows(d: Delivery) -> list[tuple[str, str]]:
+    """The rows of what was handed back: the optimized cost and its predicted speedup; with the
+    original kept, what the search found, marked as not handed back, and why (the guard's rows
+    say it where the guard ran)."""
+    r = d.result
+    assert r is not None
+    if not d.kept_original:
+        return [
+            ("optimized cost", f"{r.optimized_cost_ms:.4f} ms"),
+            ("predicted speedup", f"{r.speedup_pct:.2f} %"),
+        ]
+    found = f"{r.optimized_cost_ms:.4f} ms, predicted speedup {r.speedup_pct:.2f} % (not handed back)"
+    rows = [("search found", found)]
+    if d.guard is None:
+        rows.append(("result", f"original kept: {_why_kept(d)}"))
+    return rows
 
 
 def _target_line(target: Target, measured: bool, cost_model: str) -> str:

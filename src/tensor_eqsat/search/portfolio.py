@@ -110,6 +110,10 @@ class PortfolioConfig:
         cannot be cut short at the deadline (docs/notebook/settings.md, "ILP-rewarded MCTS").
     finalists: how many distinct candidates, cheapest first, the never-slower guard may measure.
         Default 3.
+    stall_candidates: end the schedule once this many candidates in a row did not lower the
+        best cost (the search has converged: its time is not spent on stages that find nothing
+        new; the PyTorch backend sets 3, issue 42 item 5). Default None: every stage runs while
+        time is left.
     schedule: the stages, in order (:mod:`tensor_eqsat.search.schedule`). Default
         :data:`~tensor_eqsat.search.schedule.AUTO_SCHEDULE`, the steps above.
     """
@@ -125,6 +129,7 @@ class PortfolioConfig:
     continue_mcts: bool = True
     ilp_mcts: bool = False
     finalists: int = 3
+    stall_candidates: int | None = None
     schedule: tuple[Stage, ...] = AUTO_SCHEDULE
 
     def __post_init__(self) -> None:
@@ -142,6 +147,13 @@ class PortfolioConfig:
             raise ConfigError(f"PortfolioConfig.stall_rungs must be positive, got {self.stall_rungs}")
         if self.finalists < 1:
             raise ConfigError(f"PortfolioConfig.finalists must be positive, got {self.finalists}")
+        if self.stall_candidates is not None and (
+            not isinstance(self.stall_candidates, int) or self.stall_candidates < 1
+        ):
+            raise ConfigError(
+                "PortfolioConfig.stall_candidates must be a positive integer or None, "
+                f"got {self.stall_candidates!r}"
+            )
         if not self.schedule:
             raise ConfigError("PortfolioConfig.schedule must have at least one stage")
         for stage in self.schedule:
@@ -272,6 +284,18 @@ class _OutOfTime(Exception):
     """The deadline passed: the schedule ends with the candidates it has."""
 
 
+def _converged(candidates: list[Candidate], stall: int | None) -> bool:
+    """Whether the last ``stall`` candidates all failed to lower the best cost before them."""
+    if stall is None or len(candidates) <= stall:
+        return False
+    before = min(c.cost_ms for c in candidates[:-stall])
+    return min(c.cost_ms for c in candidates[-stall:]) >= before * (1.0 - 1e-9)
+
+
+class _Converged(Exception):
+    """``stall_candidates`` candidates in a row gained nothing: the schedule ends early."""
+
+
 @dataclass
 class Portfolio:
     """The ``auto`` search: several constructions within a deadline, the cheapest extraction wins.
@@ -315,6 +339,12 @@ class Portfolio:
             self._schedule(source, actions, finalize, seed, deadline, progress, t0)
         except _OutOfTime:
             stop = StopReason.TIME_LIMIT
+        except _Converged:
+            stop = StopReason.DONE
+            n = self.config.stall_candidates
+            self._skipped.append(
+                ("the rest of the schedule", f"converged: {n} candidate(s) in a row without gain")
+            )
         except KeyboardInterrupt:
             stop = StopReason.INTERRUPTED
             log.warning("interrupted: returning the best of %d candidate(s)", len(self._candidates))
@@ -567,6 +597,8 @@ class _Stage:
             raise KeyboardInterrupt  # the solver caught the user's Ctrl-C: the run ends here
         if self.deadline is not None and time.perf_counter() >= self.deadline:
             raise _OutOfTime
+        if _converged(p._candidates, p.config.stall_candidates):
+            raise _Converged
         return cand
 
     def _emit(self, label: str, enodes: int, best: float | None = None) -> None:

@@ -24,7 +24,8 @@ class BackendReport:
     check: the check's verdict: pass or fail, the largest difference, what it compared with (the
         float32 reference, TF32 off) and at which tolerance (the precision the model runs in).
         Empty when nothing was checked (a fallback, no rewrite, a rebuild error).
-    seconds: time per phase (``translate``, ``optimize``, ``compile``, ``guard``, ``total``).
+    seconds: time per phase (``translate``, ``optimize``, ``check``: the rebuild and the numeric
+        check, ``compile``, ``guard``, ``total``).
     unfrozen: the original was handed on without Inductor's freezing, measured faster than frozen
         (:class:`~tensor_eqsat.torch.delivery.Delivery`); a cached decision keeps it so.
     """

@@ -183,7 +183,7 @@ def test_stitching_the_unoptimized_regions_gives_the_original_back(model, params
 def test_partitioned_optimization_keeps_the_numerics(model, params, target):
     g = get(model, **params)
     r = optimize_partitioned(
-        g, search="saturate", node_limit=400, time_limit=30, model=model,
+        g, search="saturate", node_limit=400, time_limit=30, model=model, target="a100",
         partition=PartitionConfig(target_enodes=target),
     )  # fmt: skip
     assert r.partition is not None and r.partition.regions > 1
@@ -192,7 +192,7 @@ def test_partitioned_optimization_keeps_the_numerics(model, params, target):
     report = verify(g, r.graph)
     assert report.ok, report
     # the stitched graph is an ordinary graph, priced whole by the run's cost model
-    cm = OptimizeConfig().cost_model_object()
+    cm = OptimizeConfig(target="a100").cost_model_object()
     assert cm.graph_cost(r.graph) == pytest.approx(r.optimized_cost_ms)
 
 
@@ -242,7 +242,9 @@ def test_time_left_over_searches_the_whole_graph_too(searched):
     y = g.matmul(x, g.weight((8, 8), name="a"))  # the cut between the two matmuls hides x·(A·B)
     g.output(g.matmul(y, g.weight((8, 8), name="b")))
     cfg = PartitionConfig(target_enodes=1, whole_min_seconds=0.5)
-    r = optimize_partitioned(g, search="saturate", node_limit=200, time_limit=10, partition=cfg)
+    r = optimize_partitioned(
+        g, search="saturate", node_limit=200, time_limit=10, partition=cfg, target="a100"
+    )
     assert r.partition is not None and r.partition.regions == 2
     assert searched == [3, 5]  # the two matmuls are one block, then the whole graph
     assert r.partition.whole_won and r.partition.whole_pct == pytest.approx(50.0)
