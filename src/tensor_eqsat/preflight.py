@@ -99,10 +99,10 @@ the result's and their difference)."""
 
 
 def _volume(shape: tuple[int, ...]) -> int:
-    try:
-        return math.prod(int(d) for d in shape)
-    except (TypeError, ValueError):  # (a symbolic dimension without a hint counts as 1)
-        return math.prod(d if isinstance(d, int) else 1 for d in shape)
+    """Elements of a tensor of ``shape``, a symbolic dimension at its hint (the size it runs at)."""
+    from tensor_eqsat.ir.symbolic import concrete
+
+    return math.prod(concrete(shape))
 
 
 def activation_bytes(graph: Graph) -> int:

@@ -212,3 +212,15 @@ def test_a_reduced_precision_check_on_the_cpu_starts_from_its_known_rate(tmp_pat
         == PRIOR_FACTORS["torch:cpu"]["bytes_factor"]
     )
     assert Throughput.load("ort:cpu", tmp_path).predict(100_000_000, 0) == 1.0
+
+
+def test_a_factor_that_stops_every_check_is_forgotten_by_the_checks_it_stops(tmp_path):
+    # Learned at load 11 (5.6 times the base rate), BERT's float16 check looked too long for a
+    # 20 s budget at every later run, so no check ran to correct it, even at load 4.
+    t = Throughput.load("ort:cpu", tmp_path)
+    for _ in range(3):
+        t.record(200_000_000, 0, 2.0 * 5.6)  # learned under load (bounded steps: 3, then 5.6)
+    assert t.predict(200_000_000, 0) > 4 * 2.0
+    for _ in range(3):
+        t.forget(200_000_000, 0)  # three checks skipped for want of time
+    assert Throughput.load("ort:cpu", tmp_path).predict(200_000_000, 0) < 2 * 2.0

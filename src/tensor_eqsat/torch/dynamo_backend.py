@@ -212,8 +212,12 @@ def _interrupted(result: Any) -> bool:
     """Whether a search ended on Ctrl-C (its own stop reason, or the portfolio's)."""
     from tensor_eqsat.search.stop import StopReason
 
-    portfolio = result.stats.construction.get("portfolio_stop") if result.stats is not None else None
-    return result.stop_reason is StopReason.INTERRUPTED or portfolio == StopReason.INTERRUPTED.value
+    # A result without statistics (a search of another kind) says it through its stop reason.
+    construction = getattr(getattr(result, "stats", None), "construction", None) or {}
+    stop = getattr(result, "stop_reason", None)
+    return (
+        stop is StopReason.INTERRUPTED or construction.get("portfolio_stop") == StopReason.INTERRUPTED.value
+    )
 
 
 def _structure(graph: Any) -> Any:
@@ -317,6 +321,8 @@ def _compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> 
             "rules_applied": _rule_names(result),
             "predicted_gain_pct": result.speedup_pct,
             "cache": "miss" if cache is not None else "off",
+            "rounds": len(result.rounds),
+            "fixpoint": result.fixpoint,
         }
         same = graph_fingerprint(optimized) == graph_fingerprint(tr.graph)
         if same or result.speedup_pct <= 0:

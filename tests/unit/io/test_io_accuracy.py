@@ -17,7 +17,7 @@ from tensor_eqsat.ir.graph import Graph
 
 DTYPES = ["float32", "float16", "bfloat16"]
 BACKENDS = ["interpreter"] + (["torch"] if importlib.util.find_spec("torch") else [])
-HAS_ONNX = importlib.util.find_spec("onnx") is not None and importlib.util.find_spec("onnxruntime") is not None
+HAS_ONNX = all(importlib.util.find_spec(m) is not None for m in ("onnx", "onnxruntime"))
 
 
 def affine(dtype: str, add: str | None = "bias", value: float = 0.2, seed: int = 0) -> Graph:

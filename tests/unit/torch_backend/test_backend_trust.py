@@ -71,7 +71,14 @@ def plant(monkeypatch, rewrite):
     """The search replaced by ``rewrite(graph)``, reported as a 5 % predicted gain."""
 
     def search(tr, target, cfg):
-        return types.SimpleNamespace(graph=rewrite(tr.graph), speedup_pct=5.0, settings=None, rule_counts={})
+        return types.SimpleNamespace(
+            graph=rewrite(tr.graph),
+            speedup_pct=5.0,
+            settings=None,
+            rule_counts={},
+            stats=None,
+            stop_reason=None,
+        )
 
     monkeypatch.setattr(backend_module, "_optimize", search)
 
