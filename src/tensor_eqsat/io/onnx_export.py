@@ -490,6 +490,32 @@ def _layernorm(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None
     ctx.node("LayerNormalization", ins, outs, axis=a["axis"], epsilon=a["eps"])
 
 
+@_emits("groupnorm")
+def _groupnorm(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
+    # InstanceNormalization over [N, groups, -1] (opset 6; GroupNormalization's per-channel
+    # scale needs opset 21), then the per-channel scale and bias: PyTorch's own export.
+    a, shape = n.attr_dict(), ctx.graph.shape_of(n.inputs[0])
+    groups, dtype = a["groups"], ctx.dtype_in(n)
+    grouped, normed, back, scaled = (
+        ctx.fresh(f"groupnorm_{n.id}_{p}") for p in ("grouped", "normed", "back", "scaled")
+    )
+    ctx.node(
+        "Reshape",
+        [ins[0], ctx.const(f"groupnorm_{n.id}_g", np.array([shape[0], groups, -1], np.int64))],
+        [grouped],
+    )
+    ones = ctx.const(f"groupnorm_{n.id}_ones", np.ones(groups, np.float32), dtype)
+    zeros = ctx.const(f"groupnorm_{n.id}_zeros", np.zeros(groups, np.float32), dtype)
+    ctx.node("InstanceNormalization", [grouped, ones, zeros], [normed], epsilon=a["eps"])
+    ctx.node("Reshape", [normed, ctx.const(f"groupnorm_{n.id}_x", np.array(shape, np.int64))], [back])
+    per_channel = np.array([shape[1]] + [1] * (len(shape) - 2), np.int64)
+    cols = [ctx.fresh(f"groupnorm_{n.id}_{p}") for p in ("scale", "bias")]
+    for src, col in zip(ins[1:], cols, strict=True):
+        ctx.node("Reshape", [src, ctx.const(f"groupnorm_{n.id}_c", per_channel)], [col])
+    ctx.node("Mul", [back, cols[0]], [scaled])
+    ctx.node("Add", [scaled, cols[1]], outs)
+
+
 @_emits("concat")
 def _concat(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
     ctx.node("Concat", ins, outs, axis=n.attr_dict()["axis"])
@@ -644,10 +670,16 @@ def _bnfold_weight(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> 
 
 @_emits("bnfold_bias")
 def _bnfold_bias(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
-    scale, bias, mean, var = ins
+    scale, bias, mean, var = ins[:4]
     shift = ctx.fresh(f"{n.op}_{n.id}_shift")
     ctx.node("Mul", [mean, _bn_multiplier(ctx, n, scale, var)], [shift])
-    ctx.node("Sub", [bias, shift], outs)
+    out_dtype = ctx.graph.dtype_of((n.id, 0))
+    if out_dtype == ctx.graph.dtype_of(n.inputs[1]):
+        ctx.node("Sub", [bias, shift], outs)
+        return
+    wide = ctx.fresh(f"{n.op}_{n.id}_wide")  # the fifth input's dtype (a folded weight's)
+    ctx.node("Sub", [bias, shift], [wide])
+    ctx.node("Cast", [wide], outs, to=DTYPE_ELEMS[out_dtype])
 
 
 @_emits("attention")
@@ -663,9 +695,18 @@ def _attention(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None
             c = ctx.const(f"attention_{n.id}_{part}_c", np.array(value, dtype=np.float32), ctx.dtype_in(n))
             ctx.node(op, [scores, c], [nxt])
             scores = nxt
-    if len(ins) == 4:
-        masked = ctx.fresh(f"attention_{n.id}_masked")
-        ctx.node("Add", [scores, ins[3]], [masked])
+    masks = list(ins[3:])
+    if a["masked_rows"] == "zero" and (masks or a["causal"]):
+        # Only FX graphs hold SDPA's semantics (0 in a row whose every key is masked), and they
+        # are rebuilt as FX; ONNX's Softmax gives NaN there.
+        raise GraphError(f"export: node {n.id} (attention with masked_rows=zero) has no exact ONNX form")
+    if a["causal"]:
+        rows, keys = ctx.graph.shape_of(n.inputs[0])[-2], ctx.graph.shape_of(n.inputs[1])[-1]
+        upper = np.where(np.triu(np.ones((rows, keys), bool), 1), -np.inf, 0.0).astype(np.float32)
+        masks.append(ctx.const(f"attention_{n.id}_causal", upper, ctx.dtype_in(n)))
+    for i, m in enumerate(masks):
+        masked = ctx.fresh(f"attention_{n.id}_masked{i}")
+        ctx.node("Add", [scores, m], [masked])
         scores = masked
     probs = ctx.fresh(f"attention_{n.id}_probs")
     ctx.node("Softmax", [scores], [probs], axis=-1)

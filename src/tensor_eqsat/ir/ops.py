@@ -31,7 +31,8 @@ merge), ``ops_layout`` (concat, split, reshape, transpose, dropout, noop), ``ops
 the ops of today's inference graphs (issue 33): ``ops_activation`` (silu, hardsigmoid,
 hardswish, clip, pow, rsqrt), ``ops_extent`` (pad, slice, expand, mean) and ``ops_inference``
 (bnfold_weight, bnfold_bias, attention: what inference rewrites introduce), then ``ops_dtype``
-(cast: reduced-precision graphs' float32 islands, issue 34); shared helpers live
+(cast: reduced-precision graphs' float32 islands, issue 34), then ``ops_norm`` (groupnorm: the
+models as loaded, issue 45); shared helpers live
 in ``ops_common``. A family module only lists its OpSpecs, so importing one directly cannot
 change the registration order. To add an op, append its OpSpec to its family's
 ``SPECS`` (or add a family module to ``_FAMILIES``).
@@ -48,6 +49,7 @@ from tensor_eqsat.ir import (
     ops_layout,
     ops_leaf,
     ops_matmul,
+    ops_norm,
     ops_opaque,
     ops_reduction,
     ops_weights,
@@ -70,6 +72,7 @@ _FAMILIES = (
     ops_extent,
     ops_inference,
     ops_dtype,
+    ops_norm,
 )
 
 for _family in _FAMILIES:

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from tensor_eqsat.errors import ShapeError
+from tensor_eqsat.ir.dtypes import DTypeError, default_infer
 from tensor_eqsat.ir.ops_common import A, activate, out_volume_flops, same_shape, sigmoid_numpy
 from tensor_eqsat.ir.opspec import AttrSpec, OpSpec
 from tensor_eqsat.ir.symbolic import broadcast_shapes
@@ -143,6 +144,16 @@ def _batchnorm(x: Sequence[np.ndarray], a: A) -> tuple[np.ndarray, ...]:
     return (out.astype(np.float32),)
 
 
+def _batchnorm_dtype(in_dtypes: Sequence[str], a: A, n: int) -> tuple[str, ...]:
+    """The input's dtype. The statistics share one dtype, the input's or float32: PyTorch computes
+    a bfloat16 input with float32 statistics in float32 and rounds once (batch norm under
+    autocast, whose convolutions run in bfloat16 and whose norms keep their float32 buffers)."""
+    params = default_infer("batchnorm", in_dtypes[1:], 1)[0]
+    if params not in (in_dtypes[0], "float32"):
+        raise DTypeError("batchnorm", f"statistics of dtype {params} for an input of dtype {in_dtypes[0]}")
+    return (in_dtypes[0],) * n
+
+
 SPECS.append(
     OpSpec(
         name="batchnorm",
@@ -153,6 +164,7 @@ SPECS.append(
         flops=out_volume_flops(2),
         kind=OpKind.ELEMENTWISE,
         positive_inputs=frozenset({4}),
+        infer_dtype=_batchnorm_dtype,
         doc="inference batch normalization over channel axis 1",
     )
 )

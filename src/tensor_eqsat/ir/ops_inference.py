@@ -5,7 +5,9 @@ Batch norm in inference is an affine map per channel, ``y = (x - mean) * s + bia
 ``s = scale / sqrt(var + eps)``. Folded into the convolution or product before it, the weight's
 output channels are multiplied by ``s`` and a bias ``bias - mean * s`` is added
 (``docs/rules.md``, rules 300-303). The two transforms compute in float64 and round to float32
-once, so a folded weight differs from the exact product by at most half an ulp (the rule
+once (to the weight's dtype: a bfloat16 conv's folded weight is bfloat16 however the statistics are
+stored; ``bnfold_bias`` takes the weight as an optional fifth input for its dtype), so a folded
+weight differs from the exact product by at most half an ulp (the rule
 verifier compares against the unfolded graph computed in float32). They are weight transforms:
 on weights they cost nothing and are precomputed when the graph is loaded, executed or
 exported (DESIGN decision 4).
@@ -16,7 +18,13 @@ attention patterns of real models reads them: rules 320-325 replace the five ops
 pattern with this one op, which PyTorch runs as ``F.scaled_dot_product_attention`` (one fused
 kernel). ``scale`` and ``divisor`` are both kept, since patterns write ``x * s`` or ``x / d`` and
 rule attributes cannot take reciprocals. The mask may broadcast against the scores but not
-enlarge them (PyTorch's ``attn_mask`` contract).
+enlarge them (PyTorch's ``attn_mask`` contract). ``causal`` masks key ``j > i`` for query ``i``
+(SDPA's ``is_causal``, aligned top-left). ``masked_rows`` says what a query row whose every key
+is masked (every score -inf) gives: ``nan``, what ``softmax(...) @ v`` computes (the pattern of
+rules 320-325: eager PyTorch and Inductor give NaN there), or ``zero``, what
+``F.scaled_dot_product_attention`` gives (a call already in the imported graph). PyTorch runs
+``nan`` with a mask as SDPA and restores NaN in those rows (issue 44: the rewrite must compute
+what the pattern computes for every mask, not only on the inputs the check sees).
 
 Alternatives rejected: a conv2d with an optional bias input (it would change the arity of an op
 that 139 TASO rules, every importer and every cost table read; a bias add after a conv is two
@@ -33,6 +41,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from tensor_eqsat.errors import ShapeError
+from tensor_eqsat.ir.dtypes import default_infer
 from tensor_eqsat.ir.ops_common import A, fmt_shape
 from tensor_eqsat.ir.opspec import AttrSpec, OpSpec
 from tensor_eqsat.ir.symbolic import broadcast_shapes
@@ -88,36 +97,53 @@ SPECS.append(
         flops=lambda ins, outs, a: 2 * volume(outs[0]),
         kind=OpKind.WEIGHT_TRANSFORM,
         positive_inputs=frozenset({2}),
+        infer_dtype=lambda d, a, n: (d[0],) * n,
         doc="weight * scale / sqrt(var + eps) along one axis (batch norm folded into a weight)",
     )
 )
 
 
 def _fold_bias_infer(shapes: Sequence[Shape], a: A) -> tuple[Shape, ...]:
+    if len(shapes) not in (4, 5):
+        raise ShapeError(
+            "bnfold_bias", f"takes scale, bias, mean, var and an optional like, got {len(shapes)}", shapes
+        )
     s = shapes[0]
     if len(s) != 1:
         raise ShapeError("bnfold_bias", f"scale must be a vector, got shape {fmt_shape(s)}", shapes)
-    _channel_vectors("bnfold_bias", shapes, ("scale", "bias", "mean", "var"), s[0])
+    _channel_vectors("bnfold_bias", shapes[:4], ("scale", "bias", "mean", "var"), s[0])
     return (tuple(s),)
 
 
 def _fold_bias(x: Sequence[np.ndarray], a: A) -> tuple[np.ndarray, ...]:
-    scale, bias, mean, var = x
+    scale, bias, mean, var = x[:4]
     out = bias.astype(np.float64) - mean.astype(np.float64) * bn_multiplier(scale, var, a["eps"])
     return (out.astype(np.float32),)
+
+
+def _fold_bias_dtype(in_dtypes: Sequence[str], a: A, n: int) -> tuple[str, ...]:
+    """The statistics' dtype, or that of ``like`` (the folded weight's, so that the bias adds to
+    the product in its dtype: float32 statistics of a bfloat16 conv under autocast)."""
+    if len(in_dtypes) == 5:
+        return (in_dtypes[4],) * n
+    return default_infer("bnfold_bias", in_dtypes, n)
 
 
 SPECS.append(
     OpSpec(
         name="bnfold_bias",
-        inputs=("scale", "bias", "mean", "var"),
+        inputs=("params",),
         attrs=(_eps_attr(),),
         infer=_fold_bias_infer,
         compute=_fold_bias,
         flops=lambda ins, outs, a: 4 * volume(outs[0]),
         kind=OpKind.WEIGHT_TRANSFORM,
+        variadic=True,
+        min_inputs=4,
         positive_inputs=frozenset({3}),
-        doc="bias - mean * scale / sqrt(var + eps) (the bias a folded batch norm leaves)",
+        infer_dtype=_fold_bias_dtype,
+        doc="bias - mean * scale / sqrt(var + eps) (the bias a folded batch norm leaves), "
+        "in the dtype of an optional fifth input",
     )
 )
 
@@ -149,10 +175,18 @@ def _attention_infer(shapes: Sequence[Shape], a: A) -> tuple[Shape, ...]:
 
 
 def attention_numpy(
-    q: np.ndarray, kt: np.ndarray, v: np.ndarray, mask: np.ndarray | None, scale: float, divisor: float
+    q: np.ndarray,
+    kt: np.ndarray,
+    v: np.ndarray,
+    mask: np.ndarray | None,
+    scale: float,
+    divisor: float,
+    causal: bool = False,
+    masked_rows: str = "nan",
 ) -> np.ndarray:
     """``softmax(q @ kt * scale / divisor + mask) @ v`` in float32, op by op as the pattern it
-    replaces computes it."""
+    replaces computes it; ``causal`` adds -inf above the diagonal, and ``masked_rows="zero"``
+    gives 0 for a row whose every score is -inf (NaN otherwise, as softmax does)."""
     s = np.matmul(q, kt).astype(np.float32)
     if scale != 1.0:
         s = (s * np.float32(scale)).astype(np.float32)
@@ -160,14 +194,20 @@ def attention_numpy(
         s = (s / np.float32(divisor)).astype(np.float32)
     if mask is not None:
         s = (s + mask).astype(np.float32)
-    e = np.exp(s - s.max(axis=-1, keepdims=True))
-    p = (e / e.sum(axis=-1, keepdims=True)).astype(np.float32)
+    if causal:
+        s = np.where(np.triu(np.ones(s.shape[-2:], bool), 1), np.float32(-np.inf), s)
+    with np.errstate(invalid="ignore"):
+        e = np.exp(s - s.max(axis=-1, keepdims=True))
+        p = (e / e.sum(axis=-1, keepdims=True)).astype(np.float32)
+    if masked_rows == "zero":
+        p = np.where(np.isneginf(s.max(axis=-1, keepdims=True)), np.float32(0.0), p)
     return np.matmul(p, v).astype(np.float32)
 
 
 def _attention(x: Sequence[np.ndarray], a: A) -> tuple[np.ndarray, ...]:
     mask = x[3] if len(x) == 4 else None
-    return (attention_numpy(x[0], x[1], x[2], mask, a["scale"], a["divisor"]),)
+    out = attention_numpy(x[0], x[1], x[2], mask, a["scale"], a["divisor"], a["causal"], a["masked_rows"])
+    return (out,)
 
 
 def _attention_flops(ins: Sequence[Shape], outs: Sequence[Shape], a: A) -> int:
@@ -184,6 +224,8 @@ SPECS.append(
         attrs=(
             AttrSpec("scale", "float", default=1.0),
             AttrSpec("divisor", "float", default=1.0, check=lambda v: v != 0.0, check_msg="must be non-zero"),
+            AttrSpec("causal", "bool", default=False),
+            AttrSpec("masked_rows", "enum", default="nan", choices=("nan", "zero")),
         ),
         infer=_attention_infer,
         compute=_attention,

@@ -126,6 +126,12 @@ def _batchnorm(ctx: TorchContext, spec: OpSpec, attrs: Attrs, shapes: Sequence[S
     return lambda x: (F.batch_norm(x[0], x[3], x[4], x[1], x[2], training=False, eps=eps),)
 
 
+def _groupnorm(ctx: TorchContext, spec: OpSpec, attrs: Attrs, shapes: Sequence[Shape]) -> Step:
+    a = spec.attr_dict(attrs)
+    F, groups, eps = ctx.F, a["groups"], a["eps"]
+    return lambda x: (F.group_norm(x[0], groups, x[1], x[2], eps),)
+
+
 def _softmax(ctx: TorchContext, spec: OpSpec, attrs: Attrs, shapes: Sequence[Shape]) -> Step:
     softmax, axis = ctx.torch.softmax, spec.attr_dict(attrs)["axis"]
     return lambda x: (softmax(x[0], axis),)
@@ -244,8 +250,9 @@ def _bnfold_bias(ctx: TorchContext, spec: OpSpec, attrs: Attrs, shapes: Sequence
     eps, torch = spec.attr_dict(attrs)["eps"], ctx.torch
 
     def run(x: Sequence[Any]) -> tuple[Any, ...]:
-        scale, bias, mean, var = (t.double() for t in x)
-        return ((bias - mean * scale / torch.sqrt(var + eps)).to(x[1].dtype),)
+        scale, bias, mean, var = (t.double() for t in x[:4])
+        dtype = x[4].dtype if len(x) == 5 else x[1].dtype  # the optional fifth input's
+        return ((bias - mean * scale / torch.sqrt(var + eps)).to(dtype),)
 
     return run
 
@@ -259,12 +266,34 @@ def _attention(ctx: TorchContext, spec: OpSpec, attrs: Attrs, shapes: Sequence[S
     k_shape = out[:-2] + (shapes[1][-1], shapes[1][-2])
     v_shape = out[:-2] + tuple(shapes[2][-2:])
 
+    causal, nan_rows = a["causal"], a["masked_rows"] == "nan"
+    torch = ctx.torch
+
     def run(x: Sequence[Any]) -> tuple[Any, ...]:
         q, k, v = x[0].expand(q_shape), x[1].transpose(-2, -1).expand(k_shape), x[2].expand(v_shape)
         mask = x[3] if len(x) == 4 else None
-        return (sdpa(q, k, v, attn_mask=mask, scale=scale),)
+        out = sdpa(q, k, v, attn_mask=mask, scale=scale, is_causal=causal)
+        if mask is None or not nan_rows:
+            return (out,)
+        empty = fully_masked_rows(torch, mask, causal, q.shape[-2], k.shape[-2])
+        return (torch.where(empty, torch.full((), float("nan"), dtype=out.dtype, device=out.device), out),)
 
     return run
+
+
+def causal_mask(torch: Any, rows: int, keys: int, dtype: Any, device: Any) -> Any:
+    """The additive mask of ``is_causal``: -inf where key ``j > i`` for query ``i`` (top-left)."""
+    upper = torch.ones(rows, keys, dtype=torch.bool, device=device).triu(1)
+    return torch.zeros(rows, keys, dtype=dtype, device=device).masked_fill(upper, float("-inf"))
+
+
+def fully_masked_rows(torch: Any, mask: Any, causal: bool, rows: int, keys: int) -> Any:
+    """Where an additive attention ``mask`` (with ``causal``) masks every key of a query row:
+    a boolean tensor of shape ``mask.shape[:-1] + (1,)`` that broadcasts against the output.
+    Softmax gives NaN there and ``F.scaled_dot_product_attention`` gives 0."""
+    if causal:
+        mask = mask + causal_mask(torch, rows, keys, mask.dtype, mask.device)
+    return torch.amax(mask, dim=-1, keepdim=True) == float("-inf")
 
 
 def _on_host(ctx: TorchContext, spec: OpSpec, attrs: Attrs, shapes: Sequence[Shape]) -> Step:
@@ -359,6 +388,7 @@ TORCH_OPS: dict[str, Builder] = {
     "batchnorm": _batchnorm,
     "softmax": _softmax,
     "layernorm": _layernorm,
+    "groupnorm": _groupnorm,
     "matmul": _matmul,
     "conv2d": _conv2d,
     "poolmax": _poolmax,

@@ -170,3 +170,38 @@ def with_states(gm: Any, names: list[str]) -> Any:
 
 
 __all__ = ["VIEW_OPS", "make_version", "schedule", "with_states"]
+
+
+def memory_classes(gm: Any) -> dict[str, int]:
+    """Node name -> a number shared by the nodes whose recorded values share memory: the same
+    tensor (an in-place call's result, ``.to`` of a tensor already there), or views of one base
+    (``_base``; a view of a view has the first base). A view whose base is no node's value (a
+    3-d linear's result views a matmul inside it) shares memory with nothing else."""
+    import torch
+
+    out: dict[str, int] = {}
+    for node in gm.graph.nodes:
+        ev = node.meta.get("example_value", node.meta.get("val"))
+        if isinstance(ev, torch.Tensor):
+            base = getattr(ev, "_base", None)
+            out[node.name] = id(base if base is not None else ev)
+    return out
+
+
+def mutated_storage(gm: Any, shared: dict[str, int]) -> dict[str, str]:
+    """Node name -> the placeholder whose memory its value shares, for the placeholders that an
+    in-place call updates (directly, or through ``.to`` of it or a view of it)."""
+    from tensor_eqsat.torch import fx_ops
+
+    placeholders = {
+        shared[n.name]: n.name for n in gm.graph.nodes if n.op == "placeholder" and n.name in shared
+    }
+    updated: set[str] = set()
+    for node in gm.graph.nodes:
+        found = fx_ops.mutation(node) if node.op in ("call_function", "call_method") else None
+        if found is not None and getattr(found[0], "name", None) in shared:
+            p = placeholders.get(shared[found[0].name])
+            if p is not None:
+                updated.add(p)
+    by_class = {cls: p for cls, p in placeholders.items() if p in updated}
+    return {name: by_class[cls] for name, cls in shared.items() if cls in by_class}

@@ -25,7 +25,14 @@ from tensor_eqsat.errors import GraphError
 from tensor_eqsat.io.plan import live_nodes, observable_outputs
 from tensor_eqsat.ir.graph import Graph, Node, TensorRef
 from tensor_eqsat.ir.symbolic import is_symbolic
-from tensor_eqsat.ir.torch_ops import TorchContext, same_pads, torch_pads, torch_step
+from tensor_eqsat.ir.torch_ops import (
+    TorchContext,
+    causal_mask,
+    fully_masked_rows,
+    same_pads,
+    torch_pads,
+    torch_step,
+)
 from tensor_eqsat.torch.autocast import is_autocast_call
 from tensor_eqsat.torch.effects import schedule
 from tensor_eqsat.torch.fx_import import Const, Ir, Seq, Translation, opaque_key
@@ -73,6 +80,7 @@ class _Builder:
         self.folded = 0
         self.frozen_used: set[str] = set()
         self.pads: list[Any] = []
+        self.values: dict[TensorRef, Any] = {}
 
     def const(self, value: Any) -> Any:
         """A get_attr node for a tensor constant."""
@@ -95,7 +103,7 @@ class _Builder:
         outputs = observable_outputs(self.graph)
         live = live_nodes(self.graph, outputs)
         const = _const_nodes(self.graph) & live
-        values = self._fold(const)
+        values = self.values = self._fold(const)
         readers = {src for n in self.graph.nodes if n.id in live and n.id not in const for src, _ in n.inputs}
         readers |= {r[0] for r in outputs}
         for nid in schedule(self.tr, self.graph, live):
@@ -250,6 +258,8 @@ class _Builder:
         if op == "layernorm":
             norm = self.dims.dims(shapes[0][a["axis"] :])
             return [self.call(F.layer_norm, xs[0], norm, xs[1], xs[2], a["eps"])]
+        if op == "groupnorm":
+            return [self.call(F.group_norm, xs[0], a["groups"], xs[1], xs[2], a["eps"])]
         if op == "matmul":
             return [self._act(self.call(torch.matmul, xs[0], xs[1]), a["activation"])]
         if op == "conv2d":
@@ -342,8 +352,31 @@ class _Builder:
                 x = self.call(torch.Tensor.expand, x, self.dims.dims(batch + dims))
             parts.append(x)
         mask = xs[3] if len(xs) == 4 else None
-        scale = a["scale"] / a["divisor"]
-        return self.call(self.F.scaled_dot_product_attention, *parts, attn_mask=mask, scale=scale)
+        scale, causal = a["scale"] / a["divisor"], a["causal"]
+        out = self.call(
+            self.F.scaled_dot_product_attention, *parts, attn_mask=mask, scale=scale, is_causal=causal
+        )
+        if mask is None or a["masked_rows"] == "zero" or self._rows_never_empty(n, shapes, causal):
+            return out
+        # The pattern's softmax gives NaN in a row whose every key is masked, SDPA gives 0: the
+        # rows the mask empties are set back to NaN (issue 44), unless a constant mask empties none.
+        rows, keys = shapes[0][-2], shapes[1][-1]
+        if causal:
+            mask = self.call(
+                torch.add, mask, self.const(causal_mask(torch, rows, keys, torch.float32, self.device))
+            )
+        rowmax = self.call(torch.amax, mask, -1, True)
+        empty = self.call(torch.eq, rowmax, float("-inf"))
+        return self.call(torch.masked_fill, out, empty, float("nan"))
+
+    def _rows_never_empty(self, n: Node, shapes: Sequence[Any], causal: bool) -> bool:
+        """Whether the attention's mask is a constant that leaves every query row a key."""
+        value = self.values.get(n.inputs[3])
+        if value is None:
+            return False
+        rows, keys = shapes[0][-2], shapes[1][-1]
+        empty = fully_masked_rows(self.torch, value.float(), causal, rows, keys)
+        return not bool(empty.any())
 
     def _act(self, y: Any, act: str) -> Any:
         if act == "none":

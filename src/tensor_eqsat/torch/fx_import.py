@@ -63,6 +63,7 @@ from tensor_eqsat.ir.graph import Graph, Tensor
 from tensor_eqsat.ir.symbolic import is_symbolic
 from tensor_eqsat.ir.types import Shape
 from tensor_eqsat.torch.autocast import AutocastState, is_autocast_call, promoted
+from tensor_eqsat.torch.effects import memory_classes, mutated_storage
 from tensor_eqsat.torch.sym_shapes import SymbolTable, has_symint
 
 log = logging.getLogger(__name__)
@@ -249,8 +250,8 @@ class _Translator:
         self._since_effect: list[Tensor] = []
         self.retarget: dict[str, Any] = {}
         self.position = {node.name: i for i, node in enumerate(gm.graph.nodes)}
-        self._shared = _memory_classes(gm)
-        self._storage = _mutated_storage(gm, self._shared)
+        self._shared = memory_classes(gm)
+        self._storage = mutated_storage(gm, self._shared)
         self._versions: dict[str, int] = {}
         self._members: dict[int, list[Any]] = {}
         for n in gm.graph.nodes:
@@ -664,41 +665,6 @@ def _get_attr(gm: Any, target: str) -> Any:
     for part in target.split("."):
         obj = getattr(obj, part)
     return obj
-
-
-def _memory_classes(gm: Any) -> dict[str, int]:
-    """Node name -> a number shared by the nodes whose recorded values share memory: the same
-    tensor (an in-place call's result, ``.to`` of a tensor already there), or views of one base
-    (``_base``; a view of a view has the first base). A view whose base is no node's value (a
-    3-d linear's result views a matmul inside it) shares memory with nothing else."""
-    import torch
-
-    out: dict[str, int] = {}
-    for node in gm.graph.nodes:
-        ev = _example(node)
-        if isinstance(ev, torch.Tensor):
-            base = getattr(ev, "_base", None)
-            out[node.name] = id(base if base is not None else ev)
-    return out
-
-
-def _mutated_storage(gm: Any, shared: dict[str, int]) -> dict[str, str]:
-    """Node name -> the placeholder whose memory its value shares, for the placeholders that an
-    in-place call updates (directly, or through ``.to`` of it or a view of it)."""
-    from tensor_eqsat.torch import fx_ops
-
-    placeholders = {
-        shared[n.name]: n.name for n in gm.graph.nodes if n.op == "placeholder" and n.name in shared
-    }
-    updated: set[str] = set()
-    for node in gm.graph.nodes:
-        found = fx_ops.mutation(node) if node.op in ("call_function", "call_method") else None
-        if found is not None and getattr(found[0], "name", None) in shared:
-            p = placeholders.get(shared[found[0].name])
-            if p is not None:
-                updated.add(p)
-    by_class = {cls: p for cls, p in placeholders.items() if p in updated}
-    return {name: by_class[cls] for name, cls in shared.items() if cls in by_class}
 
 
 def _tensor_valued(ev: Any) -> bool:

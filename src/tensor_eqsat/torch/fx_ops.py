@@ -8,7 +8,9 @@ node then stays opaque. Every translation is exact: PyTorch padding becomes the 
 where both pad the same rows and columns, a linear is ``x @ Wᵀ + b`` with ``Wᵀ`` frozen, a
 subtraction is ``a + (-1)·b`` (exact in IEEE arithmetic). The calls of today's inference graphs
 (activations, RMSNorm's pieces, padding, indexing, ``expand``, dtype casts) are registered in
-the same table by :mod:`tensor_eqsat.torch.fx_ops_inference`.
+the same table by :mod:`tensor_eqsat.torch.fx_ops_inference`, and those of models as loaded
+(``scaled_dot_product_attention``, ``group_norm``, ``conv1d``, ``roll``, ``interpolate``) by
+:mod:`tensor_eqsat.torch.fx_ops_loaded`.
 
 Besides, :func:`check_sound` refuses what cannot be optimized soundly (random ops, training-mode
 batch norm and dropout), and :func:`functional_form` takes an in-place op functionally when the
@@ -205,6 +207,7 @@ def _dropouts() -> dict[Any, int]:
 
 def check_sound(node: Any, tr: _Translator) -> None:
     """Raise Unsupported for a node the backend must not optimize around."""
+    from tensor_eqsat.torch import fx_ops_loaded
     from tensor_eqsat.torch.fx_import import Unsupported, op_name
 
     torch = _torch()
@@ -223,6 +226,8 @@ def check_sound(node: Any, tr: _Translator) -> None:
         return
     if target in _rng_calls():
         raise Unsupported(f"random op {op_name(node)} at {node.name}")
+    if target in fx_ops_loaded.sdpa_calls() and fx_ops_loaded.sdpa_dropout(args, kwargs) not in (0, 0.0):
+        raise Unsupported(f"training mode: attention dropout is active at {node.name}")
     if target in (F.batch_norm, torch.batch_norm) and _arg(args, kwargs, 5, "training", False):
         raise Unsupported(f"training mode: batch norm uses batch statistics at {node.name}")
     if target is operator.setitem and args and tr.storage_of(args[0]) is None:
@@ -656,10 +661,11 @@ def _build_table() -> None:
 def table() -> dict[Any, Translator]:
     """The translation table (built on first use: it needs torch)."""
     if not TRANSLATORS:
-        from tensor_eqsat.torch import fx_ops_inference
+        from tensor_eqsat.torch import fx_ops_inference, fx_ops_loaded
 
         _build_table()
         fx_ops_inference.build()
+        fx_ops_loaded.build()
     return TRANSLATORS
 
 

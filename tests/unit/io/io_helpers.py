@@ -178,7 +178,12 @@ def _bnfold_bias(g):
 def _attention(g):
     q, kt, v = g.input((2, 3, 4), name="q"), g.input((2, 4, 5), name="kt"), g.input((2, 5, 6), name="v")
     masked = g.add("attention", [q, kt, v, g.weight((1, 3, 5), name="mask")], scale=0.5, divisor=2.0)[0]
-    return g.noop(masked, g.add("attention", [q, kt, v])[0])
+    return g.noop(masked, g.add("attention", [q, kt, v], causal=True)[0])
+
+
+def _groupnorm(g):
+    x = g.input((2, 6, 3, 3), name="x")
+    return g.add("groupnorm", [x, g.weight((6,), name="s"), g.weight((6,), name="b")], groups=3, eps=1e-3)[0]
 
 
 BUILDERS = {
@@ -220,4 +225,5 @@ BUILDERS = {
     "bnfold_weight": _bnfold_weight,
     "bnfold_bias": _bnfold_bias,
     "attention": _attention,
+    "groupnorm": _groupnorm,
 }

@@ -29,6 +29,7 @@ ROUND_TRIP_OPS = {
     "attention": {"matmul", "smul", "sdiv", "ewadd", "softmax"},
     "bnfold_bias": {"ewadd", "ewmul", "opaque", "smul"},
     "bnfold_weight": {"conv2d", "ewmul"},
+    "groupnorm": {"reshape", "opaque", "ewmul", "ewadd"},  # InstanceNormalization is opaque
 }
 
 

@@ -46,6 +46,7 @@ def every_op_graph() -> Graph:
     h = g.layernorm(g.gelu(g.dropout(h, rate=0.1)), g.weight((6,), name="ln_s"), g.weight((6,), name="ln_b"))
     (h,) = g.add("attention", [h, g.transpose(h, (1, 0)), h, g.weight((1,), name="mask")], scale=0.5)
     out = g.softmax(h, axis=-1)
+    (gn,) = g.add("groupnorm", [z, g.weight((8,), name="gn_s"), g.weight((8,), name="gn_b")], groups=4)
     # The ops of today's inference graphs (issue 33).
     (h2,) = g.add("silu", [g.ewadd(g.add("hardswish", [h])[0], g.add("hardsigmoid", [h])[0])])
     (h2,) = g.add(
@@ -57,7 +58,7 @@ def every_op_graph() -> Graph:
     (h2,) = g.add("expand", [flat], shape=(1, 2, flat.shape[2]))
     (h2,) = g.add("mean", [h2], axes=(2,), keepdims=True)
     h2 = g.cast(g.cast(h2, "bfloat16"), "float32")  # a float32 island's casts (issue 34)
-    g.output(out, b, g.noop(out, b), h2)
+    g.output(out, b, g.noop(out, b), h2, gn)
     return g
 
 
@@ -75,7 +76,7 @@ def test_round_trip_is_lossless(tmp_path):
     assert [(n.op, n.attrs, n.inputs, n.shapes) for n in h.nodes] == [
         (n.op, n.attrs, n.inputs, n.shapes) for n in g.nodes
     ]
-    assert h.outputs == g.outputs and len(h.outputs) == 4
+    assert h.outputs == g.outputs and len(h.outputs) == 5
     assert set(h.weight_data) == {"w_grouped", "fc"}
     for name, arr in g.weight_data.items():
         assert h.weight_data[name].dtype == np.float32

@@ -46,7 +46,11 @@ def _variant(rule_id: int, old: str, new: str, drop_conditions: bool = False):
     ("rule_id", "old", "new"),
     [
         (300, "bnfold_weight axis=0", "bnfold_weight axis=1"),  # scales input channels, not outputs
-        (300, "(bnfold_bias eps=?e ?g ?b ?m ?v)", "(bnfold_bias eps=?e ?g ?b ?v ?m)"),  # mean and var swapped
+        (
+            300,
+            "(bnfold_bias eps=?e ?g ?b ?m ?v ?w)",
+            "(bnfold_bias eps=?e ?g ?b ?v ?m ?w)",
+        ),  # mean and var swapped
         (301, "bnfold_weight axis=1", "bnfold_weight axis=0"),  # rows instead of columns
         (302, "(smul scalar=-1.0 ", "(smul scalar=1.0 "),  # the bias added to the mean, not taken off
         (320, "(attention scale=?s ?q ?kt ?v ?m)", "(attention ?q ?kt ?v ?m)"),  # scale dropped

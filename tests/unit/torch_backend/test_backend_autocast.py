@@ -34,15 +34,15 @@ class AutocastAttention(nn.Module):
 
 
 class NestedAutocast(nn.Module):
-    """Two projections in a bfloat16 region, an op the IR lacks inside it (a 1-D convolution,
-    which autocast runs in bfloat16), and an output projection in float32 in a region switched
+    """Two projections in a bfloat16 region, an op the IR lacks inside it (a dilated 1-D
+    convolution, which autocast runs in bfloat16), and an output projection in float32 in a region switched
     off inside it."""
 
     def __init__(self, dim: int = 16, seq: int = 6) -> None:
         super().__init__()
         self.p = nn.Linear(dim, dim)
         self.q = nn.Linear(dim, dim)
-        self.conv = nn.Conv1d(seq, seq, 3, padding=1)
+        self.conv = nn.Conv1d(seq, seq, 3, padding=2, dilation=2)
         self.o = nn.Linear(dim, dim)
 
     def forward(self, x):
