@@ -191,6 +191,11 @@ class OptimizeConfig:
         so that the bias-carrying merges can match everywhere, and the extraction still picks
         whichever is cheaper. A rule set without them (the paper's) is searched as it was.
         Default True.
+    rounds: the most search rounds (docs/search.md, "Rounds"): a round that gained something,
+        with time left, is followed by another from its best graph, in a fresh e-graph with the
+        same rules, limits and portfolio, as a node limit bounds how deep one e-graph sees; 0
+        repeats until a round gains nothing (a fixpoint) or the deadline. Default None: 0 for
+        ``auto``, 1 for ``mcts``, ``saturate`` and a Construction (the paper's runs).
 
     Raises ConfigError (a TensorEqsatError and a ValueError) for an unknown search or extractor
     name, or an out-of-range value.
@@ -226,6 +231,7 @@ class OptimizeConfig:
     reward_stall_limit: int | None = None
     partition: bool = True
     fold_first: bool = True
+    rounds: int | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.target, str):
@@ -284,6 +290,10 @@ class OptimizeConfig:
             )
         if self.reward_time_limit is not None and not self.reward_time_limit > 0:
             raise ConfigError(f"reward_time_limit must be positive or None, got {self.reward_time_limit!r}")
+        if self.rounds is not None and (not _is_int(self.rounds) or self.rounds < 0):
+            raise ConfigError(
+                f"rounds must be a non-negative integer (0: until a fixpoint) or None, got {self.rounds!r}"
+            )
         check_positive_int(self.reward_node_limit, "reward_node_limit")
         check_positive_int(self.reward_stall_limit, "reward_stall_limit")
         if self.reward_stall_limit is not None and self.ilp.backend is not IlpBackend.SCIP:
@@ -373,6 +383,20 @@ class OptimizeConfig:
         20000
         """
         return node_cap_for(self.memory_limit, BYTES_PER_ENODE)
+
+    def max_rounds(self) -> int | None:
+        """The most search rounds (``rounds``), None for no limit (until a fixpoint).
+
+        >>> OptimizeConfig(search="auto").max_rounds(), OptimizeConfig(search="mcts").max_rounds()
+        (None, 1)
+        >>> OptimizeConfig(search="saturate", rounds=0).max_rounds()  # until a fixpoint
+        >>> OptimizeConfig(search="auto", rounds=3).max_rounds()
+        3
+        """
+        rounds = self.rounds
+        if rounds is None:
+            rounds = 0 if self.search is Search.AUTO else 1
+        return rounds or None
 
     def run_time_limit(self) -> float | None:
         """Seconds for an ``mcts`` or ``saturate`` run: ``time_limit``, else ``time_budget``."""

@@ -26,7 +26,12 @@ REPORT_KEYS: dict[str, str] = {
     "settings": "every setting of the search, as it ran",
     "stats": "the e-graph's and the search's statistics",
     "step_log": "one entry per search step",
-    "portfolio": "an `auto` search's candidates, the winner and what was skipped",
+    "portfolio": "an `auto` search's candidates (of every round, each with its `round`), the winner and "
+    "what was skipped",
+    "rounds": "one entry per search round: `index`, `winner`, `start_cost_ms`, `cost_ms`, `enodes`, "
+    "`seconds`, `stop`, `gained` (each round searches the best graph of the one before)",
+    "rounds_stop": "why no further round ran: `fixpoint`, `time limit`, `interrupted` or `round limit`",
+    "fixpoint": "true when the last round gained nothing: a further run on the result finds nothing",
     "target": "where the model will run (see Targets)",
     "cost_model": "the cost model that priced the search",
     "verify": "the numeric check of the model handed back (absent when it did not run)",

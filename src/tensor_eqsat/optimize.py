@@ -47,11 +47,16 @@ from tensor_eqsat.ir.opspec import PROJECTION
 from tensor_eqsat.ir.serialize import dumps
 from tensor_eqsat.ir.summary import to_dot
 from tensor_eqsat.outputs import write_dir
+from tensor_eqsat.rounds import RoundReport, RoundsStop, more_rounds, with_counts
 from tensor_eqsat.rules.sets import FOLD_FIRST, RuleSet, load_rule_set, resolve_rule_set
 from tensor_eqsat.search.actions import Actions
 from tensor_eqsat.search.construction import ConstructionReport, Progress, ProgressFn, StepLog
 from tensor_eqsat.search.env import ExtractorCost
-from tensor_eqsat.search.portfolio import Extraction, Portfolio, PortfolioReport
+from tensor_eqsat.search.portfolio import (
+    Extraction,
+    Portfolio,
+    PortfolioReport,
+)
 from tensor_eqsat.search.runner import Runner, RunnerConfig
 from tensor_eqsat.search.stop import StopReason
 
@@ -61,6 +66,8 @@ __all__ = [
     "OptimizeSettings",
     "OptimizeStats",
     "Progress",
+    "RoundReport",
+    "RoundsStop",
     "Search",
     "StepLog",
     "StopReason",
@@ -107,12 +114,17 @@ class OptimizeSettings:
     reward: dict[str, Any] | None = None
     """The ILP reward's settings (``warm_start``, ``node_limit``, ``stall_limit``, ``time_limit``)
     of an MCTS run rewarded by ``ilp``."""
+    rounds: int = 1
+    """The most search rounds, 0 for until a fixpoint (``OptimizeConfig.rounds`` resolved)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready data (``settings.json``); ``mcts`` only for an MCTS run; ``time_budget``,
         ``memory_limit`` and ``portfolio`` only when set (``portfolio`` for an ``auto`` run);
-        ``reward`` only for an ILP-rewarded MCTS run."""
+        ``reward`` only for an ILP-rewarded MCTS run; ``rounds`` only when not 1 (the paper's
+        one search)."""
         out = dict(self.__dict__)
+        if out["rounds"] == 1:
+            del out["rounds"]
         for key in ("mcts", "time_budget", "memory_limit", "portfolio", "reward"):
             if out[key] is None:
                 del out[key]
@@ -168,7 +180,10 @@ class OptimizeResult:
     alternatives: (label, graph) pairs, candidates for the never-slower guard: the extractions of
         the final e-graph by each of ``config.alternatives`` (labelled by extractor), and for an
         ``auto`` run the other finalists of the portfolio (labelled ``strategy@node_limit``).
-    portfolio: what the ``auto`` search did (every candidate, the winner); None for other searches.
+    portfolio: what the ``auto`` search did (every candidate of every round, the winner); None
+        for other searches.
+    rounds: each search round (:class:`RoundReport`; ``OptimizeConfig.rounds``); rounds_stop:
+        why no further round ran (:class:`RoundsStop`; see :attr:`fixpoint`).
     """
 
     graph: Graph
@@ -183,6 +198,15 @@ class OptimizeResult:
     stats: OptimizeStats
     alternatives: tuple[tuple[str, Graph], ...] = ()
     portfolio: PortfolioReport | None = None
+    rounds: tuple[RoundReport, ...] = ()
+    rounds_stop: RoundsStop | None = None
+
+    @property
+    def fixpoint(self) -> bool:
+        """Whether the search reached its fixpoint: its last round gained nothing, so a further
+        run on the graph handed back would find nothing either (with the same seed; a round
+        cut short by the deadline does not count)."""
+        return self.rounds_stop is RoundsStop.FIXPOINT
 
     @property
     def speedup_pct(self) -> float:
@@ -201,6 +225,9 @@ class OptimizeResult:
             "stop_reason": self.stop_reason.value,
             "steps": len(self.steps),
             "rule_counts": {str(k): v for k, v in sorted(self.rule_counts.items())},
+            "rounds": [r.to_dict() for r in self.rounds],
+            "rounds_stop": None if self.rounds_stop is None else self.rounds_stop.value,
+            "fixpoint": self.fixpoint,
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -249,7 +276,6 @@ def optimize(
     if deadline is None:
         budget = cfg.auto_time_budget() if cfg.search is Search.AUTO else cfg.time_budget
         deadline = Deadline.after(budget)
-    t0 = deadline.start
     name = graph if isinstance(graph, str) else cfg.model
     info = _zoo_info(name, required=isinstance(graph, str))
     source: Graph = info.build() if isinstance(graph, str) else graph
@@ -257,6 +283,41 @@ def optimize(
     bound_timing(cm, deadline)  # a measured cost model times ops within the deadline
     actions = Actions.from_rules(_resolve_rules(cfg.rules, info))
     k_multi = cfg.k_multi if cfg.k_multi is not None else (info.k_multi if info is not None else 1)
+    run = _Run(cfg, name, cm, actions, k_multi, deadline)
+    ts = time.perf_counter()
+    first = _round(run, source, egraph, progress, None, 1)
+    return more_rounds(run, first, time.perf_counter() - ts, progress, _round)
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What every round of one :func:`optimize` call shares: the settings, the cost model, the
+    rules and the clock."""
+
+    cfg: OptimizeConfig
+    name: str | None
+    cm: CostModel
+    actions: Actions
+    k_multi: int
+    deadline: Deadline
+
+
+def _round(
+    run: _Run,
+    source: Graph,
+    egraph: EGraph | None,
+    progress: ProgressFn | None,
+    hint: Graph | None,
+    index: int,
+) -> OptimizeResult:
+    """Round ``index`` (1 for the first) of the search on ``source`` (the body of
+    :func:`optimize`): a fresh e-graph (or the caller's ``egraph``), fold-first, the
+    construction or the portfolio, the final extraction (warm-started from ``hint`` when given:
+    a later round's input)."""
+    cfg, name, cm, actions, k_multi, deadline = (
+        run.cfg, run.name, run.cm, run.actions, run.k_multi, run.deadline,
+    )  # fmt: skip
+    t0 = deadline.start
     _emit(progress, t0, "build")
     tb = time.perf_counter()
     if egraph is None:
@@ -267,8 +328,12 @@ def optimize(
     # portfolio; a one-stage schedule (mcts, saturate, a Construction) grows this e-graph itself.
     schedule = cfg.schedule()
     if cfg.search is Search.AUTO:
-        result = _optimize_auto(source, egraph, name, cfg, cm, actions, k_multi, progress, deadline, build_s)
-        return replace(result, rule_counts=_with_counts(result.rule_counts, folded))
+        limit = cfg.max_rounds()
+        follow = limit is None or index < limit
+        result = _optimize_auto(
+            source, egraph, name, cfg, cm, actions, k_multi, progress, deadline, build_s, hint, follow
+        )
+        return replace(result, rule_counts=with_counts(result.rule_counts, folded))
     construction = cfg.construction(cm, k_multi, schedule[0])
     ts = time.perf_counter()
     run_deadline = deadline.earlier(cfg.time_limit)
@@ -280,7 +345,7 @@ def optimize(
         report = construction.construct(egraph, actions, seed=cfg.seed, deadline=stop_at, progress=progress)
     search_s = time.perf_counter() - ts
     _emit(progress, t0, "extract", step=len(report.steps), enodes=egraph.num_enodes)
-    optimized, extracted, final_s = _extract(egraph, cm, cfg, run_deadline.at)
+    optimized, extracted, final_s = _extract(egraph, cm, cfg, run_deadline.at, hint=hint)
     if extracted.stats.get("solver_status") == "userinterrupt":
         # SCIP caught the user's Ctrl-C and returned its incumbent: the run was interrupted, and
         # says so the same way in every phase (deliver() hands back the original).
@@ -300,7 +365,7 @@ def optimize(
     settings = _settings(cfg, name, cm, k_multi, actions)
     return OptimizeResult(
         optimized, source, original_cost, optimized_cost, wall, report.stop_reason, report.steps,
-        _with_counts(report.rule_counts, folded), settings, stats, alternatives,
+        with_counts(report.rule_counts, folded), settings, stats, alternatives,
     )  # fmt: skip
 
 
@@ -358,14 +423,6 @@ def _fold_first(egraph: EGraph, actions: Actions, cfg: OptimizeConfig, deadline:
     return counts
 
 
-def _with_counts(counts: dict[int, int], more: dict[int, int]) -> dict[int, int]:
-    """Rule counts of the search plus those of the fold-first phase, by rule id."""
-    out = dict(counts)
-    for rid, n in more.items():
-        out[rid] = out.get(rid, 0) + n
-    return dict(sorted(out.items()))
-
-
 def _optimize_auto(
     source: Graph,
     egraph: EGraph,
@@ -377,6 +434,8 @@ def _optimize_auto(
     progress: ProgressFn | None,
     clock: Deadline,
     build_s: float,
+    hint: Graph | None = None,
+    rounds_follow: bool = False,
 ) -> OptimizeResult:
     """The ``auto`` search: the portfolio (:mod:`tensor_eqsat.search.portfolio`) until the
     ``clock``'s deadline; the cheapest candidate is the result, and the other finalists are guard
@@ -394,10 +453,14 @@ def _optimize_auto(
         ilp_cost=IlpReward(cm, replace(cfg.ilp, time_limit=AUTO_ILP_REWARD_SECONDS))
         if cfg.portfolio.ilp_mcts
         else None,
+        rounds_follow=rounds_follow,
+        start_cost=cm.graph_cost(source) if rounds_follow else None,
     )
     ts = time.perf_counter()
     finalize = _finalizer(cm, cfg)
-    report = portfolio.run(egraph, actions, finalize, seed=cfg.seed, deadline=deadline, progress=progress)
+    report = portfolio.run(
+        egraph, actions, finalize, seed=cfg.seed, deadline=deadline, progress=progress, hint=hint
+    )
     search_s = time.perf_counter() - ts
     best = report.best
     if best is None:
@@ -600,6 +663,7 @@ def _settings(
         memory_limit=cfg.memory_limit,
         portfolio=cfg.portfolio.to_dict() if auto else None,
         reward=_reward_settings(cfg) if mcts is not None else None,
+        rounds=cfg.max_rounds() or 0,
     )
 
 
@@ -651,6 +715,7 @@ RUN_FILES = (
     "original.dot",
     "optimized.dot",
     "portfolio.json",
+    "rounds.json",
     "complete.json",
 )
 """Every file :func:`save_run` may write into a run directory (the marker included)."""
@@ -659,7 +724,8 @@ RUN_FILES = (
 def save_run(result: OptimizeResult, directory: str | Path) -> Path:
     """Write a run directory: settings.json, stats.json (headline numbers and stats),
     steps.json (the step log), original/optimized graphs as JSON and DOT, for an ``auto`` run
-    portfolio.json (every candidate, the winner), and last the
+    portfolio.json (every candidate, the winner), rounds.json (each search round, why the last
+    was the last, and whether the result is a fixpoint), and last the
     completion marker ``complete.json`` (see :func:`tensor_eqsat.outputs.write_dir`). Returns the
     directory; raises OutputError naming it when it cannot be written."""
     stats = {**result.summary(), "stats": result.stats.to_dict()}
@@ -674,5 +740,8 @@ def save_run(result: OptimizeResult, directory: str | Path) -> Path:
     }
     if result.portfolio is not None:
         files["portfolio.json"] = json.dumps(result.portfolio.to_dict(), indent=2) + "\n"
+    if result.rounds:
+        rounds = {k: stats[k] for k in ("rounds", "rounds_stop", "fixpoint")}
+        files["rounds.json"] = json.dumps(rounds, indent=2) + "\n"
     assert set(files) <= set(RUN_FILES)
     return write_dir(directory, files)

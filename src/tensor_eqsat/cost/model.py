@@ -312,7 +312,9 @@ def weight_only_flags(graph: Graph) -> list[bool]:
         elif not n.inputs:
             flags.append(False)
         else:
-            flags.append(all(flags[src] for src, _ in n.inputs))
+            # A symbolic shape is known at run time only: such a node is not folded.
+            symbolic = any(is_symbolic(d) for s in n.shapes for d in s)
+            flags.append(all(flags[src] for src, _ in n.inputs) and not symbolic)
     return flags
 
 

@@ -29,6 +29,7 @@ from tensor_eqsat.egraph.errors import MergeConflict
 from tensor_eqsat.errors import ShapeError, TensorEqsatError
 from tensor_eqsat.ir.ops import get_op
 from tensor_eqsat.ir.opspec import PROJECTION, OpSpec
+from tensor_eqsat.ir.symbolic import is_symbolic
 from tensor_eqsat.ir.types import OpKind, Shape
 
 __all__ = ["Analysis", "MergeConflict", "NoAnalysis", "TensorAnalysis", "TensorData", "project"]
@@ -161,6 +162,8 @@ class TensorAnalysis:
         elif isinstance(out, TensorEqsatError):
             # Re-raising a stored exception would otherwise keep extending its traceback.
             raise out.with_traceback(None)
+        if all_weights and any(is_symbolic(d) for s in out[0] for d in s):
+            all_weights = False  # a symbolic shape is known at run time only: not foldable
         return TensorData(out[0], all_weights, out[1])
 
     def merge(self, a: TensorData, b: TensorData) -> TensorData:

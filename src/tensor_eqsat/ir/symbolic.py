@@ -179,6 +179,14 @@ class SymDim:
         return cls(_sym(name), (info,))
 
     @classmethod
+    def from_sympy(cls, expr: Any, symbols: Iterable[Symbol]) -> Any:
+        """The dim of a sympy expression over symbols of the names in ``symbols`` (another
+        library's symbols, torch's ShapeEnv's, are replaced by the names): an int if constant."""
+        sp = _sympy()
+        expr = sp.sympify(expr)
+        return _make(expr.xreplace({s: _sym(str(s)) for s in expr.free_symbols}), symbols)
+
+    @classmethod
     def of(cls, info: Symbol) -> SymDim:
         """The dim that is the symbol ``info``."""
         return cls(_sym(info.name), (info,))

@@ -1,6 +1,7 @@
 """The backend's cache: a graph already optimized is not optimized again.
 
-Keyed by :func:`graph_key` (a hash of the FX code, the placeholders' shapes, dtypes and devices,
+Keyed by :func:`graph_key` (a hash of the FX code, the placeholders' shapes (symbolic ones by
+their symbols and ranges, never by the example's sizes), dtypes and devices,
 the translated graph's structure, the target, the settings and the versions of this package and
 torch). An entry holds the optimized Graph's structure (no weight values: the weights are the
 model's, read again on every compile, so an entry never goes stale when weights change) and
@@ -24,6 +25,7 @@ from tensor_eqsat.ir.serialize import dumps, loads
 from tensor_eqsat.outputs import OutputError, atomic_write
 from tensor_eqsat.target.guard import graph_fingerprint
 from tensor_eqsat.torch.report import BackendReport
+from tensor_eqsat.torch.sym_shapes import has_symint
 
 log = logging.getLogger(__name__)
 
@@ -60,12 +62,22 @@ def graph_key(gm: Any, example_inputs: list[Any], graph: Graph, target: str, set
     h = hashlib.sha256()
     h.update(f"{FORMAT}/{VERSION}/{getattr(tensor_eqsat, '__version__', '')}/{torch.__version__}".encode())
     h.update(gm.code.encode())
-    for x in example_inputs:
-        if isinstance(x, torch.Tensor):
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    for i, x in enumerate(example_inputs):
+        ev = placeholders[i].meta.get("example_value") if i < len(placeholders) else None
+        if isinstance(x, torch.Tensor) and isinstance(ev, torch.Tensor) and has_symint(ev):
+            # A symbolic shape is keyed by its symbols, not by the example's sizes (the hints).
+            sym = (tuple(map(str, ev.shape)), str(x.dtype), str(x.device), tuple(map(str, ev.stride())))
+            h.update(repr(sym).encode())
+        elif isinstance(x, torch.Tensor):
             h.update(repr((tuple(x.shape), str(x.dtype), str(x.device), tuple(x.stride()))).encode())
         else:
             h.update(repr(type(x)).encode())
     h.update(graph_fingerprint(graph).encode())
+    # Symbols: their ranges, not their hints (one entry serves every size in the range).
+    symbols = graph.symbols()
+    if symbols:
+        h.update(repr(sorted((s.name, s.lo, s.hi) for s in symbols.values())).encode())
     h.update(f"{target}/{settings}".encode())
     return h.hexdigest()
 

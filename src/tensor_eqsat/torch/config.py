@@ -30,9 +30,10 @@ class TorchConfig:
         guard: nothing here runs it); ``cpu-roofline`` prices analytically and measures on this
         CPU. Default None: ``cuda`` when the example inputs are on a CUDA device, else
         ``torch-cpu``.
-    time_budget: the most seconds for the search (``optimize(search="auto")``); it ends earlier
-        once converged, three candidates in a row without gain (``stall_candidates``;
-        ``search={"stall_candidates": None}`` spends the whole budget). Default 30.
+    time_budget: the most seconds for the search (``optimize(search="auto")``, which searches
+        again from its best graph while a round gains); it ends earlier once converged, three
+        candidates in a row without gain (``stall_candidates``; ``search={"stall_candidates":
+        None}`` spends the whole budget). Default 30.
     then: the backend the rewritten graph is handed to: ``"inductor"``, ``"eager"``, any
         registered backend name, or a backend callable. Default "inductor" (with ``freezing``:
         Inductor with freezing).

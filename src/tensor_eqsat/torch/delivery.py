@@ -43,6 +43,7 @@ from tensor_eqsat.target.runtime import TorchRuntime, time_alternating
 from tensor_eqsat.target.targets import Target
 from tensor_eqsat.torch.config import TorchConfig
 from tensor_eqsat.torch.reference import ReferenceUnavailable, Verdict, float32_reference, model_dtype
+from tensor_eqsat.torch.sym_shapes import hint_of
 
 log = logging.getLogger(__name__)
 
@@ -260,6 +261,7 @@ def check_rewrite(
     rtol: float,
     atol: float,
     device: str = "cpu",
+    mutable: Sequence[int] = (),
 ) -> Checked:
     """Whether ``optimized`` computes what ``original`` does (GraphModules with one signature).
 
@@ -279,6 +281,10 @@ def check_rewrite(
     (:class:`~tensor_eqsat.torch.reference.ReferenceUnavailable`), the original runs in its own
     dtype instead and the verdict says so. A correct rewrite differs from the reference by
     rounding only; a wrong one (a sign flip, a swapped operand) by the values' own size.
+
+    mutable: the positions of the arguments the graphs update in place (a KV cache). Each run
+    gets its own copies of them (the caller's are not touched), and they are compared after the
+    run like outputs (:func:`~tensor_eqsat.torch.effects.with_states`). Default none.
     """
     import torch
 
@@ -288,11 +294,17 @@ def check_rewrite(
     dtype = model_dtype(original, args)
     tf32 = uses_tf32(torch, device)
     r, t = _tolerance_of(dtype, rtol, atol, tf32)
+    if mutable:
+        from tensor_eqsat.torch.effects import with_states
+
+        names = [n.name for n in original.graph.nodes if n.op == "placeholder"]
+        kept = [names[i] for i in mutable]
+        original, optimized = with_states(original, kept), with_states(optimized, kept)
     with torch.no_grad():
-        got = optimized(*args)
+        got = optimized(*fresh_copies(args, mutable))
     why = ""
     try:
-        reference = float32_reference(original, args)
+        reference = float32_reference(original, fresh_copies(args, mutable))
     except ReferenceUnavailable as exc:
         log.info("tensor_eqsat: checking against the original in its own dtype: %s", exc)
         reference, why = None, str(exc)
@@ -303,7 +315,7 @@ def check_rewrite(
     own: Any = None
     if reference is None or like is None or own_rule:
         with torch.no_grad():
-            own = original(*args)
+            own = original(*fresh_copies(args, mutable))
     verdict = Verdict("float32" if reference is not None else "same dtype", dtype, r, t, tf32, why, own_rule)
     ok, diff, what, used, own_error = _compare(
         reference if reference is not None else own,
@@ -315,6 +327,12 @@ def check_rewrite(
         dtype if own_rule else None,
     )
     return Checked(ok, diff, what, verdict, used, own_error)
+
+
+def fresh_copies(args: Sequence[Any], mutable: Sequence[int]) -> list[Any]:
+    """``args`` with the arguments at ``mutable`` (updated in place by the graph) copied."""
+    index = set(mutable)
+    return [a.clone() if i in index else a for i, a in enumerate(args)]
 
 
 def _tolerance_of(dtype: str, rtol: float, atol: float, tf32: bool) -> tuple[float, float]:
@@ -388,7 +406,10 @@ def _compare(
     own_worst: float | None = None if dtype is None else 0.0
     for i, (x, y, s, e) in enumerate(zip(ref, out, spec, exact, strict=True)):
         if isinstance(s, torch.Tensor):
-            if not isinstance(y, torch.Tensor) or tuple(y.shape) != tuple(s.shape) or y.dtype != s.dtype:
+            # A recorded symbolic shape is compared at its hints: comparing the SymInts would add
+            # a guard and specialise the graph Dynamo is compiling.
+            want = tuple(hint_of(d) for d in s.shape)
+            if not isinstance(y, torch.Tensor) or tuple(y.shape) != want or y.dtype != s.dtype:
                 return False, float("inf"), f"output {i}: shape or dtype differs", 0.0, None
             if y.numel() == 0:
                 continue
@@ -498,11 +519,18 @@ def time_callables(
     return timed.times, timed.block_medians
 
 
-def _one_call(fn: Callable[..., Any], args: list[Any], device: str) -> Callable[[], None]:
-    """``fn`` on ``args`` as one inference, waiting for the device."""
+def _one_call(
+    fn: Callable[..., Any], args: list[Any], device: str, mutable: Sequence[int] = ()
+) -> Callable[[], None]:
+    """``fn`` on ``args`` as one inference, waiting for the device. mutable: the positions of
+    arguments ``fn`` updates in place, set back before each call to what they are now (a
+    counter that indexes a cache must not run past it; each arm pays the same copy)."""
     sync = _synchronizer(device)
+    saved = [(args[i], args[i].clone()) for i in mutable]
 
     def run() -> None:
+        for dst, src in saved:
+            dst.copy_(src)
         fn(*args)
         sync()
 
@@ -525,6 +553,7 @@ def deliver_fx(
     trusted: bool = False,
     cached_reason: str | None = None,
     frozen: Sequence[int] | None = None,
+    mutable: Sequence[int] = (),
 ) -> Delivery:
     """Check ``optimized`` against ``original`` (GraphModules with the same signature), hand the
     one to keep to ``cfg.then``, and on a measurable target keep the optimized one only when it
@@ -536,9 +565,15 @@ def deliver_fx(
     frozen: the positions of the parameter and buffer arguments, for Inductor's freezing
         (:func:`compile_with`): both graphs are handed on the same way, so that the guard
         compares like with like. Default None: ``then`` as it is.
+    mutable: the positions of the arguments the graphs update in place: checked after the run
+        too, and the check and the guard run on copies of them (:func:`check_rewrite`).
     """
-    args = list(example_inputs)
-    checked = check_rewrite(original, optimized, args, cfg.rtol, cfg.atol, device)
+    # The guard's runs update copies of the buffers the graphs update in place. Symbolic sizes
+    # (SymInt arguments) are handed on as they are, so the next backend compiles for the range;
+    # the check and the guard run at their hints.
+    args = fresh_copies(example_inputs, mutable)
+    runs = [hint_of(a) for a in args]
+    checked = check_rewrite(original, optimized, runs, cfg.rtol, cfg.atol, device, mutable)
     ok, diff, what, check = checked.ok, checked.max_diff, checked.what, checked.describe()
     tc = time.perf_counter()
     if not ok:
@@ -567,7 +602,7 @@ def deliver_fx(
         return Delivery(fast, False, reason, diff, None, compile_s, 0.0, check=check)
     tc = time.perf_counter()
     base = compile_with(cfg.then, original, args, frozen)
-    candidates = [("rewritten graph", _one_call(fast, args, device))]
+    candidates = [("rewritten graph", _one_call(fast, runs, device, mutable))]
     plain = None
     if frozen is not None:
         # Freezing is not always faster (a Llama-style decoder at batch 1 ran 10.6 % slower
@@ -575,10 +610,10 @@ def deliver_fx(
         # gives it is a third arm, so that what is handed back is never slower than ``then``
         # alone.
         plain = compile_unfrozen(cfg.then, original, args)
-        candidates.append(("original, not frozen", _one_call(plain, args, device)))
+        candidates.append(("original, not frozen", _one_call(plain, runs, device, mutable)))
     compile_s += time.perf_counter() - tc
     tg = time.perf_counter()
-    original_call = _one_call(base, args, device)
+    original_call = _one_call(base, runs, device, mutable)
     choice, report = _guard(original_call, candidates, target, device, cfg)
     settled = report.measured.noise_pct <= NOISE_CACHE_PCT
     if not settled:

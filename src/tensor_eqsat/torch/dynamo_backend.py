@@ -14,13 +14,19 @@ it returns carries a :class:`~tensor_eqsat.torch.report.BackendReport` (``.repor
 one is also ``backend.report``.
 
 Soundness: inference only. A graph that records gradients, runs in training mode, has a random
-op or an in-place update of an input, parameter or view, or has dynamic (symbolic) shapes is
-handed on unchanged, with one warning. Shapes are specialised: Dynamo recompiles for new shapes
-(compile with ``dynamic=False`` so that it does not switch to symbolic shapes), and each shape
-is optimized once, then served from the cache. Frozen weights are checked at each call: when a
-parameter tensor is replaced or updated in place after compiling, the call runs the original
-graph (and warns once): every weight the compiled graph holds is checked, with Inductor's
-freezing all of them, sampled values included (:mod:`tensor_eqsat.torch.stamp`).
+op, or an in-place update of a view that is read after it is handed on unchanged, with one
+warning. In-place updates of inputs and buffers (a KV cache's ``index_copy_``, a counter's
+``add_``) are kept in order (:mod:`tensor_eqsat.torch.effects`): the rest of the graph is
+rewritten, and the buffers updated are never frozen. Symbolic shapes (``dynamic=True``, or
+Dynamo's automatic dynamic shapes after a second shape) are optimized for their whole range
+(:mod:`tensor_eqsat.torch.sym_shapes`): the rewritten graph stays symbolic, so the next backend
+compiles it once; the check and the guard run at the example's sizes (the hints), and nothing here
+evaluates a SymInt (which would add a guard and specialise the graph). With ``dynamic=False`` each
+shape is optimized once, then served from the cache (whose key holds a symbolic graph's ranges,
+not its hints). Frozen weights are checked at each call: when a parameter tensor is replaced or
+updated in place after compiling, the call runs the original graph (and warns once): every weight
+the compiled graph holds is checked, with Inductor's freezing all of them, sampled values included
+(:mod:`tensor_eqsat.torch.stamp`).
 """
 
 from __future__ import annotations
@@ -141,13 +147,6 @@ def _check_inference(gm: Any, example_inputs: Sequence[Any]) -> None:
     for i, x in enumerate(example_inputs):
         if isinstance(x, torch.Tensor) and x.numel() == 0:
             raise Unsupported(f"input {i} is empty (shape {tuple(x.shape)}): nothing to optimize")
-    for node in gm.graph.nodes:
-        if node.op != "placeholder":
-            continue
-        ev = node.meta.get("example_value", node.meta.get("val"))
-        dims = tuple(ev.shape) if isinstance(ev, torch.Tensor) else (ev,)
-        if any(isinstance(d, torch.SymInt) for d in dims):
-            raise Unsupported(f"dynamic shapes ({node.name}): compile with dynamic=False to specialise")
 
 
 def _rule_names(result: Any) -> dict[str, int]:
@@ -236,6 +235,8 @@ def compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> C
     try:
         return _compile_graph(gm, example_inputs, cfg)
     except Exception as exc:
+        if _restarts_dynamo(exc):
+            raise  # Dynamo's own signal (re-trace with a float specialised): not ours to catch
         log.exception("tensor_eqsat: internal error; original graph used")
         why = f"internal error: {type(exc).__name__}: {exc}"
         warnings.warn(
@@ -244,6 +245,16 @@ def compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> C
         target = cfg.target or "torch-cpu"
         report = BackendReport("", target, fallback=why, reason=why, cache="off")
         return Compiled(compile_with(cfg.then, gm, list(example_inputs)), report)
+
+
+def _restarts_dynamo(exc: BaseException) -> bool:
+    """Whether ``exc`` is Dynamo's request to trace the frame again (``RestartAnalysis``, which
+    Inductor raises for a symbolic float it wants specialised); it must reach Dynamo."""
+    try:
+        from torch._dynamo.exc import RestartAnalysis
+    except ImportError:  # pragma: no cover - every supported torch has it
+        return False
+    return isinstance(exc, RestartAnalysis)
 
 
 def _compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> Compiled:
@@ -321,6 +332,8 @@ def _compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> 
             "rules_applied": _rule_names(result),
             "predicted_gain_pct": result.speedup_pct,
             "cache": "miss" if cache is not None else "off",
+            "rounds": len(result.rounds),
+            "fixpoint": result.fixpoint,
         }
         same = graph_fingerprint(optimized) == graph_fingerprint(tr.graph)
         if same or result.speedup_pct <= 0:
@@ -345,6 +358,7 @@ def _compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> 
             trusted=hit is not None,
             cached_reason=cached_reason,
             frozen=frozen_args,
+            mutable=[i for i, p in enumerate(tr.placeholders) if p.name in tr.mutable],
         )
     except (GraphError, TensorEqsatError) as exc:
         reason = f"the rewritten graph could not be rebuilt ({exc}): original kept"

@@ -10,7 +10,9 @@ from the parameter's placeholder instead: no copy); the torch calls of each mapp
 each opaque op a copy of the original FX node, its arguments wired to the rebuilt tensors, inside
 the ``torch.autocast`` regions it ran in (each replayed around it: mapped ops carry their dtypes
 explicitly and run outside any region). Parameters read by opaque nodes stay the placeholders
-they were (live values, as in the original).
+they were (live values, as in the original). An in-place update of an input or buffer is emitted
+as it was, every read of that buffer on the side of the update it was on
+(:mod:`tensor_eqsat.torch.effects`).
 """
 
 from __future__ import annotations
@@ -22,9 +24,12 @@ from typing import Any
 from tensor_eqsat.errors import GraphError
 from tensor_eqsat.io.plan import live_nodes, observable_outputs
 from tensor_eqsat.ir.graph import Graph, Node, TensorRef
+from tensor_eqsat.ir.symbolic import is_symbolic
 from tensor_eqsat.ir.torch_ops import TorchContext, same_pads, torch_pads, torch_step
 from tensor_eqsat.torch.autocast import is_autocast_call
+from tensor_eqsat.torch.effects import schedule
 from tensor_eqsat.torch.fx_import import Const, Ir, Seq, Translation, opaque_key
+from tensor_eqsat.torch.sym_shapes import DimEmitter, symbol_sources
 
 CONST_PREFIX = "_tensor_eqsat_const"
 """Attribute names of the constants (folded weights) of a rebuilt GraphModule."""
@@ -35,7 +40,8 @@ its constants were computed from; the module is stale once one of them changes."
 
 
 def _const_nodes(graph: Graph) -> set[int]:
-    """Weight-only nodes (weights and what depends on weights alone); never an opaque op."""
+    """Weight-only nodes (weights and what depends on weights alone); never an opaque op, nor a
+    node of symbolic shape (a weight expanded to the batch: computed at run time)."""
     const: set[int] = set()
     for n in graph.nodes:
         if n.op == "weight" or (
@@ -43,6 +49,7 @@ def _const_nodes(graph: Graph) -> set[int]:
             and n.op not in ("noop", "opaque")
             and n.inputs
             and all(src in const for src, _ in n.inputs)
+            and not any(is_symbolic(d) for s in n.shapes for d in s)
         ):
             const.add(n.id)
     return const
@@ -83,15 +90,16 @@ class _Builder:
             node = self.fx.placeholder(p.name, type_expr=p.type)
             node.meta = dict(p.meta)
             self.by_name[p.name] = node
+        method = lambda name, *args: self.fx.call_method(name, args)  # noqa: E731
+        self.dims = DimEmitter(symbol_sources(self.tr.placeholders, method, self.by_name), self.call)
         outputs = observable_outputs(self.graph)
         live = live_nodes(self.graph, outputs)
         const = _const_nodes(self.graph) & live
         values = self._fold(const)
         readers = {src for n in self.graph.nodes if n.id in live and n.id not in const for src, _ in n.inputs}
         readers |= {r[0] for r in outputs}
-        for n in self.graph.nodes:
-            if n.id not in live:
-                continue
+        for nid in schedule(self.tr, self.graph, live):
+            n = self.graph.nodes[nid]
             if n.id in const:
                 if n.id in readers:
                     origin = self.tr.weight_origin.get(self.graph.name_of(n.id)) if n.op == "weight" else None
@@ -170,6 +178,8 @@ class _Builder:
         from torch.fx.node import map_arg
 
         info = self.tr.opaque[opaque_key(self.graph, n.id)]
+        if info.role == "version":
+            return self.env[n.inputs[0]]  # the buffer read again, after the update (an input)
         if is_autocast_call(info.node):
             return None  # the regions are replayed around each opaque call inside them (below)
         ins = [self.env[r] for r in n.inputs]
@@ -210,6 +220,10 @@ class _Builder:
         if isinstance(c.value, torch.Tensor):
             self.frozen_used |= c.deps
             return self.const(c.value)
+        if is_symbolic(c.value):
+            return self.dims.dim(c.value)
+        if isinstance(c.value, tuple) and any(is_symbolic(d) for d in c.value):
+            return self.dims.dims(c.value)
         return c.value
 
     # -- mapped ops ----------------------------------------------------------------------------
@@ -234,7 +248,7 @@ class _Builder:
         if op == "softmax":
             return [self.call(torch.softmax, xs[0], a["axis"])]
         if op == "layernorm":
-            norm = tuple(shapes[0][a["axis"] :])
+            norm = self.dims.dims(shapes[0][a["axis"] :])
             return [self.call(F.layer_norm, xs[0], norm, xs[1], xs[2], a["eps"])]
         if op == "matmul":
             return [self._act(self.call(torch.matmul, xs[0], xs[1]), a["activation"])]
@@ -260,10 +274,10 @@ class _Builder:
         if op == "concat":
             return [self.call(torch.cat, list(xs), a["axis"])]
         if op == "split":
-            parts = self.call(torch.split, xs[0], list(a["sizes"]), a["axis"])
+            parts = self.call(torch.split, xs[0], list(self.dims.dims(a["sizes"])), a["axis"])
             return [self.call(_getitem(), parts, i) for i in range(len(a["sizes"]))]
         if op == "reshape":
-            return [self.call(torch.reshape, xs[0], tuple(a["shape"]))]
+            return [self.call(torch.reshape, xs[0], self.dims.dims(a["shape"]))]
         if op == "transpose":
             return [self.call(torch.permute, xs[0], tuple(a["perm"]))]
         if op == "dropout":
@@ -292,7 +306,7 @@ class _Builder:
             index = (slice(None),) * a["axis"] + (slice(a["start"], a["end"], a["step"]),)
             return [self.call(_getitem(), xs[0], index)]
         if op == "expand":
-            return [self.fx.call_method("expand", (xs[0], tuple(a["shape"])))]
+            return [self.fx.call_method("expand", (xs[0], self.dims.dims(a["shape"])))]
         if op == "mean":
             return [self.call(torch.mean, xs[0], list(a["axes"]), a["keepdims"])]
         if op == "cast":
@@ -324,7 +338,9 @@ class _Builder:
         parts = []
         for x, shape, last in ((q, shapes[0], None), (kt, shapes[1], "t"), (v, shapes[2], None)):
             dims = (shape[-1], shape[-2]) if last else tuple(shape[-2:])
-            parts.append(x if tuple(shape[:-2]) == batch else self.call(torch.Tensor.expand, x, batch + dims))
+            if tuple(shape[:-2]) != batch:
+                x = self.call(torch.Tensor.expand, x, self.dims.dims(batch + dims))
+            parts.append(x)
         mask = xs[3] if len(xs) == 4 else None
         scale = a["scale"] / a["divisor"]
         return self.call(self.F.scaled_dot_product_attention, *parts, attn_mask=mask, scale=scale)

@@ -29,11 +29,15 @@ floating inputs cast to that dtype explicitly (IR ``cast`` ops; a weight rounded
 has the dtypes the eager run has. The rebuilt graph runs mapped ops with those explicit dtypes
 outside any region, and each opaque call inside the regions it was recorded in.
 
-In-place ops on fresh intermediates are taken functionally (``relu_(x)`` is ``relu(x)``, later
-readers of ``x`` read the result); an in-place op on a graph input, a parameter or a view, a
-random op, or a training-mode op raises :class:`Unsupported`, and the backend keeps the
-original graph. Only float32, float16 and bfloat16 tensors reach mapped ops; other dtypes flow
-between opaque nodes.
+In-place ops on fresh intermediates, and on tensors computed here from constants, are taken
+functionally (``relu_(x)`` is ``relu(x)``, later readers of ``x`` read the result); so is one on a
+view whose base no other node shares (a 3-d linear's result). In-place updates of graph inputs and
+buffers (a KV cache's ``index_copy_``, a counter's ``add_``, ``cache[:, pos] = k``) are kept as
+ordered effects, and the buffers they update are never frozen (:mod:`tensor_eqsat.torch.effects`).
+An in-place op whose update another name for the same memory, read after it, would see, a random
+op, or a training-mode op raises :class:`Unsupported`, and the backend keeps the original graph.
+Only float32, float16 and bfloat16 tensors reach mapped ops; other dtypes flow between opaque
+nodes.
 
 Why the Dynamo graph and not the ATen graph of ``aot_autograd``: the result is handed to the next
 backend (Inductor by default), which expects the Dynamo-level graph and runs its own
@@ -56,8 +60,10 @@ import numpy as np
 
 from tensor_eqsat.errors import TensorEqsatError
 from tensor_eqsat.ir.graph import Graph, Tensor
+from tensor_eqsat.ir.symbolic import is_symbolic
 from tensor_eqsat.ir.types import Shape
 from tensor_eqsat.torch.autocast import AutocastState, is_autocast_call, promoted
+from tensor_eqsat.torch.sym_shapes import SymbolTable, has_symint
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +129,19 @@ class OpaqueInfo:
     sources: list[tuple[Any, int]]
     chained: bool
     autocast: tuple[Any, ...] = ()
+    role: str = "call"
+    storage: str | None = None
+    generation: int = 0
+
+
+ROLES = ("call", "alias", "effect", "version")
+"""What an opaque op is (:class:`OpaqueInfo` ``role``): ``call``, a call run as it was; ``alias``,
+a call whose result shares the memory of an input or buffer updated in place (the buffer itself
+through ``.to``, a view); ``effect``, the in-place update of one; ``version``, the buffer after an
+update (no call: the rebuilt graph reads its first input, the buffer, again; its second input is
+the update, so that every read after the update is ordered after it). ``storage`` names the
+placeholder whose memory an alias, effect or version stands for, ``generation`` how many updates
+of it precede (an effect's own counts)."""
 
 
 @dataclass
@@ -157,6 +176,7 @@ class Translation:
     weight_sources: dict[str, Any] = field(default_factory=dict)
     weight_origin: dict[str, tuple[str, str]] = field(default_factory=dict)
     weight_deps: dict[str, frozenset[str]] = field(default_factory=dict)
+    mutable: list[str] = field(default_factory=list)
 
     @property
     def ops_mapped(self) -> int:
@@ -228,11 +248,18 @@ class _Translator:
         self._last_effect: Tensor | None = None
         self._since_effect: list[Tensor] = []
         self.retarget: dict[str, Any] = {}
-        self._aliases = _alias_bases(gm)
         self.position = {node.name: i for i, node in enumerate(gm.graph.nodes)}
+        self._shared = _memory_classes(gm)
+        self._storage = _mutated_storage(gm, self._shared)
+        self._versions: dict[str, int] = {}
+        self._members: dict[int, list[Any]] = {}
+        for n in gm.graph.nodes:
+            if n.name in self._shared:
+                self._members.setdefault(self._shared[n.name], []).append(n)
         self.autocast = AutocastState.current()
         self._autocast_consts: dict[tuple[int, str], tuple[Any, Const]] = {}
         self._autocast_casts: dict[tuple[Any, str], Tensor] = {}
+        self.symtab = SymbolTable()
 
     # -- weights -----------------------------------------------------------------------------
     def weight(self, value: Any, tag: str = "", transform: Callable[[Any], Any] | None = None) -> Tensor:
@@ -291,11 +318,15 @@ class _Translator:
                 outs.extend(item.tensor for item in v.items)
         if not outs:
             raise Unsupported("the graph computes nothing at run time (every output is a constant)")
-        self.graph.output(*outs)
+        # Each updated buffer as it is at the end, after the real outputs (the rebuilt graph
+        # returns only those): every update is then live, read or not.
+        mutable = [p.name for p in self.placeholders if p.name in self._versions]
+        finals = [self.env[p] for p in self.placeholders if p.name in self._versions]
+        self.graph.output(*outs, *[v.tensor for v in finals if isinstance(v, Ir)])
         return Translation(
             self.graph, self.gm, self.placeholders, self.frozen, self.opaque, self.consts,
             {n.name: v for n, v in self.env.items()}, self.mapped, self.unmapped, self.weight_sources,
-            self.weight_origin, self.weight_deps,
+            self.weight_origin, self.weight_deps, mutable,
         )  # fmt: skip
 
     def placeholder(self, node: Any, example: Any) -> None:
@@ -304,15 +335,21 @@ class _Translator:
         ev = _example(node)
         if example is None:
             example = ev
-        if isinstance(example, torch.Tensor) and is_frozen_source(node, example):
+        mutable = node.name in self._storage.values()
+        if isinstance(example, torch.Tensor) and is_frozen_source(node, example) and not mutable:
             self.frozen[node.name] = example
             self.env[node] = Const(example, node)
             self._value_deps[id(example)] = frozenset([node.name])
             return
         if isinstance(example, torch.Tensor):
             dtype = ir_dtype(example.dtype) or ("int64" if not example.is_floating_point() else "float32")
-            t = self.graph.input(tuple(example.shape), name=node.name, dtype=dtype)
+            # The recorded shape: symbolic where Dynamo made it so (the example has the hints).
+            shape = self.symtab.shape(ev.shape if isinstance(ev, torch.Tensor) else example.shape)
+            t = self.graph.input(shape, name=node.name, dtype=dtype)
             self.env[node] = Ir(t, example.dtype)
+        elif has_symint(ev):
+            # A symbolic size passed in (Dynamo's SymInt placeholders): a value known as a dim.
+            self.env[node] = Const(self.symtab.value(ev), node)
         else:
             # A Python scalar or SymInt argument: a run-time value of no tensor shape.
             t = self.graph.input((), name=node.name)
@@ -341,7 +378,15 @@ class _Translator:
         return iter(found)
 
     def call(self, node: Any) -> None:
+        torch = self.torch
         fx_ops = self.fx_ops
+        storage = self._storage.get(node.name)
+        found = fx_ops.mutation(node)
+        if storage is None and found is not None:
+            storage = self.storage_of(found[0])  # ``setitem`` returns nothing to record
+        if storage is not None:
+            self.keep_in_order(node, storage)
+            return
         node_args, node_kwargs, mutated = fx_ops.functional_form(node, self)
         values = list(self.values_in((node_args, node_kwargs)))
         name = op_name(node)
@@ -355,7 +400,12 @@ class _Translator:
             else:
                 self.autocast.enter(node)
             return
-        if all(isinstance(v, Const) for v in values) and fx_ops.foldable(node):
+        symbolic = has_symint(ev)
+        if symbolic and not isinstance(ev, torch.Tensor) and self.symtab.value(ev) is not None:
+            # Size arithmetic on symbolic sizes (``x.size()``, ``s0 * s1``): the recorded value, as
+            # dims; the rebuilt graph computes the dims it needs from the symbols.
+            value = Const(self.symtab.value(ev))
+        elif all(isinstance(v, Const) for v in values) and fx_ops.foldable(node) and not symbolic:
             value = self.fold(node, node_args, node_kwargs)
         elif _is_static(ev):
             # A shape, size or dtype of a run-time tensor: static, since shapes are specialised.
@@ -380,7 +430,7 @@ class _Translator:
             log.debug("%s (%s) stays opaque: %s", node.name, name, exc)
         finally:
             self.env.update(saved)  # an opaque node reads its inputs as they are: autocast casts
-        if result is not None and _matches(result, ev):
+        if result is not None and _matches(result, ev, self.symtab):
             self.env[node] = result
             self.mapped[name] += 1
         else:
@@ -449,11 +499,12 @@ class _Translator:
 
         a = map_arg(args, value_of)
         k = map_arg(kwargs, value_of)
+        target = self.retarget.get(node.name, node.target)  # an in-place call folds out of place
         with self.torch.no_grad(), self.autocast.replay():
             if node.op == "call_function":
-                value = node.target(*a, **k)
+                value = target(*a, **k)
             elif node.op == "call_method":
-                value = getattr(a[0], node.target)(*a[1:], **k)
+                value = getattr(a[0], target)(*a[1:], **k)
             else:
                 value = _get_attr(self.gm, node.target)(*a, **k)
         deps: set[str] = set()
@@ -466,7 +517,15 @@ class _Translator:
         self._value_deps[id(value)] = const.deps
         return const
 
-    def make_opaque(self, node: Any, args: tuple[Any, ...], kwargs: dict[str, Any], ev: Any) -> Ir:
+    def make_opaque(
+        self,
+        node: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        ev: Any,
+        role: str = "call",
+        storage: str | None = None,
+    ) -> Ir:
         torch = self.torch
         ins: list[Tensor] = []
         srcs: list[Any] = []
@@ -490,7 +549,7 @@ class _Translator:
         ins += order
         chained = bool(order)
         if isinstance(ev, torch.Tensor):
-            out_shape: Shape = tuple(int(d) for d in ev.shape)
+            out_shape: Shape = self.symtab.shape(ev.shape)
             dtype = ev.dtype
         else:
             out_shape, dtype = (), None
@@ -498,12 +557,74 @@ class _Translator:
         (out,) = self.graph.add("opaque", ins, **attrs)
         target = self.retarget.get(node.name, node.target)
         regions = self.autocast.open_regions()
-        self.opaque[node.name] = OpaqueInfo(node, target, args, kwargs, srcs, chained, regions)
+        generation = self._versions.get(storage, 0) if storage is not None else 0
+        self.opaque[node.name] = OpaqueInfo(
+            node, target, args, kwargs, srcs, chained, regions, role, storage, generation
+        )
         if effectful:
             self._last_effect, self._since_effect = out, []
         else:
             self._since_effect.append(out)
         return Ir(out, dtype)
+
+    # -- updates of inputs and buffers -------------------------------------------------------
+    def storage_of(self, node: Any) -> str | None:
+        """The placeholder updated in place somewhere in the graph whose memory ``node``'s value
+        shares (the placeholder itself, ``.to`` of it, a view of it), else None."""
+        return self._storage.get(getattr(node, "name", ""))
+
+    def alias_read_after(self, mutated: Any, node: Any) -> str | None:
+        """The name of a node other than ``mutated`` that shares its memory, exists before the
+        in-place call ``node`` and is read after it (it would see the update), else None. The
+        output counts as a reader only for an intermediate (an input's alias that the graph
+        returns is returned as the tensor it is, in the original and the rebuilt graph alike)."""
+        pos = self.position[node.name]
+        cls = self._shared.get(mutated.name)
+        if cls is None:
+            return None
+        for other in self._members[cls]:
+            if other is mutated or other is node or self.position[other.name] >= pos:
+                continue
+            if other.op == "placeholder":
+                continue  # an updated input is read after the update through its version
+            for user in other.users:
+                if self.position[user.name] > pos and (user.op != "output" or self.storage_of(other) is None):
+                    return other.name
+        return None
+
+    def keep_in_order(self, node: Any, storage: str) -> None:
+        """A node sharing the memory of a placeholder that is updated in place: the update
+        itself (an effect) or another name for that memory (an alias), both opaque calls run as
+        they are; rewrites see the values computed from them, and the rebuilt graph keeps every
+        read of the buffer on its side of each update (see :mod:`tensor_eqsat.torch.effects`)."""
+        from tensor_eqsat.torch.effects import make_version
+
+        ev = _example(node)
+        name = op_name(node)
+        found = self.fx_ops.mutation(node)
+        placeholder = next(p for p in self.placeholders if p.name == storage)
+        if found is None or self.storage_of(found[0]) != storage:
+            self.env[node] = self.make_opaque(node, node.args, node.kwargs, ev, "alias", storage)
+            self.unmapped[name] += 1
+            return
+        mutated = found[0]
+        alias = self.alias_read_after(mutated, node)
+        if alias is not None:
+            raise Unsupported(
+                f"in-place op at {node.name} updates {storage}, and {alias}, taken before the "
+                "update and sharing its memory, is read after it"
+            )
+        if mutated is not placeholder and not _tensor_valued(ev):
+            raise Unsupported(f"in-place assignment at {node.name} into a view of {storage}")
+        self._versions[storage] = self._versions.get(storage, 0) + 1
+        out = self.make_opaque(node, node.args, node.kwargs, ev, "effect", storage)
+        self.unmapped[name] += 1
+        self.env[node] = out
+        if mutated is not placeholder:
+            self.env[mutated] = out
+        previous = self.env[placeholder]
+        assert isinstance(previous, Ir)
+        self.env[placeholder] = make_version(self, placeholder, node, previous, out)
 
 
 def ir_dtype(dtype: Any) -> str | None:
@@ -545,23 +666,39 @@ def _get_attr(gm: Any, target: str) -> Any:
     return obj
 
 
-def _alias_bases(gm: Any) -> dict[str, int]:
-    """Node name -> the position (in graph order) of the first node whose value is a view of
-    that node's value. An in-place update after that position could be seen through the view;
-    one before it could not (the view is taken of the updated tensor, which is what the
-    functional form computes)."""
+def _memory_classes(gm: Any) -> dict[str, int]:
+    """Node name -> a number shared by the nodes whose recorded values share memory: the same
+    tensor (an in-place call's result, ``.to`` of a tensor already there), or views of one base
+    (``_base``; a view of a view has the first base). A view whose base is no node's value (a
+    3-d linear's result views a matmul inside it) shares memory with nothing else."""
     import torch
 
-    bases: dict[int, str] = {}
     out: dict[str, int] = {}
-    for pos, node in enumerate(gm.graph.nodes):
+    for node in gm.graph.nodes:
         ev = _example(node)
         if isinstance(ev, torch.Tensor):
             base = getattr(ev, "_base", None)
-            if base is not None and id(base) in bases:
-                out.setdefault(bases[id(base)], pos)
-            bases.setdefault(id(ev), node.name)
+            out[node.name] = id(base if base is not None else ev)
     return out
+
+
+def _mutated_storage(gm: Any, shared: dict[str, int]) -> dict[str, str]:
+    """Node name -> the placeholder whose memory its value shares, for the placeholders that an
+    in-place call updates (directly, or through ``.to`` of it or a view of it)."""
+    from tensor_eqsat.torch import fx_ops
+
+    placeholders = {
+        shared[n.name]: n.name for n in gm.graph.nodes if n.op == "placeholder" and n.name in shared
+    }
+    updated: set[str] = set()
+    for node in gm.graph.nodes:
+        found = fx_ops.mutation(node) if node.op in ("call_function", "call_method") else None
+        if found is not None and getattr(found[0], "name", None) in shared:
+            p = placeholders.get(shared[found[0].name])
+            if p is not None:
+                updated.add(p)
+    by_class = {cls: p for cls, p in placeholders.items() if p in updated}
+    return {name: by_class[cls] for name, cls in shared.items() if cls in by_class}
 
 
 def _tensor_valued(ev: Any) -> bool:
@@ -587,7 +724,7 @@ def _is_static(ev: Any) -> bool:
     return False
 
 
-def _matches(result: Value, ev: Any) -> bool:
+def _matches(result: Value, ev: Any, symtab: SymbolTable) -> bool:
     """Whether a translation has the dtype and shape(s) Dynamo recorded for the node."""
     import torch
 
@@ -595,13 +732,13 @@ def _matches(result: Value, ev: Any) -> bool:
         return (
             isinstance(ev, torch.Tensor)
             and ir_dtype(ev.dtype) == result.tensor.dtype
-            and tuple(ev.shape) == tuple(result.tensor.shape)
+            and symtab.shape(ev.shape) == tuple(result.tensor.shape)
         )
     if isinstance(result, Seq):
         return (
             isinstance(ev, tuple | list)
             and len(ev) == len(result.items)
-            and all(_matches(r, e) for r, e in zip(result.items, ev, strict=True))
+            and all(_matches(r, e, symtab) for r, e in zip(result.items, ev, strict=True))
         )
     return False
 
@@ -612,10 +749,12 @@ def _opaque_attrs(
     out_shape: Shape,
     in_dtypes: list[str] | None = None,
     out_dtype: Any = None,
+    key: str | None = None,
 ) -> dict[str, Any]:
     """The ``opaque`` op's attributes for an FX node: a one-node ONNX model in :data:`FX_DOMAIN`
     whose node names the FX node (so two opaque ops never hash-cons into one), with the element
-    types of its tensors (the IR reads its output's dtype there)."""
+    types of its tensors (the IR reads its output's dtype there). key: the name the node carries
+    (default the FX node's)."""
     import base64
 
     from tensor_eqsat.io.onnx_common import require_onnx
@@ -625,15 +764,15 @@ def _opaque_attrs(
     helper = onnx.helper
     op_type = "".join(c if c.isalnum() else "_" for c in op_name(node)) or "fx"
     ins = [f"in{i}" for i in range(len(in_shapes))]
-    proto = helper.make_node(op_type, ins, ["out0"], domain=FX_DOMAIN, fx_node=node.name)
+    proto = helper.make_node(op_type, ins, ["out0"], domain=FX_DOMAIN, fx_node=key or node.name)
     graph = helper.make_graph(
         [proto],
         "opaque",
         [
-            helper.make_tensor_value_info(n, _onnx_elem(onnx, d), list(s))
+            helper.make_tensor_value_info(n, _onnx_elem(onnx, d), _onnx_dims(s))
             for n, s, d in zip(ins, in_shapes, in_dtypes or ["float32"] * len(ins), strict=True)
         ],
-        [helper.make_tensor_value_info("out0", _onnx_elem(onnx, out_dtype), list(out_shape))],
+        [helper.make_tensor_value_info("out0", _onnx_elem(onnx, out_dtype), _onnx_dims(out_shape))],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid(FX_DOMAIN, 1)])
     return {
@@ -643,6 +782,11 @@ def _opaque_attrs(
         "input_shapes": encode_shapes(in_shapes),
         "output_shapes": encode_shapes([out_shape]),
     }
+
+
+def _onnx_dims(shape: Shape) -> list[Any]:
+    """A shape for an ONNX value info: a symbolic dim as its text (a ``dim_param``)."""
+    return [str(d) if is_symbolic(d) else int(d) for d in shape]
 
 
 def opaque_key(graph: Graph, node_id: int) -> str:

@@ -225,7 +225,7 @@ def check_sound(node: Any, tr: _Translator) -> None:
         raise Unsupported(f"random op {op_name(node)} at {node.name}")
     if target in (F.batch_norm, torch.batch_norm) and _arg(args, kwargs, 5, "training", False):
         raise Unsupported(f"training mode: batch norm uses batch statistics at {node.name}")
-    if target is operator.setitem:
+    if target is operator.setitem and args and tr.storage_of(args[0]) is None:
         raise Unsupported(f"in-place assignment into a tensor at {node.name}")
 
 
@@ -253,70 +253,89 @@ def _inplace_position(target: Any) -> int | None:
     return table.get(target)
 
 
+def mutation(node: Any) -> tuple[Any, Any] | None:
+    """(the argument an in-place call updates, its out-of-place call) for an in-place call, None
+    for any other node. The out-of-place call is a ``torch.Tensor`` method name, a function, or
+    None where there is none (``operator.setitem``, ``foo_`` without ``foo``); for a call with an
+    ``inplace`` argument it is the call itself (:func:`functional_form` sets the flag)."""
+    torch = _torch()
+    args, kwargs = node.args, node.kwargs
+    if not args:
+        return None
+    if node.op == "call_method" and node.target.endswith("_") and not node.target.startswith("_"):
+        functional = node.target[:-1]
+        return args[0], functional if hasattr(torch.Tensor, functional) else None
+    if node.op != "call_function":
+        return None
+    if node.target is operator.setitem:
+        return args[0], None
+    if node.target in _INPLACE_OPERATORS:
+        from tensor_eqsat.torch.fx_import import _example
+
+        if isinstance(_example(args[0]), torch.Tensor):
+            return args[0], _INPLACE_OPERATORS[node.target]
+        return None
+    pos = _inplace_position(node.target)
+    if kwargs.get("inplace") is True or (pos is not None and len(args) > pos and args[pos] is True):
+        return args[0], node.target
+    name = getattr(node.target, "__name__", "")
+    module = getattr(node.target, "__module__", "")
+    if name.endswith("_") and not name.startswith("_") and module in ("torch", "torch._C._VariableFunctions"):
+        return args[0], getattr(torch, name[:-1], None)
+    return None
+
+
 def functional_form(node: Any, tr: _Translator) -> tuple[tuple[Any, ...], dict[str, Any], Any]:
     """The node's arguments as an out-of-place call, and the FX node it updates in place (None
     for an out-of-place op). The node's ``target`` is rewritten to the out-of-place call.
 
-    Raises Unsupported when the update could be seen through an input, a parameter or a view.
+    The update may be of a fresh intermediate, or of a tensor computed here from constants (T5's
+    ``relative_buckets += ...``: folded out of place). An update of an input, parameter or buffer
+    is an effect (:meth:`~tensor_eqsat.torch.fx_import._Translator.effect`), never taken here.
+    Raises Unsupported when the update has no out-of-place form, updates a frozen tensor, or
+    could be seen through another name for the same memory (a view, or the in-place call's own
+    result) that is read after it.
     """
-    from tensor_eqsat.torch.fx_import import Ir, Unsupported, _example
-
-    torch = _torch()
-    args, kwargs = tuple(node.args), dict(node.kwargs)
-    mutated = None
-    new_target = None
-    if node.op == "call_method" and node.target.endswith("_") and not node.target.startswith("_"):
-        functional = node.target[:-1]
-        if not hasattr(torch.Tensor, functional):
-            raise Unsupported(f"in-place op {node.target} at {node.name} has no out-of-place form")
-        new_target, mutated = functional, args[0]
-    elif node.op == "call_function" and node.target in _INPLACE_OPERATORS:
-        if isinstance(_example(args[0]), torch.Tensor):
-            mutated = args[0]
-        new_target = _INPLACE_OPERATORS[node.target]
-    elif node.op == "call_function":
-        name = getattr(node.target, "__name__", "")
-        pos = _inplace_position(node.target)
-        if kwargs.get("inplace") is True:
-            kwargs["inplace"], mutated = False, args[0]
-        elif pos is not None and len(args) > pos and args[pos] is True:
-            args = (*args[:pos], False, *args[pos + 1 :])
-            mutated = args[0]
-        elif (
-            name.endswith("_")
-            and not name.startswith("_")
-            and getattr(node.target, "__module__", "")
-            in (
-                "torch",
-                "torch._C._VariableFunctions",
-            )
-        ):
-            functional = getattr(torch, name[:-1], None)
-            if functional is None:
-                raise Unsupported(f"in-place op {name} at {node.name} has no out-of-place form")
-            new_target, mutated = functional, args[0]
-    if mutated is None:
-        return args, kwargs, None
     from torch.fx.node import Node
 
+    from tensor_eqsat.torch.fx_import import Const, Unsupported
+
+    args, kwargs = tuple(node.args), dict(node.kwargs)
+    found = mutation(node)
+    if found is None:
+        return args, kwargs, None
+    mutated, functional = found
     if not isinstance(mutated, Node):
         raise Unsupported(f"in-place op at {node.name} updates a non-tensor")
+    if functional is None:
+        raise Unsupported(f"in-place op {op_name_of(node)} at {node.name} has no out-of-place form")
     value = tr.env[mutated]
-    ev = _example(mutated)
-    if not isinstance(value, Ir) or mutated.op == "placeholder":
+    if mutated.op == "placeholder" or (isinstance(value, Const) and value.source is not None):
         raise Unsupported(
             f"in-place op at {node.name} updates an input, parameter or buffer ({mutated.name})"
         )
-    viewed_at = tr._aliases.get(mutated.name)
-    if (isinstance(ev, torch.Tensor) and ev._is_view()) or (
-        viewed_at is not None and viewed_at < tr.position[node.name]
-    ):
+    alias = tr.alias_read_after(mutated, node)
+    if alias is not None:
         raise Unsupported(
-            f"in-place op at {node.name} updates a tensor that is a view or is viewed ({mutated.name})"
+            f"in-place op at {node.name} updates a tensor that is a view or is viewed "
+            f"({mutated.name}; {alias} shares its memory and is read after the update)"
         )
-    if new_target is not None:
-        tr.retarget[node.name] = new_target
+    if functional is node.target:  # the ``inplace`` flag
+        pos = _inplace_position(node.target)
+        if kwargs.get("inplace") is True:
+            kwargs["inplace"] = False
+        elif pos is not None:
+            args = (*args[:pos], False, *args[pos + 1 :])
+    else:
+        tr.retarget[node.name] = functional
     return args, kwargs, mutated
+
+
+def op_name_of(node: Any) -> str:
+    """The call's own name (``add_``, ``setitem``) for messages."""
+    if node.op == "call_method":
+        return str(node.target)
+    return str(getattr(node.target, "__name__", node.target))
 
 
 def foldable(node: Any) -> bool:
@@ -568,7 +587,7 @@ def _build_table() -> None:
         if not isinstance(ev, tuple | list) or not ev:
             raise NotMapped("unknown split outputs")
         dim = dim + len(x.shape) if dim < 0 else dim
-        sizes = [int(e.shape[dim]) for e in ev]
+        sizes = [tr.symtab.dim(e.shape[dim]) for e in ev]
         return Seq(tuple(_ir(t) for t in g(tr).split(x, dim, sizes)))  # type: ignore[misc]
 
     @_register(operator.getitem)
@@ -587,7 +606,7 @@ def _build_table() -> None:
         x = _tensor(tr, args[0])
         if not isinstance(ev, torch.Tensor):
             raise NotMapped("unknown result shape")
-        return _ir(g(tr).reshape(x, tuple(int(d) for d in ev.shape)))
+        return _ir(g(tr).reshape(x, tr.symtab.shape(ev.shape)))
 
     _register(
         "method:view", "method:reshape", torch.reshape, "method:flatten", torch.flatten, "method:unsqueeze",

@@ -122,7 +122,7 @@ def build() -> None:
         ev = _example(node)
         if not isinstance(ev, torch.Tensor) or ev.dim() != len(x.shape):
             raise NotMapped("expand that adds dims")
-        shape = tuple(int(d) for d in ev.shape)
+        shape = tr.symtab.shape(ev.shape)
         if shape == tuple(x.shape):
             return _ir(x)
         return one(tr, "expand", x, shape=shape)
@@ -177,7 +177,7 @@ def build() -> None:
         ev = _example(node)
         if not isinstance(ev, torch.Tensor):
             raise NotMapped("unknown result shape")
-        shape = tuple(int(d) for d in ev.shape)
+        shape = tr.symtab.shape(ev.shape)
         if tuple(y.shape) != shape:
             y = g(tr).reshape(y, shape)
         return _ir(y)

@@ -28,6 +28,9 @@ class BackendReport:
         check, ``compile``, ``guard``, ``total``).
     unfrozen: the original was handed on without Inductor's freezing, measured faster than frozen
         (:class:`~tensor_eqsat.torch.delivery.Delivery`); a cached decision keeps it so.
+    rounds: the search rounds that ran within the time budget (``OptimizeConfig.rounds``: each
+        searches the one before's best graph); fixpoint: whether the last gained nothing, so the
+        graph is a fixpoint of the search (0 and False when nothing was searched).
     """
 
     graph_key: str
@@ -46,6 +49,8 @@ class BackendReport:
     seconds: dict[str, float] = field(default_factory=dict)
     unfrozen: bool = False
     check: str = ""
+    rounds: int = 0
+    fixpoint: bool = False
 
     @property
     def message(self) -> str:
@@ -54,6 +59,9 @@ class BackendReport:
             return f"tensor_eqsat: not optimized ({self.fallback}); original graph used"
         rules = sum(self.rules_applied.values())
         pred = "" if self.predicted_gain_pct is None else f", predicted {self.predicted_gain_pct:+.1f} %"
+        if self.rounds > 1 or self.fixpoint:
+            pred += f" in {self.rounds} search round{'s' if self.rounds > 1 else ''}"
+            pred += " (a fixpoint)" if self.fixpoint else ""
         return (
             f"tensor_eqsat [{self.target}, cache {self.cache}]: {self.ops_mapped} ops mapped, "
             f"{self.ops_opaque} opaque, {rules} rule applications{pred}; {self.reason}"

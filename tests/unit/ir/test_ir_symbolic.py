@@ -188,3 +188,17 @@ def test_the_interpreter_runs_at_the_sizes_of_its_inputs():
         np.testing.assert_allclose(out, (arr @ w.graph.weight_data["w"]).reshape(-1, 4), rtol=1e-5)
     (at_hints,) = run(g)
     assert at_hints.shape == concrete((B * S, 4))
+
+
+def test_a_static_graph_never_loads_sympy():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from tensor_eqsat.ir.graph import Graph; from tensor_eqsat.ir.serialize import dumps; "
+        "g = Graph(); g.output(g.relu(g.input((2, 3), name='x'))); dumps(g); "
+        "print('sympy' in sys.modules)"
+    )
+    cmd = [sys.executable, "-c", code]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == "False"

@@ -384,3 +384,19 @@ def test_a_reduced_precision_graph_is_priced_in_its_dtype_when_partitioned():
     assert r.original_cost_ms == pytest.approx(bf16.graph_cost(g))
     assert r.original_cost_ms < OptimizeConfig().cost_model_object().graph_cost(chain(3))
     assert verify(g, r.graph).ok
+
+
+@pytest.mark.slow
+def test_each_region_runs_its_rounds_and_the_result_says_whether_all_reached_a_fixpoint():
+    g = get("vit-base", layers=3, **SMALL_VIT)
+    kw = {"search": "saturate", "node_limit": 400, "time_limit": 30, "model": "vit-base", "target": "a100"}
+    part = PartitionConfig(target_enodes=60, whole_pass=False)
+    r = optimize_partitioned(g, **kw, rounds=0, partition=part)
+    assert r.partition is not None and r.partition.regions > 1
+    assert all(reg.rounds >= 1 and reg.fixpoint for reg in r.partition.searched)
+    assert any(reg.rounds > 1 for reg in r.partition.searched)  # a region that gained searched again
+    assert r.fixpoint and r.to_dict()["fixpoint"] is True
+    one = optimize_partitioned(g, **kw, partition=part)  # saturate alone: one round per region
+    assert one.partition is not None and all(reg.rounds == 1 for reg in one.partition.searched)
+    assert not one.fixpoint and r.optimized_cost_ms <= one.optimized_cost_ms
+    assert verify(g, r.graph).ok

@@ -33,8 +33,9 @@ def tiny() -> Graph:
     return g
 
 
-AUTO = {"search": "auto", "time_budget": 60, "node_limit": 100, "final_extractor": "greedy-dag"}
-"""A generous budget: on ``tiny()`` every strategy ends on its own in well under a second."""
+AUTO = {"search": "auto", "time_budget": 60, "node_limit": 100, "final_extractor": "greedy-dag", "rounds": 1}
+"""A generous budget: on ``tiny()`` every strategy ends on its own in well under a second. One
+round: these tests are of one run of the portfolio (the rounds: test_rounds.py)."""
 
 
 def nasneta() -> Graph:

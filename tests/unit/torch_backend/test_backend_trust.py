@@ -78,6 +78,8 @@ def plant(monkeypatch, rewrite):
             rule_counts={},
             stats=None,
             stop_reason=None,
+            rounds=(),
+            fixpoint=True,
         )
 
     monkeypatch.setattr(backend_module, "_optimize", search)

@@ -1,0 +1,325 @@
+"""Generation as it is served: random-init decoders through ``model.generate``, per compile arm.
+
+    PYTHONPATH=src python benchmarks/generate.py [MODEL ...] [--cache dynamic static]
+        [--prompt 16 128] [--new-tokens 32] [--arms eager inductor freezing tensor_eqsat]
+        [--dtype float32|bf16] [--time-budget 5] [--reps 3] [--device cpu|cuda] [--quick]
+        [--json benchmarks/out/generate.json]
+
+Models (``transformers``, random init from small configs with the real structure, nothing
+downloaded, seeded): ``llama`` (``LlamaForCausalLM``: hidden 256, 2 layers, 4 heads / 2 key-value
+heads, RMSNorm, rotary embeddings, SwiGLU), ``qwen2`` (``Qwen2ForCausalLM``, the same sizes, bias
+on Q/K/V), ``mistral`` (``MistralForCausalLM``, the same sizes) and ``gpt2`` (``GPT2LMHeadModel``:
+hidden 256, 2 layers, 4 heads). Each generates ``--new-tokens`` (default 32) greedily
+(``do_sample=False``) from a random prompt of each ``--prompt`` length (default 16 and 128), with
+the default dynamic cache and with ``cache_implementation="static"``; ``disable_compile=True``
+so that ``generate`` compiles nothing of its own (on CUDA it would compile a static-cache forward
+with Inductor, whatever the arm).
+
+Arms, each its own backend callable (so Dynamo never serves one arm's compiled graph to another;
+``torch._dynamo.reset()`` between arms besides), ``model.forward = torch.compile(model.forward,
+backend=ARM)`` as a user writes it:
+
+* ``eager``: the model as it is.
+* ``inductor``: Inductor as ``torch.compile`` runs it by default.
+* ``freezing``: Inductor with ``torch._inductor.config.freezing = True`` set while Dynamo traces
+  and Inductor compiles, as a user sets it (the weights become constants). Asserted: every graph
+  this arm compiles reads its parameters as attributes (``get_attr``), not as graph inputs, so that
+  Inductor's freezing folds them.
+* ``tensor_eqsat``: the backend, ``options={"time_budget": --time-budget}``, its defaults
+  otherwise (Inductor with freezing after it, the never-slower guard on). Its reports give the
+  fallbacks, the graphs kept as they were and the rules applied.
+
+Per row (model, cache, prompt length, arm): compiles (how many graphs each arm's backend compiled,
+and their seconds: a cold first ``generate`` and ``--reps`` warm ones; a compile in a warm run is a
+recompile), the cold ``generate``'s wall time, time to first token (from ``generate``'s call to the
+end of the first forward, the prefill), per-token decode latency (the gaps between the ends of
+successive forward calls after the first, over the warm runs: median and noise, the half
+interquartile range as a share of the median), tokens per second (new tokens over a warm
+``generate``'s wall time, median), and whether the tokens equal eager's. The load average is
+written at the start and end of every row. It runs unchanged on CUDA (``--device cuda``, the
+default where one is present), timing with a synchronisation after every forward.
+
+``--quick``: ``llama`` only, prompt 8, 4 new tokens, the static cache, arms ``eager`` and
+``tensor_eqsat`` (then ``eager``, 2 s of search): a smoke run for the test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# This folder holds a transformers.py of its own: keep it from shadowing the library.
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+sys.path.insert(0, str(_HERE.parent / "src"))
+
+import torch  # noqa: E402
+
+MODELS = ("llama", "qwen2", "mistral", "gpt2")
+ARMS = ("eager", "inductor", "freezing", "tensor_eqsat")
+VOCAB = 2000
+
+
+def build_model(name: str, dtype: torch.dtype, device: str) -> Any:
+    """A random-init decoder of ``name`` (see the module docstring), seeded, in eval mode."""
+    import transformers as tf
+
+    torch.manual_seed(0)
+    shared = {
+        "hidden_size": 256,
+        "intermediate_size": 512,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "vocab_size": VOCAB,
+        "max_position_embeddings": 512,
+    }
+    if name == "llama":
+        model = tf.LlamaForCausalLM(tf.LlamaConfig(**shared))
+    elif name == "qwen2":
+        model = tf.Qwen2ForCausalLM(tf.Qwen2Config(**shared))  # bias on Q/K/V by design
+    elif name == "mistral":
+        model = tf.MistralForCausalLM(tf.MistralConfig(**shared))
+    elif name == "gpt2":
+        model = tf.GPT2LMHeadModel(
+            tf.GPT2Config(n_embd=256, n_layer=2, n_head=4, vocab_size=VOCAB, n_positions=512)
+        )
+    else:
+        raise SystemExit(f"unknown model {name!r}; known: {', '.join(MODELS)}")
+    return model.to(device=device, dtype=dtype).eval()
+
+
+@dataclass
+class ArmStats:
+    """What one arm's backend did: each compile's seconds, what it was told, what it reported."""
+
+    compiles: list[float] = field(default_factory=list)
+    frozen_params: list[int] = field(default_factory=list)
+    reports: list[Any] = field(default_factory=list)
+
+
+def _params_as_attributes(gm: Any) -> int:
+    """How many of ``gm``'s ``get_attr`` nodes hold a parameter (Dynamo with freezing on)."""
+    count = 0
+    for node in gm.graph.nodes:
+        if node.op == "get_attr":
+            obj: Any = gm
+            for part in str(node.target).split("."):
+                obj = getattr(obj, part, None)
+            count += isinstance(obj, torch.nn.Parameter)
+    return count
+
+
+def make_backend(arm: str, stats: ArmStats, time_budget: float, quick: bool) -> Callable[..., Any] | None:
+    """The backend callable of ``arm`` (None for eager): a fresh function for each arm, that
+    compiles as the arm says and records each compile in ``stats``."""
+    if arm == "eager":
+        return None
+    if arm in ("inductor", "freezing"):
+        from torch._inductor.compile_fx import compile_fx
+
+        def inductor_backend(gm: Any, example_inputs: Any) -> Any:
+            import torch._inductor.config as inductor_config
+
+            if arm == "freezing":
+                assert inductor_config.freezing, "the freezing arm compiled without freezing"
+                stats.frozen_params.append(_params_as_attributes(gm))
+            t0 = time.perf_counter()
+            fn = compile_fx(gm, example_inputs)
+            stats.compiles.append(time.perf_counter() - t0)
+            return fn
+
+        inductor_backend.__name__ = f"{arm}_backend"
+        return inductor_backend
+    from tensor_eqsat.torch.dynamo_backend import backend
+
+    options: dict[str, Any] = {"time_budget": time_budget}
+    if quick:
+        options |= {"then": "eager", "guard": False}
+
+    def tensor_eqsat_backend(gm: Any, example_inputs: Any) -> Any:
+        t0 = time.perf_counter()
+        compiled = backend(gm, example_inputs, options)
+        stats.compiles.append(time.perf_counter() - t0)
+        stats.reports.append(compiled.report)
+        return compiled
+
+    return tensor_eqsat_backend
+
+
+class TimedForward:
+    """``model.forward`` with the end of every call recorded (after a device synchronisation)."""
+
+    def __init__(self, fn: Callable[..., Any], device: str) -> None:
+        self.fn = fn
+        self.sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+        self.ends: list[float] = []
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        out = self.fn(*args, **kwargs)
+        self.sync()
+        self.ends.append(time.perf_counter())
+        return out
+
+
+def _generate(model: Any, ids: Any, cache: str, new_tokens: int) -> Any:
+    kwargs: dict[str, Any] = {"max_new_tokens": new_tokens, "do_sample": False, "disable_compile": True}
+    kwargs["min_new_tokens"] = new_tokens  # a fixed number of decode steps for every arm
+    if cache == "static":
+        kwargs["cache_implementation"] = "static"
+    with torch.no_grad():
+        return model.generate(ids, attention_mask=torch.ones_like(ids), pad_token_id=0, **kwargs)
+
+
+def _noise_pct(xs: list[float]) -> float:
+    if len(xs) < 4:
+        return float("nan")
+    q = statistics.quantiles(xs, n=4)
+    return 100.0 * (q[2] - q[0]) / 2.0 / statistics.median(xs)
+
+
+def run_arm(model: Any, ids: Any, cache: str, arm: str, args: argparse.Namespace) -> dict[str, Any]:
+    """One arm on one (model, cache, prompt): a cold ``generate`` (the compiles), then warm ones."""
+    import torch._inductor.config as inductor_config
+
+    torch._dynamo.reset()
+    stats = ArmStats()
+    original = type(model).forward.__get__(model)
+    fn = make_backend(arm, stats, args.time_budget, args.quick)
+    forward = original if fn is None else torch.compile(original, backend=fn)
+    timed = TimedForward(forward, args.device)
+    model.forward = timed
+    load0 = os.getloadavg()[0]
+    try:
+        with inductor_config.patch(freezing=arm == "freezing"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t0 = time.perf_counter()
+            out = _generate(model, ids, cache, args.new_tokens)
+            cold_s = time.perf_counter() - t0
+            cold_compiles = len(stats.compiles)
+            ttft, totals, gaps = [], [], []
+            for _ in range(args.reps):
+                timed.ends.clear()
+                t0 = time.perf_counter()
+                again = _generate(model, ids, cache, args.new_tokens)
+                totals.append(time.perf_counter() - t0)
+                ttft.append(timed.ends[0] - t0)
+                gaps += [b - a for a, b in zip(timed.ends, timed.ends[1:], strict=False)]
+                assert torch.equal(again, out), f"{arm}: a warm run gave other tokens than the cold one"
+    finally:
+        del model.forward
+    row: dict[str, Any] = {
+        "arm": arm,
+        "compiles": cold_compiles,
+        "recompiles_warm": len(stats.compiles) - cold_compiles,
+        "compile_s": sum(stats.compiles),
+        "first_compile_s": stats.compiles[0] if stats.compiles else 0.0,
+        "cold_generate_s": cold_s,
+        "ttft_ms": 1e3 * statistics.median(ttft),
+        "decode_ms": 1e3 * statistics.median(gaps) if gaps else float("nan"),
+        "decode_noise_pct": _noise_pct(gaps),
+        "tokens_per_s": args.new_tokens / statistics.median(totals),
+        "tokens": out[0, ids.shape[1] :].tolist(),
+        "load": [load0, os.getloadavg()[0]],
+    }
+    if arm == "freezing":
+        row["frozen_params_per_graph"] = stats.frozen_params
+        assert stats.frozen_params and all(n > 0 for n in stats.frozen_params), (
+            f"freezing arm: a graph read its parameters as inputs ({stats.frozen_params})"
+        )
+    if stats.reports:
+        row |= _backend_summary(stats.reports)
+    return row
+
+
+def _backend_summary(reports: list[Any]) -> dict[str, Any]:
+    rules: dict[str, int] = {}
+    for r in reports:
+        for name, n in r.rules_applied.items():
+            rules[name] = rules.get(name, 0) + n
+    return {
+        "graphs": len(reports),
+        "fallbacks": [r.fallback for r in reports if r.fallback],
+        "kept_original": sum(bool(r.kept_original) for r in reports),
+        "rules_applied": rules,
+        "merged_projections": sum(n for name, n in rules.items() if "shared-lhs" in name),
+        "predicted_gain_pct": [r.predicted_gain_pct for r in reports],
+        "verdicts": [r.reason for r in reports],
+        "search_s": sum(r.seconds.get("optimize", 0.0) for r in reports),
+    }
+
+
+def run(args: argparse.Namespace) -> list[dict[str, Any]]:
+    dtype = torch.bfloat16 if args.dtype in ("bf16", "bfloat16") else torch.float32
+    rows: list[dict[str, Any]] = []
+    for name in args.models:
+        model = build_model(name, dtype, args.device)
+        for cache in args.cache:
+            for length in args.prompt:
+                g = torch.Generator().manual_seed(length)
+                ids = torch.randint(1, VOCAB, (1, length), generator=g).to(args.device)
+                eager_tokens = None
+                for arm in args.arms:
+                    row = {"model": name, "cache": cache, "prompt": length, "dtype": str(dtype)[6:]}
+                    row |= run_arm(model, ids, cache, arm, args)
+                    if arm == "eager":
+                        eager_tokens = row["tokens"]
+                    row["tokens_equal_eager"] = (
+                        None if eager_tokens is None else row["tokens"] == eager_tokens
+                    )
+                    rows.append(row)
+                    print(_line(row), flush=True)
+    return rows
+
+
+def _line(r: dict[str, Any]) -> str:
+    text = (
+        f"{r['model']:8s} {r['cache']:7s} p{r['prompt']:<4d} {r['arm']:13s} compiles {r['compiles']}"
+        f"+{r['recompiles_warm']} ({r['compile_s']:.1f} s) cold {r['cold_generate_s']:.1f} s "
+        f"ttft {r['ttft_ms']:.1f} ms decode {r['decode_ms']:.2f} ms ±{r['decode_noise_pct']:.0f} % "
+        f"{r['tokens_per_s']:.1f} tok/s same {r['tokens_equal_eager']} "
+        f"load {r['load'][0]:.1f}-{r['load'][1]:.1f}"
+    )
+    if "graphs" in r:
+        text += f" | fallbacks {len(r['fallbacks'])} kept {r['kept_original']}/{r['graphs']}"
+        text += f" merged {r['merged_projections']}"
+    return text
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("models", nargs="*", default=list(MODELS), help=f"default: {' '.join(MODELS)}")
+    p.add_argument("--cache", nargs="+", default=["dynamic", "static"], choices=["dynamic", "static"])
+    p.add_argument("--prompt", nargs="+", type=int, default=[16, 128])
+    p.add_argument("--new-tokens", type=int, default=32)
+    p.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS))
+    p.add_argument("--dtype", default="float32", choices=["float32", "bf16", "bfloat16"])
+    p.add_argument("--time-budget", type=float, default=5.0)
+    p.add_argument("--reps", type=int, default=3, help="warm generate runs per arm (default 3)")
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--quick", action="store_true", help="a smoke run (see the module docstring)")
+    p.add_argument("--json", type=Path, default=None, help="write the rows here")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.models, args.cache, args.prompt, args.new_tokens = ["llama"], ["static"], [8], 4
+        args.arms, args.time_budget, args.reps = ["eager", "tensor_eqsat"], 2.0, 1
+    if "eager" in args.arms:
+        args.arms = ["eager"] + [a for a in args.arms if a != "eager"]  # the tokens' reference first
+    rows = run(args)
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(rows, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

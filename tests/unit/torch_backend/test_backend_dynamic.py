@@ -1,0 +1,94 @@
+"""The backend on graphs with symbolic shapes (``dynamic=True`` and automatic dynamic shapes):
+one compile serves the whole range, rewritten, with no fallback (DESIGN.md decision 18)."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from torch_models import FAST, Attention, fresh  # noqa: E402, F401 (fresh: autouse fixture)
+
+import tensor_eqsat.torch as te_torch  # noqa: E402
+from tensor_eqsat.torch.dynamo_backend import graph_cache  # noqa: E402
+
+
+def close(a, b, tol=1e-5):
+    return (a - b).abs().max().item() <= tol * max(1.0, b.abs().max().item())
+
+
+def _run_at(compiled, model, shapes):
+    """Outputs of ``compiled`` and ``model`` at each shape; no FallbackWarning may be raised."""
+    out = []
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("error", te_torch.FallbackWarning)
+        for shape in shapes:
+            x = torch.randn(*shape)
+            out.append((compiled(x), model(x)))
+    return out
+
+
+def test_dynamic_true_compiles_once_for_the_range_and_rewrites():
+    model = Attention().eval()
+    compiled = torch.compile(model, backend="tensor_eqsat", dynamic=True, options=FAST)
+    results = _run_at(compiled, model, [(2, 5, 32), (3, 9, 32), (4, 17, 32)])
+    assert all(close(got, want) for got, want in results)
+    (report,) = te_torch.backend.reports  # one compile for the three shapes
+    assert report.fallback is None and not report.kept_original
+    assert report.rules_applied  # Q, K and V merged (rule 310) on symbolic activations
+    assert report.ops_opaque == 0
+
+
+def test_automatic_dynamic_shapes_are_optimized_not_refused():
+    model = Attention().eval()
+    compiled = torch.compile(model, backend="tensor_eqsat", options=FAST)  # dynamic=None: automatic
+    results = _run_at(compiled, model, [(1, 5, 32), (1, 7, 32), (1, 11, 32), (1, 13, 32)])
+    assert all(close(got, want) for got, want in results)
+    reports = te_torch.backend.reports
+    # The first shape compiled static, the second made the sequence symbolic: that graph is
+    # rewritten and serves every later length.
+    assert len(reports) == 2
+    assert all(r.fallback is None and not r.kept_original and r.rules_applied for r in reports)
+
+
+def test_the_cache_key_covers_the_range_not_the_hints():
+    model = Attention().eval()
+    for shape in ((2, 5, 32), (3, 9, 32)):
+        torch._dynamo.reset()
+        compiled = torch.compile(model, backend="tensor_eqsat", dynamic=True, options=FAST)
+        _run_at(compiled, model, [shape])
+    first, second = te_torch.backend.reports
+    assert first.cache == "miss" and second.cache in ("memory", "disk")
+    assert first.graph_key == second.graph_key
+    graph_cache(None).clear_memory()
+
+
+@pytest.mark.slow
+@pytest.mark.hf
+@pytest.mark.parametrize("name", ["bert", "vit"])
+def test_hf_models_compiled_with_dynamic_true_through_inductor(name):
+    from transformers import BertConfig, BertModel, ViTConfig, ViTModel
+
+    if name == "bert":
+        model = BertModel(
+            BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                       intermediate_size=64, max_position_embeddings=64)
+        ).eval()  # fmt: skip
+        inputs = [torch.randint(0, 100, (b, s)) for b, s in ((2, 8), (3, 16), (4, 24))]
+    else:
+        model = ViTModel(
+            ViTConfig(image_size=32, patch_size=8, hidden_size=32, num_hidden_layers=2,
+                      num_attention_heads=4, intermediate_size=64),
+            add_pooling_layer=False,
+        ).eval()  # fmt: skip
+        inputs = [torch.randn(b, 3, 32, 32) for b in (2, 3, 5)]
+    options = {**FAST, "then": "inductor"}
+    compiled = torch.compile(model, backend="tensor_eqsat", dynamic=True, options=options)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("error", te_torch.FallbackWarning)
+        for x in inputs:
+            assert close(compiled(x).last_hidden_state, model(x).last_hidden_state, 1e-4)
+    (report,) = te_torch.backend.reports  # one compile (a Dynamo restart is no compile)
+    assert report.fallback is None and not report.kept_original and report.rules_applied
