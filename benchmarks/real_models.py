@@ -386,7 +386,7 @@ def size_run(args: argparse.Namespace, p: argparse.ArgumentParser) -> sizing.Pla
     args.again_arm, args.h200_pass = plan.again_arm, plan.h200_pass
     for line in plan.lines():
         print(line, flush=True)
-    if len(args.attention) > 1:
+    if len(getattr(args, "attention", pm.ATTENTIONS)) > 1:
         print(
             "#   (per model and batch for one attention variant: eager runs the models with attention twice)"
         )
