@@ -49,3 +49,20 @@ def test_quick_timed_run_compares_outputs_with_eager(tmp_path):
     assert all(ms > 0 for ms in t["ms"].values())
     assert all(t["equal_to_eager"].values()), t["max_abs_diff_vs_eager"]
     assert t["backend_fallbacks"] == []
+
+
+def test_quick_translation_of_the_diffusers_unet_and_the_frozen_batch_norm_detector(tmp_path):
+    pytest.importorskip("diffusers")
+    rows = _run(tmp_path, "detr", "unet", "--no-time", "--no-local", "--batch", "1")
+    assert [(r["model"], r["attention"]) for r in rows] == [
+        ("detr", "sdpa"),
+        ("detr", "eager"),
+        ("unet", "sdpa"),
+        ("unet", "eager"),
+    ]
+    for r in rows:
+        h = r["h200"]
+        assert r["scale"] >= 1e-3 and h["fallbacks"] == [] and h["ops_mapped"] > 0, r
+        assert not any("failed the check" in v for v in h["verdicts"])
+    # eager attention spelled out: no scaled_dot_product_attention call left to map
+    assert "scaled_dot_product_attention" not in rows[1]["h200"]["opaque_ops"]

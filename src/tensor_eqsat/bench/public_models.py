@@ -525,7 +525,8 @@ def build(
         _check_attention(name, model, chosen)
         scale, nonzero = output_scale(model(*inputs))
     check_scale(name, scale, nonzero)
-    model = model.to(device=device, dtype=dtype) if dtype is not None else model.to(device)
+    if dtype is not None or device != "cpu":  # (diffusers warns on any ``to``, even a no-op)
+        model = model.to(device=device, dtype=dtype) if dtype is not None else model.to(device)
     moved = tuple(
         x.to(device=device, dtype=dtype) if dtype is not None and x.is_floating_point() else x.to(device)
         for x in inputs
