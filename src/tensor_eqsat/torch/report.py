@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 
@@ -25,8 +25,6 @@ class BackendReport:
         float32 reference, TF32 off) and at which tolerance (the precision the model runs in).
         Empty when nothing was checked (a fallback, no rewrite, a rebuild error).
     seconds: time per phase (``translate``, ``optimize``, ``compile``, ``guard``, ``total``).
-    unfrozen: the original was handed on without Inductor's freezing, measured faster than frozen
-        (:class:`~tensor_eqsat.torch.delivery.Delivery`); a cached decision keeps it so.
     """
 
     graph_key: str
@@ -43,7 +41,6 @@ class BackendReport:
     cache: str = "miss"
     max_diff: float | None = None
     seconds: dict[str, float] = field(default_factory=dict)
-    unfrozen: bool = False
     check: str = ""
 
     @property
@@ -65,7 +62,10 @@ class BackendReport:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> BackendReport:
-        return cls(**{k: v for k, v in data.items() if k != "message"})
+        # (only the fields this version has: an older cache entry may hold ``unfrozen``, from the
+        # guard's former third arm)
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
 
 
 __all__ = ["BackendReport"]
