@@ -10,7 +10,12 @@ never-slower guard runs too), and prints the command's wall time (process start 
 loading, search, check, guard, write) against the budget, with what the command itself reports.
 The target is 110 % of the budget on every model. ``--dtype`` and ``--target`` are handed to
 every command (a reduced-precision zoo model priced for a GPU; ONNX exports stay float32); the
-check's verdict is printed with each row (``kept`` when the result was not checked in time).
+check's verdict is printed with each row (``kept`` when the result was not checked in time), and
+the search's rounds (how many ran, and ``fixpoint`` when the last gained nothing).
+
+``--again`` runs ``optimize`` a second time on each command's output (the graph it wrote, same
+budget and target) and prints what that second run gains on top, in points of the original's
+cost: a search that hands back a fixpoint of itself leaves nothing for it (issue 43: at most 0.5).
 """
 
 from __future__ import annotations
@@ -45,6 +50,11 @@ def run(source: str, budget: float, out: Path, extra: tuple[str, ...] = ()) -> d
             kept=data.get("kept_original", data.get("nothing_to_optimize")),
             stop=(data.get("portfolio") or {}).get("stop") or data.get("stop_reason"),
             check=_verdict(data),
+            rounds=len(data.get("rounds") or []),
+            rounds_stop=data.get("rounds_stop"),
+            fixpoint=bool(data.get("fixpoint")),
+            optimized_cost_ms=data.get("optimized_cost_ms"),
+            original_cost_ms=data.get("original_cost_ms"),
         )
     else:
         row["error"] = proc.stderr.strip().splitlines()[-1:] or ["?"]
@@ -62,9 +72,43 @@ def _verdict(data: dict[str, object]) -> str:
         scope = "" if verify.get("scope", "whole graph") == "whole graph" else " (parts)"
         if verify.get("planned_trials"):
             scope += f" {verify.get('trials')}/{verify['planned_trials']}"
-        return ("pass" if verify.get("ok") else "FAIL") + scope
+        return ("pass" if verify.get("ok") else "FAIL") + scope + _own_ratio(verify)
     notes = " ".join(str(n) for n in (d.get("notes") or data.get("notes") or []))
     return "unchecked" if "not checked" in notes else "-"
+
+
+def _again(row: dict[str, object], out: Path, budget: float, target: tuple[str, ...]) -> str:
+    """Optimize ``out`` (the first run's output) once more; record and show what it gains on top,
+    in points of the original's cost."""
+    if not out.exists() or row.get("kept"):
+        row["again_points"] = None
+        return "  (no output)"
+    second = run(str(out), budget, out.with_name("again-" + out.name), target)
+    if second["rc"] != 0 or not row.get("original_cost_ms"):
+        row["again_points"] = None
+        return f"  exit {second['rc']}"
+    base, first = float(row["original_cost_ms"]), float(row["speedup_pct"])  # type: ignore[arg-type]
+    key = "original_cost_ms" if second.get("kept") else "optimized_cost_ms"  # (what it handed back)
+    after = float(second[key] or 0.0)  # type: ignore[arg-type]
+    row["again_start_ms"] = second["original_cost_ms"]  # the first run's output, priced again
+    total = (base - after) / base * 100 if after else first
+    row["again_points"] = points = total - first
+    row["again_wall_s"] = second["wall_s"]
+    return f"  {points:+.2f} pts"
+
+
+def _own_ratio(verify: dict[str, object]) -> str:
+    """In reduced precision, `` err 1.3x own``: the result's largest error over the original's own
+    (io/accuracy.py; the check allows ``MULTIPLE`` times it plus a floor), worst output."""
+    outputs = verify.get("outputs")
+    if not verify.get("own_rule") or not isinstance(outputs, list):
+        return ""
+    ratios = [
+        float(o["max_abs_error"]) / float(o["own_error"])
+        for o in outputs
+        if isinstance(o, dict) and o.get("own_error")
+    ]
+    return f" err {max(ratios):.2f}x own" if ratios else ""
 
 
 def main() -> int:
@@ -77,6 +121,7 @@ def main() -> int:
     ap.add_argument("--json", metavar="OUT", help="write the rows here")
     ap.add_argument("--dtype", help="build the zoo models in this precision (fp16, bf16)")
     ap.add_argument("--target", help="the target every command optimizes for (h200, ...)")
+    ap.add_argument("--again", action="store_true", help="optimize each output once more (module docstring)")
     args = ap.parse_args()
     target = ("--target", args.target) if args.target else ()
     dtype = ("--dtype", args.dtype) if args.dtype else ()
@@ -87,7 +132,7 @@ def main() -> int:
         sources += [str(p) for p in export_all(names=args.onnx).values()]
     rows = []
     head = f"{'model':28s} {'wall s':>7s} {'/budget':>7s} {'search s':>8s} {'speedup':>8s} {'kept':>5s}"
-    print(head + " check stop")
+    print(head + " check stop rounds" + ("   again" if args.again else ""))
     with tempfile.TemporaryDirectory() as tmp:
         for source in sources:
             out = Path(tmp) / (Path(source).stem + (".onnx" if source.endswith(".onnx") else ".json"))
@@ -101,7 +146,8 @@ def main() -> int:
             print(
                 f"{Path(source).name:28s} {row['wall_s']:7.1f} {ratio:7.2f} {row['search_s']:8.1f} "
                 f"{row['speedup_pct']:7.2f}% {'yes' if row['kept'] else 'no':>5s} {row['check']} "
-                f"{row['stop'] or ''}",
+                f"{row['stop'] or ''} {row['rounds']}{' fixpoint' if row['fixpoint'] else ''}"
+                + (_again(row, out, args.budget, target) if args.again else ""),
                 flush=True,
             )
     over = [r["model"] for r in rows if float(r["wall_s"]) > 1.1 * args.budget]  # type: ignore[arg-type]

@@ -114,6 +114,24 @@ def _stop_reasons() -> list[str]:
     return [*lines, ""]
 
 
+def _exit_codes() -> list[str]:
+    from tensor_eqsat import errors
+    from tensor_eqsat.errors import ExitCode
+
+    docs = _member_docs(errors, "ExitCode")
+    lines = [
+        "## Exit status",
+        "",
+        "Of every `tensor-eqsat` command (`ExitCode` in `tensor_eqsat.errors`):",
+        "",
+    ]
+    lines += ["| status | name | meaning |", "|---|---|---|"]
+    lines += [
+        f"| {int(c)} | `{c.name}` | {docs.get(c.name, '').replace('|', chr(92) + '|')} |" for c in ExitCode
+    ]
+    return [*lines, ""]
+
+
 def _targets() -> list[str]:
     from tensor_eqsat.target.targets import TARGETS
 
@@ -144,6 +162,18 @@ def _schema(data: Any, prefix: str = "") -> list[str]:
     return out
 
 
+def _report_keys() -> list[str]:
+    from tensor_eqsat.delivery_report import REPORT_KEYS, KeptReason
+
+    lines = ["What each top-level key means (`tensor_eqsat.delivery_report.REPORT_KEYS`):", ""]
+    lines += ["| key | meaning |", "|---|---|"]
+    lines += [f"| `{k}` | {v.replace('|', chr(92) + '|')} |" for k, v in REPORT_KEYS.items()]
+    lines += ["", "`kept_reason`, `KeptReason` in Python:", "", "| value | meaning |", "|---|---|"]
+    docs = _member_docs(importlib.import_module("tensor_eqsat.delivery_report"), "KeptReason")
+    lines += [f"| `{r.value}` | {docs.get(r.name, '')} |" for r in KeptReason]
+    return [*lines, ""]
+
+
 def _json() -> list[str]:
     from tensor_eqsat import Graph, deliver
 
@@ -153,6 +183,7 @@ def _json() -> list[str]:
     data = deliver(g, search="saturate", node_limit=50, final_extractor="greedy-dag").to_dict()
     lines = ["## `optimize --json`", "", "The keys of `Delivery.to_dict()` for a `saturate` run (an `auto`"]
     lines += ["run adds `portfolio` and `settings.portfolio`; the guard adds `measured` and `guard`).", ""]
+    lines += _report_keys()
     lines += ["| key | type |", "|---|---|", *_schema(data), ""]
     idle = Graph()
     idle.output(idle.relu(idle.input((1, 4), name="x")))
@@ -178,7 +209,7 @@ def reference() -> str:
     lines += ["nested settings can be overridden by name (`budget=16`, `ilp_time_limit=60`).", ""]
     for cls in (OptimizeConfig, DeliveryConfig, MctsConfig, PortfolioConfig, IlpConfig):
         lines += _config_section(cls)
-    lines += _flags() + _stop_reasons() + _json()
+    lines += _flags() + _exit_codes() + _stop_reasons() + _json()
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -8,16 +8,22 @@ alone (a :class:`Construction`: ``mcts``, ``saturate`` or the ``auto`` schedule)
 :class:`OptimizeResult` with the :class:`StopReason` it stopped for.
 """
 
-from tensor_eqsat.clock import Deadline
-from tensor_eqsat.config import OptimizeConfig, Search
-from tensor_eqsat.deliver import Delivery, DeliveryConfig, deliver
-from tensor_eqsat.errors import ConfigError, FormatError, GraphError, ShapeError, TensorEqsatError
-from tensor_eqsat.ir import Graph, Tensor, get_op, load, run, save
-from tensor_eqsat.optimize import OptimizeResult, optimize
-from tensor_eqsat.search.construction import Construction
-from tensor_eqsat.search.stop import StopReason
-from tensor_eqsat.source import Source
-from tensor_eqsat.target import Runtime, Target, get_target
+try:
+    from tensor_eqsat.clock import Deadline
+    from tensor_eqsat.config import OptimizeConfig, Search
+    from tensor_eqsat.deliver import Delivery, DeliveryConfig, deliver
+    from tensor_eqsat.errors import ConfigError, FormatError, GraphError, ShapeError, TensorEqsatError
+    from tensor_eqsat.ir import Graph, Tensor, get_op, load, run, save
+    from tensor_eqsat.optimize import OptimizeResult, optimize
+    from tensor_eqsat.search.construction import Construction
+    from tensor_eqsat.search.stop import StopReason
+    from tensor_eqsat.source import Source
+    from tensor_eqsat.target import Runtime, Target, get_target
+except KeyboardInterrupt:  # Ctrl-C while the command line starts: its exit status, no traceback
+    from tensor_eqsat.interrupts import interrupted_while_starting
+
+    interrupted_while_starting()
+    raise
 
 __version__ = "0.1.0"
 

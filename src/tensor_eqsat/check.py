@@ -41,6 +41,7 @@ import json
 import logging
 import math
 import os
+import statistics
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -83,6 +84,11 @@ CHEAP_CHECK_S = 0.5
 search that ends a little late, on a small model): the call then ends that much late, and the
 result found is handed back checked rather than the original unchecked."""
 THROUGHPUT_FILE = "check-throughput.json"
+PRIOR_FACTORS = {"torch:cpu": {"bytes_factor": 3.0}}
+"""Factors a backend starts from before anything is learned, where the base rates are known to
+be far off: a float16 or bfloat16 check on the CPU runs in PyTorch with float32 kernels and each
+op's outputs rounded (BERT's first trial: 7.9 s at load 3.4 and 9.3 s at load 8 on a 2-core CPU,
+3.0 s at factor 1; the first such run overran a 20 s budget by 4 s)."""
 
 
 def weight_bytes(graph: Graph) -> int:
@@ -110,6 +116,15 @@ def _part_run_s(part: Any) -> float:
     return float(got)
 
 
+def check_sides(graph: Graph) -> int:
+    """Models a check of ``graph`` prepares and runs: the original (its float32 reference) and the
+    result, and in float16 or bfloat16 the original in its own precision too, whose error against
+    the reference is the measure of the result's (:mod:`tensor_eqsat.io.accuracy`)."""
+    from tensor_eqsat.ir.cast import precision
+
+    return 2 if precision(graph) is DType.FLOAT32 else 3
+
+
 def op_count(graph: Graph) -> int:
     """Operators of ``graph`` (leaves not counted)."""
     return sum(not n.spec.is_leaf for n in graph.nodes)
@@ -135,25 +150,60 @@ def distinct_parts(graph: Graph, node_limit: int = 2000) -> list[tuple[int, int,
     return [(weight_bytes(g), op_count(g), run_seconds(g)) for g in firsts]
 
 
+TERMS = ("bytes_factor", "ops_factor", "run_factor")
+"""The three factors a throughput learns (see :class:`Throughput`)."""
+RECENT = 5
+"""Samples of each factor a size class keeps: its estimate is their median (one odd check does
+not move it; issue 44: three tiny float16 ONNX checks had raised the ops factor 7.3 times)."""
+MAX_STEP = 3.0
+"""A sample moves its size class's factor by at most this ratio, up or down, before it enters
+the median (bounded updates: a check that paid an import or a first compile teaches a bounded
+lesson)."""
+SIZE_CLASSES = (0.1, 1.0, 10.0, 100.0)
+"""Bounds of the size classes, in seconds a check is predicted to take at factor 1 (a decade
+each): a check learns and predicts from its own class (the fixed costs of a tiny model's check do
+not stand for a large one's)."""
+BORROW = 0.25
+"""A size class with no samples borrows the nearest learned class's factor raised to this power
+per class between them (a factor of 7.3 learned a decade away is 1.64 here, two away 1.13)."""
+
+
+def size_class(base_s: float) -> int:
+    """The size class of a check predicted to take ``base_s`` seconds at factor 1.
+
+    >>> size_class(0.01), size_class(0.5), size_class(3.0), size_class(1e4)
+    (0, 1, 2, 4)
+    """
+    return sum(base_s >= bound for bound in SIZE_CLASSES)
+
+
 @dataclass
 class Throughput:
     """This machine's check throughput for one backend: factors on three base predictions, of
     preparing weight bytes (:data:`BASE_BYTES_PER_S`), of operators (:data:`BASE_OPS_PER_S`), and
     of running the models (``run_s``: the analytic CPU roofline's seconds of the check's runs),
-    each learned from the checks whose time it dominated (the geometric mean of measured over
-    predicted, weighted to the recent, kept within :data:`FACTOR_RANGE`).
+    each learned from the checks whose time it dominated.
+
+    Learned per size class (:func:`size_class`: a decade of the check's predicted seconds at
+    factor 1), robustly: each class keeps its last :data:`RECENT` samples of a factor, bounded
+    to within :data:`MAX_STEP` of the class's estimate then, and predicts with their median,
+    kept within :data:`FACTOR_RANGE`. A class with no samples borrows the nearest learned one's,
+    damped towards 1 (:data:`BORROW`), else the prior factors.
 
     backend: the check's runtime (``ort:cpu``, ``torch:cuda``, ...). bytes_factor, ops_factor,
-    run_factor: default 1.0. samples: checks recorded. path: where it is remembered (None: not
-    saved).
+    run_factor: the prior, for sizes nothing was learned near. Default 1.0. samples: checks
+    recorded. path: where it is remembered (None: not saved). classes: the learned samples,
+    ``{size class: {factor name: [recent ratios]}}``.
 
     >>> t = Throughput("ort:cpu")
     >>> round(t.predict(100_000_000, 1000), 3)
     2.0
-    >>> t.record(100_000_000, 0, 4.0); round(t.bytes_factor, 3), round(t.predict(100_000_000, 1000), 3)
-    (4.0, 5.0)
-    >>> t.record(0, 0, 3.0, run_s=1.0); round(t.run_factor, 3)  # 3x, blended with the prior 1.0
-    1.732
+    >>> t.record(100_000_000, 0, 4.0); round(t.predict(100_000_000, 1000), 3)  # 4x, a step of 3 at most
+    4.0
+    >>> t.record(100_000_000, 0, 4.0); round(t.predict(100_000_000, 1000), 3)  # median(3, 4) + ops
+    4.5
+    >>> round(t.predict(10_000_000, 0), 3)  # a size class nothing was learned in: damped
+    0.137
     """
 
     backend: str
@@ -162,30 +212,66 @@ class Throughput:
     samples: int = 0
     path: Path | None = field(default=None, repr=False)
     run_factor: float = 1.0
+    classes: dict[int, dict[str, list[float]]] = field(default_factory=dict, repr=False)
 
     def _terms(self, weight_bytes: int, ops: int, run_s: float) -> tuple[float, float, float]:
         return weight_bytes / BASE_BYTES_PER_S, ops / BASE_OPS_PER_S, run_s
+
+    def factors(self, base_s: float) -> dict[str, float]:
+        """The factors for a check predicted to take ``base_s`` seconds at factor 1 (see the
+        class docstring)."""
+        own = size_class(base_s)
+        out = {}
+        for name in TERMS:
+            learned = sorted((abs(k - own), -k, v[name]) for k, v in self.classes.items() if v.get(name))
+            if not learned:
+                out[name] = float(getattr(self, name))
+                continue
+            distance, _, recent = learned[0]
+            out[name] = _clamp(statistics.median(recent) ** (BORROW**distance))
+        return out
 
     def predict(self, weight_bytes: int, ops: int, run_s: float = 0.0) -> float:
         """Seconds to check a pair of models with ``weight_bytes`` and ``ops`` between them, whose
         runs the CPU roofline prices at ``run_s`` seconds."""
         b, o, r = self._terms(weight_bytes, ops, run_s)
-        return self.bytes_factor * b + self.ops_factor * o + self.run_factor * r
+        f = self.factors(b + o + r)
+        return f["bytes_factor"] * b + f["ops_factor"] * o + f["run_factor"] * r
 
     def record(self, weight_bytes: int, ops: int, seconds: float, run_s: float = 0.0) -> None:
-        """Learn from one check that took ``seconds`` (the factor of its largest term; the other
-        terms' predictions are taken as they are); saved when the throughput has a path. Checks
-        too small to time (under 50 ms at factor 1) teach nothing."""
+        """Learn from one check that took ``seconds`` (the factor of its largest term, in its size
+        class; the other terms' predictions are taken as they are); saved when the throughput has
+        a path. Checks too small to time (under 50 ms at factor 1) teach nothing."""
         b, o, r = self._terms(weight_bytes, ops, run_s)
         if b + o + r < 0.05 or seconds <= 0:
             return
-        lo, hi = FACTOR_RANGE
-        factors = {"bytes_factor": b, "ops_factor": o, "run_factor": r}
-        name = max(factors, key=lambda k: factors[k])
-        rest = sum(getattr(self, k) * v for k, v in factors.items() if k != name)
-        ratio = min(max((seconds - rest) / factors[name], lo), hi)
-        setattr(self, name, _blend(getattr(self, name), ratio, self.samples))
+        now = self.factors(b + o + r)
+        terms = dict(zip(TERMS, (b, o, r), strict=True))
+        name = max(terms, key=lambda k: terms[k])
+        rest = sum(now[k] * v for k, v in terms.items() if k != name)
+        ratio = (seconds - rest) / terms[name]
+        ratio = _clamp(min(max(ratio, now[name] / MAX_STEP), now[name] * MAX_STEP))
+        recent = self.classes.setdefault(size_class(b + o + r), {}).setdefault(name, [])
+        recent[:] = [*recent, ratio][-RECENT:]
         self.samples += 1
+        self.save()
+
+    def forget(self, weight_bytes: int, ops: int, run_s: float = 0.0) -> None:
+        """A check of this size was not run, for want of time as predicted: its size class takes
+        one sample a bounded step (:data:`MAX_STEP`) back towards the prior. Learned under load,
+        a factor made every later check look too long to start, and no check ran to correct it
+        (BERT in float16 at 20 s: 5.6 learned at load 11, every run after kept the original at
+        load 4); after a few skipped checks the median is the prior's side again and a check runs.
+        """
+        b, o, r = self._terms(weight_bytes, ops, run_s)
+        recent = self.classes.get(size_class(b + o + r))
+        if not recent:
+            return
+        for name, window in recent.items():
+            prior = float(getattr(self, name))
+            now = statistics.median(window)
+            step = min(max(prior, now / MAX_STEP), now * MAX_STEP)
+            window[:] = [*window, step][-RECENT:]
         self.save()
 
     def save(self) -> None:
@@ -198,6 +284,7 @@ class Throughput:
                 "ops_factor": self.ops_factor,
                 "run_factor": self.run_factor,
                 "samples": self.samples,
+                "classes": {str(k): v for k, v in sorted(self.classes.items())},
             }
             self.path.parent.mkdir(parents=True, exist_ok=True)
             tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
@@ -209,28 +296,35 @@ class Throughput:
     @classmethod
     def load(cls, backend: str, folder: Path | None = None) -> Throughput:
         """The remembered throughput of ``backend`` in ``folder`` (default: the project's cache
-        folder, ``$TENSOR_EQSAT_CACHE_DIR`` honoured); factors 1 when none is remembered."""
+        folder, ``$TENSOR_EQSAT_CACHE_DIR`` honoured); factors 1 when none is remembered. A
+        remembered entry that is not of this form (or out of :data:`FACTOR_RANGE`) is forgotten."""
         if folder is None:
             from tensor_eqsat.cost.timing_cache import default_cache_dir
 
             folder = default_cache_dir()
         path = Path(folder) / THROUGHPUT_FILE
-        lo, hi = FACTOR_RANGE
         try:
             entry = json.loads(path.read_text()).get(backend, {}) if path.exists() else {}
-            fb, fo = float(entry.get("bytes_factor", 1.0)), float(entry.get("ops_factor", 1.0))
-            fr, samples = float(entry.get("run_factor", 1.0)), int(entry.get("samples", 0))
+            samples = int(entry.get("samples", 0))
+            classes = {int(k): {str(n): [float(x) for x in v] for n, v in c.items() if n in TERMS}
+                       for k, c in entry.get("classes", {}).items()}  # fmt: skip
+            valid = all(_in_range(x) for c in classes.values() for v in c.values() for x in v)
         except (OSError, ValueError, AttributeError, TypeError):
-            fb, fo, fr, samples = 1.0, 1.0, 1.0, 0
-        if not all(math.isfinite(f) and lo <= f <= hi for f in (fb, fo, fr)):
-            fb, fo, fr, samples = 1.0, 1.0, 1.0, 0
-        return cls(backend, fb, fo, samples, path, fr)
+            samples, classes, valid = 0, {}, True
+        if not valid:
+            samples, classes = 0, {}
+        prior = PRIOR_FACTORS.get(backend, {})
+        return cls(backend, samples=samples, path=path, classes=classes, **prior)
 
 
-def _blend(old: float, new: float, samples: int) -> float:
-    """The learned factor after ``new``: ``new`` itself first, then the geometric mean with the
-    old one (recent checks weigh most: the machine's load changes)."""
-    return new if samples == 0 else math.exp(0.5 * math.log(old) + 0.5 * math.log(new))
+def _in_range(x: float) -> bool:
+    lo, hi = FACTOR_RANGE
+    return math.isfinite(x) and lo <= x <= hi
+
+
+def _clamp(x: float) -> float:
+    lo, hi = FACTOR_RANGE
+    return min(max(x, lo), hi)
 
 
 @dataclass(frozen=True)
@@ -265,19 +359,21 @@ class Checker:
         self.backend, self.device, self.seed = backend, device, seed
         self.throughput = throughput or Throughput.load(f"{backend}:{device}")
         self.bytes, self.ops = weight_bytes(graph), op_count(graph)
-        self.run_s = 2 * run_seconds(graph)
+        self.sides = check_sides(graph)
+        self.run_s = self.sides * run_seconds(graph)
         self._reference: Any = None
         self._changes_s: float | None = None
         self._load_backend()  # before the search's share of the budget is set
 
     def whole_s(self) -> float:
         """Predicted seconds of the whole-graph check (both models prepared and run)."""
-        return self.throughput.predict(2 * self.bytes, 2 * self.ops, self.run_s)
+        return self.throughput.predict(self.sides * self.bytes, self.sides * self.ops, self.run_s)
 
     def one_trial_s(self) -> float:
         """Predicted seconds of a whole-graph check cut to its first trial (both models prepared,
         each run once): the least a whole check takes, as its deadline stops it between trials."""
-        return self.throughput.predict(2 * self.bytes, 2 * self.ops, self.run_s / CHECK_TRIALS)
+        n = self.sides
+        return self.throughput.predict(n * self.bytes, n * self.ops, self.run_s / CHECK_TRIALS)
 
     def changes_s(self) -> float:
         """Predicted seconds of checking what changed, at most: each distinct block of the graph
@@ -291,8 +387,9 @@ class Checker:
         rewritten its own way, did not fit in bfloat16 at 60 s.
         """
         if self._changes_s is None:
+            n = self.sides
             self._changes_s = sum(
-                self.throughput.predict(2 * b, 2 * o, 2 * r) for b, o, r in distinct_parts(self.graph)
+                self.throughput.predict(n * b, n * o, n * r) for b, o, r in distinct_parts(self.graph)
             )
         return self._changes_s
 
@@ -307,6 +404,18 @@ class Checker:
             return whole
         changes = min(WHOLE_SHARE * left, CHECK_MARGIN * self.changes_s())
         return min(whole, max(CHANGES_SHARE * left, changes))
+
+    def least_s(self, partitioned: bool) -> float:
+        """The least seconds after the search without which no check can run (issue 44: BERT in
+        float16 at 20 s searched until 7.9 s were left of the 10 s its one changed part
+        needed, and nothing found was handed back): the whole graph's first trial
+        (:meth:`one_trial_s`), with :data:`RUN_MARGIN`; for a ``partitioned`` search, whose
+        changes are its regions, the check of what changed where that is less. A graph searched
+        whole may change in one piece as large as itself, so its changes are no bound."""
+        least = self.one_trial_s()
+        if partitioned:
+            least = min(least, self.changes_s())
+        return RUN_MARGIN * least
 
     def check(
         self, result: Graph, artifact: Any, changed: Sequence[Any] | None, deadline: Deadline
@@ -357,9 +466,16 @@ class Checker:
                 importlib.import_module(module)
 
     def _part_s(self, part: Any) -> float:
-        return self.throughput.predict(part.weight_bytes, part.ops, _part_run_s(part))
+        share = self.sides / 2  # a part's figures count its original and its result once each
+        return self.throughput.predict(
+            int(share * part.weight_bytes), int(share * part.ops), share * _part_run_s(part)
+        )
 
     def _unchecked(self, need: float, left: float, what: str) -> str:
+        # A prediction that stops every check is never corrected by one: each check skipped for
+        # want of time lets the whole graph's size class forget a little (Throughput.forget).
+        n = self.sides
+        self.throughput.forget(n * self.bytes, n * self.ops, self.run_s)
         return (
             f"the result was not checked: checking {what} needs about {need:.1f} s here and "
             f"{max(left, 0.0):.1f} s were left; the original is kept (give a larger time budget, "
@@ -371,10 +487,16 @@ class Checker:
 
         t0 = time.perf_counter()
         if self._reference is None:
-            self._reference = Reference(self.source, seed=self.seed, backend=self.backend, device=self.device)
+            # An ONNX original already imported as ``self.graph``: its float32 reference is made
+            # from that, not from a second import.
+            graph = None if isinstance(self.source, Graph) else self.graph
+            self._reference = Reference(
+                self.source, seed=self.seed, backend=self.backend, device=self.device, graph=graph
+            )
         verdict = self._reference.check(artifact, backend=self.backend, device=self.device, deadline=deadline)
         seconds = time.perf_counter() - t0
-        self.throughput.record(2 * self.bytes, 2 * self.ops, seconds, self.run_s * _ran(verdict))
+        n = self.sides
+        self.throughput.record(n * self.bytes, n * self.ops, seconds, self.run_s * _ran(verdict))
         return verdict
 
     def _parts(self, parts: Sequence[Any], deadline: Deadline, artifact: Any = None) -> Any:
@@ -391,8 +513,10 @@ class Checker:
             t0 = time.perf_counter()
             ref = Reference(part.original, seed=self.seed, backend=self.backend, device=self.device)
             report = ref.check(part.optimized, backend=self.backend, device=self.device, deadline=deadline)
-            run_s = _part_run_s(part) * _ran(report)
-            self.throughput.record(part.weight_bytes, part.ops, time.perf_counter() - t0, run_s)
+            share = self.sides / 2
+            run_s = share * _part_run_s(part) * _ran(report)
+            seconds = time.perf_counter() - t0
+            self.throughput.record(int(share * part.weight_bytes), int(share * part.ops), seconds, run_s)
             reports.append(report)
             if not report.ok:
                 break

@@ -6,9 +6,11 @@ at start-up, so adding a command touches no shared table. A command line that na
 imports that command's module alone (the others pull in what a short ``--time-budget`` cannot
 spare: the benchmark tables, the equivalence checker, the rule verifier); the top-level help, an
 unknown command and a bare ``tensor-eqsat`` import them all. Machine-readable output
-(``--json``) goes to stdout alone; progress, logs and errors go to stderr. Every
-:class:`TensorEqsatError` becomes a one-line ``error: ...`` message and exit code 2; running out
-of memory is a one-line error and exit 1.
+(``--json``) goes to stdout alone; progress, logs and errors go to stderr. Each exit status has
+one meaning (:class:`~tensor_eqsat.errors.ExitCode`): a failed check 1; every
+:class:`TensorEqsatError` a one-line ``error: ...`` message and 2, but a
+:class:`~tensor_eqsat.errors.ResourceError` (the machine cannot do it) and running out of memory 3;
+an uncaught exception, a bug, its traceback, a line that says so, and 4.
 Ctrl-C is exit code 130 and ends a command promptly at any phase (:mod:`tensor_eqsat.interrupts`).
 """
 
@@ -22,11 +24,12 @@ import pkgutil
 import sqlite3
 import sys
 import time
+import traceback
 from collections.abc import Sequence
 from types import ModuleType
 
 from tensor_eqsat import __version__, commands
-from tensor_eqsat.errors import TensorEqsatError
+from tensor_eqsat.errors import ExitCode, ResourceError, TensorEqsatError
 
 
 def command_names() -> list[str]:
@@ -81,9 +84,18 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the process exit code. Run as the process's own command line
-    (``argv`` None), a command's clock starts with the process; called with ``argv`` from
-    Python, it starts now."""
+    """Entry point; returns the process exit code (:class:`ExitCode`). Run as the process's own
+    command line (``argv`` None), a command's clock starts with the process; called with
+    ``argv`` from Python, it starts now. A Ctrl-C while the command's modules are imported ends
+    it as a Ctrl-C at any other moment does (one line, :attr:`ExitCode.INTERRUPTED`)."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return ExitCode.INTERRUPTED
+
+
+def _main(argv: Sequence[str] | None) -> int:
     from tensor_eqsat.clock import process_start
 
     started = process_start() if argv is None else time.perf_counter()
@@ -97,32 +109,41 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     if not getattr(args, "_run", None):
         parser.print_help(sys.stderr)
-        return 2
+        return ExitCode.USAGE
     from tensor_eqsat.interrupts import ending_on_ctrl_c
 
     try:
         # Run as the process's command line, a Ctrl-C's watchdog also covers the exit.
         with ending_on_ctrl_c(until_exit=argv is None):
             return int(args._run(args) or 0)
+    except ResourceError as exc:
+        print(f"error: {exc.cli_text()}", file=sys.stderr)
+        return ExitCode.RESOURCES
     except TensorEqsatError as exc:
         print(f"error: {exc.cli_text()}", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
+        return ExitCode.INTERRUPTED
     except BrokenPipeError:
         # The reader of stdout went away (`... | head`): stop quietly, as Unix tools do, and keep
         # Python from reporting the same error again when it flushes stdout at exit.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-        return 141
+        return ExitCode.BROKEN_PIPE
     except sqlite3.DatabaseError as exc:
         # A results database damaged in a way the checks at open did not see.
         print(f"error: results database: {exc}", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     except MemoryError:
         print(f"error: {out_of_memory_message(args)}", file=sys.stderr)
-        return 1
+        return ExitCode.RESOURCES
+    except Exception as exc:
+        # A bug: its traceback for the report, then one line that says so, under its own status
+        # (a failed check, a memory refusal and a crash all exited 1: issue 44).
+        traceback.print_exc(file=sys.stderr)
+        print(f"internal error: {type(exc).__name__}: {exc} (please report it)", file=sys.stderr)
+        return ExitCode.INTERNAL
 
 
 def out_of_memory_message(args: argparse.Namespace) -> str:

@@ -24,6 +24,9 @@ guard, the write), however cheap they are predicted to be."""
 MAX_DELIVERY_RESERVE = 0.5
 """The most share of a time budget kept for the steps after the search: a model whose check and
 guard are predicted to need more still gets half the budget to search."""
+MAX_LEAST_RESERVE = 0.8
+"""The most share of a time budget kept for what the steps after the search cannot do without
+(``least_s`` of :func:`search_deadline`): the search keeps a fifth."""
 
 
 @dataclass(frozen=True)
@@ -102,12 +105,17 @@ def process_start() -> float:
     return now - elapsed if 0.0 <= elapsed < 86_400.0 else now
 
 
-def search_deadline(deadline: Deadline, after_search_s: float) -> Deadline:
+def search_deadline(deadline: Deadline, after_search_s: float, least_s: float = 0.0) -> Deadline:
     """The deadline of the search within a call bounded by ``deadline``.
 
     after_search_s: the predicted seconds of what follows the search (the numeric check, the
     guard, the write). The search ends that long before the call's deadline, and at least
     :data:`DELIVERY_RESERVE` of the time left before it, at most :data:`MAX_DELIVERY_RESERVE`.
+    least_s: the seconds the steps after the search cannot do without (the least check that can
+    run at all, and the write): kept even beyond :data:`MAX_DELIVERY_RESERVE` where it is at most
+    :data:`MAX_LEAST_RESERVE` of the time left (a search that leaves its own check no time finds
+    nothing that can be handed back: issue 44); where it is more, nothing found could be checked
+    anyway, and the search keeps its share (the check then says what it would need). Default 0.
 
     >>> d = Deadline.after(100.0)
     >>> round(search_deadline(d, 0.0).left())   # the 10 % floor
@@ -116,10 +124,16 @@ def search_deadline(deadline: Deadline, after_search_s: float) -> Deadline:
     70
     >>> round(search_deadline(d, 80.0).left())  # at most half
     50
+    >>> round(search_deadline(d, 80.0, least_s=65.0).left())  # but what the check cannot do without
+    35
+    >>> round(search_deadline(d, 80.0, least_s=99.0).left())  # more than can be kept: ignored
+    50
     """
     left = deadline.left()
     if left is None:
         return deadline
     left = max(left, 0.0)
-    reserve = min(max(after_search_s, DELIVERY_RESERVE * left), MAX_DELIVERY_RESERVE * left)
+    least = least_s if least_s <= MAX_LEAST_RESERVE * left else 0.0
+    cap = max(MAX_DELIVERY_RESERVE * left, least)
+    reserve = min(max(after_search_s, least, DELIVERY_RESERVE * left), cap)
     return deadline.before(reserve)

@@ -47,7 +47,7 @@ from tensor_eqsat.search.mcts import MctsConfig
 from tensor_eqsat.search.portfolio import PortfolioConfig, node_cap_for
 from tensor_eqsat.search.runner import RunnerConfig
 from tensor_eqsat.search.schedule import Stage, StageKind
-from tensor_eqsat.target.targets import PAPER_TARGET, Target, TargetError, default_target
+from tensor_eqsat.target.targets import Target, TargetError, default_target
 from tensor_eqsat.target.targets import get_target as _get_target
 
 if TYPE_CHECKING:
@@ -117,11 +117,10 @@ class OptimizeConfig:
         runtime of the numeric check and of the never-slower guard. Default None: in
         :func:`~tensor_eqsat.deliver.deliver`, the source's default (:func:`resolve_target`:
         ``ort-cpu`` for an ONNX file, else ``cuda`` with a GPU, else the recorded ``h200``
-        profile); :func:`~tensor_eqsat.optimize.optimize` alone prices with the paper's
-        ``roofline:a100``.
+        profile); :func:`~tensor_eqsat.optimize.optimize` alone the same but for ONNX (``cuda``
+        or ``h200``). The paper's cost model is ``target="a100"``.
     cost_model: a cost-model spec (``roofline``, ``roofline:p100``, ``measured:cpu``, ...) or a
-        CostModel. Default None: the target's (``roofline:a100``, the paper's, when no target is
-        given to :func:`~tensor_eqsat.optimize.optimize`).
+        CostModel. Default None: the target's.
     node_limit: construction stops once the e-graph has this many e-nodes; multi-pattern rules
         may add at most this many at once (the artifact: n_nodes = node_multi = 2000). Default 2000.
     k_multi: saturation iterations with multi-pattern rules. Default None: the zoo model's value
@@ -192,6 +191,11 @@ class OptimizeConfig:
         so that the bias-carrying merges can match everywhere, and the extraction still picks
         whichever is cheaper. A rule set without them (the paper's) is searched as it was.
         Default True.
+    rounds: the most search rounds (docs/search.md, "Rounds"): a round that gained something,
+        with time left, is followed by another from its best graph, in a fresh e-graph with the
+        same rules, limits and portfolio, as a node limit bounds how deep one e-graph sees; 0
+        repeats until a round gains nothing (a fixpoint) or the deadline. Default None: 0 for
+        ``auto``, 1 for ``mcts``, ``saturate`` and a Construction (the paper's runs).
 
     Raises ConfigError (a TensorEqsatError and a ValueError) for an unknown search or extractor
     name, or an out-of-range value.
@@ -227,6 +231,7 @@ class OptimizeConfig:
     reward_stall_limit: int | None = None
     partition: bool = True
     fold_first: bool = True
+    rounds: int | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.target, str):
@@ -285,6 +290,10 @@ class OptimizeConfig:
             )
         if self.reward_time_limit is not None and not self.reward_time_limit > 0:
             raise ConfigError(f"reward_time_limit must be positive or None, got {self.reward_time_limit!r}")
+        if self.rounds is not None and (not _is_int(self.rounds) or self.rounds < 0):
+            raise ConfigError(
+                f"rounds must be a non-negative integer (0: until a fixpoint) or None, got {self.rounds!r}"
+            )
         check_positive_int(self.reward_node_limit, "reward_node_limit")
         check_positive_int(self.reward_stall_limit, "reward_stall_limit")
         if self.reward_stall_limit is not None and self.ilp.backend is not IlpBackend.SCIP:
@@ -375,6 +384,20 @@ class OptimizeConfig:
         """
         return node_cap_for(self.memory_limit, BYTES_PER_ENODE)
 
+    def max_rounds(self) -> int | None:
+        """The most search rounds (``rounds``), None for no limit (until a fixpoint).
+
+        >>> OptimizeConfig(search="auto").max_rounds(), OptimizeConfig(search="mcts").max_rounds()
+        (None, 1)
+        >>> OptimizeConfig(search="saturate", rounds=0).max_rounds()  # until a fixpoint
+        >>> OptimizeConfig(search="auto", rounds=3).max_rounds()
+        3
+        """
+        rounds = self.rounds
+        if rounds is None:
+            rounds = 0 if self.search is Search.AUTO else 1
+        return rounds or None
+
     def run_time_limit(self) -> float | None:
         """Seconds for an ``mcts`` or ``saturate`` run: ``time_limit``, else ``time_budget``."""
         return self.time_limit if self.time_limit is not None else self.time_budget
@@ -394,23 +417,27 @@ class OptimizeConfig:
         return resolve_target(self.target, source)
 
     def cost_model_spec(self) -> str | CostModel:
-        """``cost_model``, else the target's cost-model spec; without a target, the paper's
-        (``roofline:a100``: :func:`~tensor_eqsat.optimize.optimize` is the paper's method, and
-        :func:`~tensor_eqsat.deliver.deliver` resolves the source's target before it searches).
+        """``cost_model``, else the target's cost-model spec; without a target, the default
+        target's, as the command line has it (:func:`resolve_target`: ``cuda`` where PyTorch sees
+        a GPU, else the recorded ``h200`` profile; issue 44: the library priced with the paper's
+        2019 ``roofline:a100`` where the command line used ``h200``). The paper's figures are
+        reproduced with ``target="a100"`` (``bench --paper``, the accuracy table).
 
-        >>> OptimizeConfig().cost_model_spec(), OptimizeConfig(target="h200").cost_model_spec()
+        >>> OptimizeConfig().cost_model_spec() in ("recorded:h200", "measured:cuda")
+        True
+        >>> OptimizeConfig(target="a100").cost_model_spec(), OptimizeConfig(target="h200").cost_model_spec()
         ('roofline:a100', 'recorded:h200')
         """
         if self.cost_model is not None:
             return self.cost_model
-        return resolve_target(self.target or PAPER_TARGET).cost_model
+        return resolve_target(self.target).cost_model
 
     def cost_model_object(self, graph: Graph | None = None) -> CostModel:
         """The cost model, built once per run, the same way for every caller: a spec string is
         parsed with what it needs from ``graph`` (``measured:ort-*`` times large weights from
         where the graph keeps them, :func:`~tensor_eqsat.cost.spec.graph_options`).
 
-        >>> OptimizeConfig().cost_model_object().spec
+        >>> OptimizeConfig(target="a100").cost_model_object().spec
         'roofline:a100'
         """
         spec = self.cost_model_spec()

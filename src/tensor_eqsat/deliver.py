@@ -35,29 +35,45 @@ from __future__ import annotations
 
 import copy
 import logging
-import math
 import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from tensor_eqsat.check import CHECK_MARGIN
 from tensor_eqsat.clock import Deadline, search_deadline
 from tensor_eqsat.config import BYTES_PER_ENODE, OptimizeConfig, Search
-from tensor_eqsat.errors import ConfigError, ResourceError
+from tensor_eqsat.delivery_report import REPORT_KEYS, KeptReason
+from tensor_eqsat.delivery_report import nothing_found as _nothing_found
+from tensor_eqsat.errors import ConfigError, ExitCode
 from tensor_eqsat.extract.registry import ExtractorKind
 from tensor_eqsat.ir.cast import precision
-from tensor_eqsat.ir.dtypes import DType
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.optimize import OptimizeResult, optimize, rule_set_for, save_run
+from tensor_eqsat.preflight import EXPORT_BYTES_PER_S, RUN_COPIES, available_memory
+from tensor_eqsat.preflight import check_memory as _check_memory
+from tensor_eqsat.preflight import check_output_path as _check_output
+from tensor_eqsat.preflight import check_run_dir as _check_run_dir
+from tensor_eqsat.preflight import check_write_time as _check_write_time
+from tensor_eqsat.preflight import weight_bytes as _weight_bytes
 from tensor_eqsat.search.construction import ProgressFn
 from tensor_eqsat.search.stop import Stop, StopReason
 from tensor_eqsat.source import OutputFormat, Source, output_format
-from tensor_eqsat.target.guard import GuardReport
+from tensor_eqsat.target.guard import GuardReport, has_other_candidates
 from tensor_eqsat.target.runtime import Runtime
 from tensor_eqsat.target.targets import Target
 
-__all__ = ["Delivery", "DeliveryConfig", "deliver"]
+__all__ = [
+    "EXPORT_BYTES_PER_S",
+    "REPORT_KEYS",
+    "RUN_COPIES",
+    "Delivery",
+    "DeliveryConfig",
+    "KeptReason",
+    "available_memory",
+    "deliver",
+]
 
 log = logging.getLogger(__name__)
 
@@ -73,19 +89,11 @@ WRITE_RESERVE_S = 1.0
 """The least seconds kept for the write after the guard, when something is written (a model or a
 run directory; :func:`_write_estimate`); none otherwise (a 2 s budget cannot spare half of
 itself for nothing)."""
-EXPORT_BYTES_PER_S = 33e6
-"""Weight bytes an ONNX export of a model makes, checks and writes per second, on a loaded 2-core
-CPU (load average 8.6) once the export stopped copying its weights four times (issue 36):
-ViT-Large's 1.2 GB took 36 s with its seeded weights made (24 s again), VGG-19's 548 MB 13 s;
-ViT-Large had taken 52 to 95 s before."""
 GUARD_FLOOR_SHARE = 0.25
 """The least time the guard can take, as a share of its predicted time (:func:`_guard_estimate`:
 every arm timed for all its runs, the confirmation included): given less, it cuts its blocks
 to fit, but every arm is still prepared, warmed up and run once per block. A guard predicted
 to need more than the time left divided by this is not started."""
-RUN_COPIES = 3
-"""Copies of a model's weights that running it for the check or the guard holds at once (the
-graph's own, the runtime's, and the rewritten graph's)."""
 
 
 MAX_THREADS_PER_CORE = 4
@@ -160,7 +168,7 @@ class Delivery:
     phases: seconds of each step of the call, in order: ``start`` (until the search: loading the
     source, the e-graph, the check's and the guard's predictions), ``search``, ``check``,
     ``guard`` and ``write`` (those that ran); they add up to ``wall_s`` but for the bookkeeping
-    between them.
+    between them. kept_why: why the original was handed back (None when it was not).
     """
 
     source: Source
@@ -178,6 +186,7 @@ class Delivery:
     stop: StopReason | None = None
     wall_s: float = 0.0
     phases: dict[str, float] = field(default_factory=dict)
+    kept_why: KeptReason | None = None
 
     @property
     def ok(self) -> bool:
@@ -208,13 +217,17 @@ class Delivery:
 
     @property
     def exit_code(self) -> int:
-        """The CLI's exit status: 1 when the check failed, 130 after an interrupt, else 0."""
+        """The CLI's exit status (:class:`~tensor_eqsat.errors.ExitCode`): 1 when the check failed,
+        130 after an interrupt, else 0."""
         if not self.ok:
-            return 1
-        return 130 if self.interrupted else 0
+            return ExitCode.CHECK_FAILED
+        return ExitCode.INTERRUPTED if self.interrupted else ExitCode.OK
 
     def to_dict(self) -> dict[str, Any]:
-        """The CLI's ``--json`` output, key for key. Without a search result (nothing to
+        """The CLI's ``--json`` output, key for key (docs/reference.md says what each means). Its
+        headline, ``optimized_cost_ms`` and ``speedup_pct``, is the model handed back: with
+        ``kept_original`` the original's cost and 0, ``kept_reason`` saying why, and ``found``
+        what the search found (its cost and predicted speedup). Without a search result (nothing to
         optimize, a time budget too small, an interrupt before the search) it has the same
         shape's head: ``target``, ``cost_model``, ``original_cost_ms`` and ``optimized_cost_ms``
         (null: nothing was priced), ``speedup_pct`` 0, ``stop_reason``, ``message`` and
@@ -235,6 +248,7 @@ class Delivery:
             return {
                 "nothing_to_optimize": self.stop is None,
                 "kept_original": True,
+                "kept_reason": None if self.kept_why is None else self.kept_why.value,
                 "message": self.message,
                 "target": self.target.name,
                 "cost_model": spec if isinstance(spec, str) else getattr(spec, "spec", str(spec)),
@@ -248,6 +262,11 @@ class Delivery:
         data["target"] = self.target.name
         data["cost_model"] = self.result.settings.cost_model
         data["kept_original"] = self.kept_original
+        data["kept_reason"] = None if self.kept_why is None else self.kept_why.value
+        # The headline is what was handed back; what the search found is reported beside it.
+        data["found"] = {"optimized_cost_ms": data["optimized_cost_ms"], "speedup_pct": data["speedup_pct"]}
+        if self.kept_original:
+            data["optimized_cost_ms"], data["speedup_pct"] = data["original_cost_ms"], 0.0
         if self.verify is not None:
             data["verify"] = self.verify.to_dict()
         if self.guard is not None:
@@ -319,7 +338,7 @@ def deliver(
     guard_runtime = runtime
     notes: list[str] = []
     if guard_runtime is None and dcfg.guard:
-        why = target.unavailable()
+        why = target.unavailable(precision(src.graph))
         guard_runtime = target.runtime(dcfg.threads) if why is None else None
         if why is not None and config is not None and config.target is not None:
             notes.append(f"no measurement on target {target.name}: {why}")
@@ -335,7 +354,7 @@ def deliver(
     if idle is not None:
         written = _write_original(src, out, cfg.seed) if out is not None else None
         return Delivery(src, target, cfg, None, src.graph, True, output=written, message=idle,
-                        wall_s=deadline.elapsed())  # fmt: skip
+                        wall_s=deadline.elapsed(), kept_why=KeptReason.NOTHING_TO_OPTIMIZE)  # fmt: skip
     cap = cfg.node_cap()
     if cap is not None and egraph.num_enodes >= cap:
         tail = (
@@ -355,34 +374,45 @@ def deliver(
             "the check compared with TF32 off, against float32"
         )
     write_s = _write_estimate(src, out, run_dir)
-    checker, after_search = None, write_s
+    checker, after_search, least = None, write_s, write_s
+    partitioned = _partitioned(src, cfg, egraph)
+    guard_s = _guard_estimate(guard_runtime, src, dcfg) if guard_runtime else 0.0
+    recheck_s = 0.0
     if dcfg.check:
         from tensor_eqsat.check import Checker
 
         # Predicted from the graph's size and this machine's remembered throughput, before
         # anything is prepared: the search is never skipped for the check (what changed is
-        # checked when the whole graph cannot be).
+        # checked when the whole graph cannot be), and never leaves it less than the least
+        # check that can run.
         checker = Checker(
             src.reference(), src.graph, backend=check_backend, device=check_device, seed=cfg.seed
         )
         check_s = checker.reserve(deadline.left())
-        after_search += check_s  # (the check ends before the write)
-        log.info("%.1f s: the check is predicted to take %.1f s (whole graph: %.1f s)",
-                 deadline.elapsed(), check_s, checker.whole_s())  # fmt: skip
-    guard_s = _guard_estimate(guard_runtime, src, dcfg) if guard_runtime else 0.0
-    after_search += guard_s
+        least += checker.least_s(partitioned)
+        after_search += max(check_s, least - write_s)  # (the check ends before the write)
+        if guard_runtime is not None:
+            recheck_s = _recheck_estimate(checker)  # a candidate the guard picks is checked too
+        log.info("%.1f s: the check is predicted to take %.1f s (whole graph: %.1f s, at least %.1f s)",
+                 deadline.elapsed(), check_s, checker.whole_s(), least - write_s)  # fmt: skip
+    after_search += guard_s + recheck_s
+    guard_floor = _guard_floor(guard_runtime, src, dcfg, guard_s) if guard_runtime else 0.0
+    least += guard_floor
     stop: StopReason | None = None
     phases = {"start": deadline.elapsed()}
     t = time.perf_counter()
     try:
-        result = _search(src, cfg, search_deadline(deadline, after_search), egraph, progress)
+        result = _search(
+            src, cfg, search_deadline(deadline, after_search, least), egraph, progress, partitioned
+        )
     except KeyboardInterrupt:
         log.warning("interrupted during the search: the original is handed back")
         phases["search"] = time.perf_counter() - t
         written = _timed(phases, "write", _write_original, src, out, cfg.seed) if out is not None else None
         why = "interrupted before the search found a result: original kept"
         return Delivery(src, target, cfg, None, src.graph, True, output=written, message=why,
-                        stop=StopReason.INTERRUPTED, wall_s=deadline.elapsed(), phases=phases)  # fmt: skip
+                        stop=StopReason.INTERRUPTED, wall_s=deadline.elapsed(), phases=phases,
+                        kept_why=KeptReason.INTERRUPTED)  # fmt: skip
     phases["search"] = time.perf_counter() - t
     log.info("%.1f s: search done", deadline.elapsed())
     if result.portfolio is not None and result.portfolio.stop is StopReason.INTERRUPTED:
@@ -391,16 +421,26 @@ def deliver(
     chosen, verdict, guard_report, kept = result.graph, None, None, False
     checked: tuple[Graph, Any] | None = None  # the graph checked and the artifact that was (written as is)
     unchecked: str | None = None
+    why_kept: KeptReason | None = None
     before_write = deadline.before(write_s)
     try:
         if checker is not None and result.graph is not src.graph:  # (no candidate: the original)
             t = time.perf_counter()
             checked = (chosen, _artifact(chosen, src, fmt, cfg.seed))
-            outcome = checker.check(chosen, checked[1], changed_regions(result), before_write)
+            # (the check stops between trials in time for the guard's floor: issue 44, load 14)
+            check_deadline = before_write.before(guard_floor) if guard_runtime is not None else before_write
+            outcome = checker.check(chosen, checked[1], changed_regions(result), check_deadline)
             verdict, unchecked = outcome.verdict, outcome.note
             phases["check"] = time.perf_counter() - t
         left = before_write.left()
-        guard_fits = left is None or GUARD_FLOOR_SHARE * guard_s <= left
+        guard_fits = left is None or guard_floor <= left
+        # Plan the guard with the check (issue 44: BERT's guard measured +20.3 % for a candidate
+        # that then had 0.5 s for its own check, and the original was written): a candidate
+        # other than the result checked already is timed only where its check still fits
+        # after the guard.
+        unchecked_candidates = checker is not None and (src.is_onnx or has_other_candidates(result))
+        recheck = _recheck_estimate(checker) if unchecked_candidates else 0.0  # (learned afresh)
+        alternatives = left is None or guard_floor + recheck <= left
         if (
             unchecked is None
             and (verdict is None or verdict.ok)
@@ -411,17 +451,29 @@ def deliver(
             # started anyway it overran the budget by minutes (VGG-19: 146 s for a 60 s budget).
             unmeasured = (
                 f"not measured on {target.name}: the never-slower guard needs at least "
-                f"{GUARD_FLOOR_SHARE * guard_s:.0f} s (about {guard_s:.0f} s for all its runs) and "
+                f"{guard_floor:.0f} s (about {guard_s:.0f} s for all its runs) and "
                 f"{max(left or 0.0, 0.0):.0f} s of the time budget are left; original kept"
             )
             log.warning(unmeasured)
             notes.append(unmeasured)
-            kept = True
+            kept, why_kept = True, KeptReason.NOT_MEASURED
         elif unchecked is None and (verdict is None or verdict.ok) and guard_runtime is not None:
+            if not alternatives:
+                skipped = (
+                    "only the checked result was timed against the original: checking another "
+                    f"candidate the guard picked would need about {recheck:.1f} s after it, and "
+                    "the time budget has no room for both"
+                )
+                log.info(skipped)
+                notes.append(skipped)
             t = time.perf_counter()
-            guard_report, chosen = _guard(src, result, guard_runtime, target, dcfg, cfg.seed, before_write)
+            guard_deadline = before_write.before(recheck) if alternatives else before_write
+            guard_report, chosen = _guard(
+                src, result, guard_runtime, target, dcfg, cfg.seed, guard_deadline, alternatives
+            )
             phases["guard"] = time.perf_counter() - t
             kept = guard_report.kept_original
+            why_kept = KeptReason.NO_MEASURED_GAIN if kept else None
             if not kept and chosen is not result.graph and checker is not None:
                 t = time.perf_counter()
                 checked = (chosen, _artifact(chosen, src, fmt, cfg.seed))
@@ -431,16 +483,24 @@ def deliver(
         if unchecked is not None:
             log.warning(unchecked)
             notes.append(unchecked)
-            kept, verdict = True, None
+            kept, verdict, why_kept = True, None, KeptReason.NOT_CHECKED
     except KeyboardInterrupt:
         log.warning("interrupted during the check or the guard: the original is handed back")
         stop, chosen, kept, guard_report = StopReason.INTERRUPTED, src.graph, True, None
+        why_kept = KeptReason.INTERRUPTED
         notes.append("interrupted after the search: the result was not checked and measured, original kept")
         verdict = None
+    if not kept and chosen is src.graph:  # the search found nothing (a budget too small for it)
+        kept, why_kept = True, _nothing_found(result)
     if kept:
         chosen = src.graph
     log.info("%.1f s: checked and guarded", deadline.elapsed())
     ok = verdict is None or verdict.ok
+    measured = None
+    if dcfg.measure and guard_report is None and ok and stop is None:
+        # Before the write: with -o naming the input file, the original is timed before it is
+        # overwritten (it was timed against itself, issue 44).
+        measured = _measure(src, chosen, dcfg, cfg.seed)
     written = None
     if out is not None and ok:
         if chosen is src.graph:
@@ -453,11 +513,9 @@ def deliver(
                 notes.append(f"{out} has the static input shapes it was optimized for ({shapes})")
     if run_dir is not None:
         save_run(result, run_dir)
-    measured = None
-    if dcfg.measure and guard_report is None and ok and stop is None:
-        measured = _measure(src, chosen, dcfg, cfg.seed)
     return Delivery(src, target, cfg, result, chosen, kept, verdict, guard_report, measured, written, None,
-                    tuple(notes), stop or result.stop_reason, deadline.elapsed(), phases)  # fmt: skip
+                    tuple(notes), stop or result.stop_reason, deadline.elapsed(), phases,
+                    why_kept if kept else None)  # fmt: skip
 
 
 def _timed(phases: dict[str, float], name: str, fn: Any, *args: Any) -> Any:
@@ -481,125 +539,40 @@ def _write_estimate(src: Source, out: Path | None, run_dir: str | Path | None = 
     return max(WRITE_RESERVE_S, _weight_bytes(src.graph) / EXPORT_BYTES_PER_S)
 
 
-def _search(
-    src: Source, cfg: OptimizeConfig, deadline: Deadline, egraph: Any, progress: ProgressFn | None
-) -> OptimizeResult:
-    """The search: region by region for a graph too large to search well whole (the
-    ``partition`` setting, :mod:`tensor_eqsat.partition`), else :func:`optimize` on the e-graph
-    built already."""
-    if cfg.partition:
-        from tensor_eqsat.partition import optimize_partitioned, should_partition
+def _partitioned(src: Source, cfg: OptimizeConfig, egraph: Any) -> bool:
+    """Whether the search goes region by region (the ``partition`` setting and a graph too large
+    to search well whole, :func:`~tensor_eqsat.partition.should_partition`)."""
+    if not cfg.partition:
+        return False
+    from tensor_eqsat.partition import should_partition
 
-        if should_partition(src.graph, cfg, enodes=egraph.num_enodes):
-            return optimize_partitioned(src.graph, cfg, deadline=deadline.at, progress=progress)
+    return bool(should_partition(src.graph, cfg, enodes=egraph.num_enodes))
+
+
+def _search(
+    src: Source,
+    cfg: OptimizeConfig,
+    deadline: Deadline,
+    egraph: Any,
+    progress: ProgressFn | None,
+    partitioned: bool = False,
+) -> OptimizeResult:
+    """The search: region by region where ``partitioned`` (:func:`_partitioned`,
+    :mod:`tensor_eqsat.partition`), else :func:`optimize` on the e-graph built already."""
+    if partitioned:
+        from tensor_eqsat.partition import optimize_partitioned
+
+        return optimize_partitioned(src.graph, cfg, deadline=deadline.at, progress=progress)
     return optimize(src.graph, cfg, deadline=deadline, egraph=egraph, progress=progress)
 
 
-def _weight_bytes(graph: Graph) -> int:
-    """Bytes of the graph's weights, each in its own precision."""
-    return sum(DType(n.dtypes[0]).itemsize * math.prod(n.shapes[0]) for n in graph.weights())
-
-
-def _check_output(output: str | Path | None) -> Path | None:
-    """Refuse an unwritable output (and ONNX output without the onnx extra) before any work."""
-    if output is None:
-        return None
-    from tensor_eqsat.outputs import check_output
-
-    path = check_output(output, "output")
-    if output_format(path) is OutputFormat.ONNX:
-        from tensor_eqsat.io.onnx_common import require_onnx
-
-        require_onnx()
-    return path
-
-
-def _check_run_dir(run_dir: str | Path, out: Path | None) -> None:
-    """Refuse an unwritable run directory, and an output that is one of its files (the run's
-    files would overwrite the model written), before any work."""
-    import os
-
-    from tensor_eqsat.optimize import RUN_FILES
-    from tensor_eqsat.outputs import OutputError, check_output_dir
-
-    check_output_dir(run_dir, "run directory")
-    if out is None:
-        return
-    directory = Path(os.path.realpath(run_dir))
-    target = Path(os.path.realpath(out))
-    if target.parent == directory and target.name in RUN_FILES:
-        raise OutputError(
-            f"output {out}: the run directory {run_dir} writes its own {target.name} there; "
-            "choose another output name or run directory"
-        )
-
-
-def available_memory() -> int | None:
-    """Bytes of memory this process can still get: ``MemAvailable`` of ``/proc/meminfo`` (Linux),
-    else physical pages free (``sysconf``), else None (unknown: nothing is refused)."""
-    import os
-
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
-    except (ValueError, OSError, AttributeError):
-        return None
-
-
-def _size(n: float) -> str:
-    """Bytes for a message: ``512 MB``, ``12.0 GB``."""
-    return f"{n / 1e9:.1f} GB" if n >= 1e9 else f"{n / 1e6:.0f} MB"
-
-
-def _check_memory(src: Source, dcfg: DeliveryConfig, out: Path | None) -> None:
-    """Refuse, before any work, a model whose weights cannot be held: running it (the check, the
-    guard, ``measure``) holds about :data:`RUN_COPIES` copies of its weights, writing it one (a
-    graph declared without weight data gets seeded random ones, made then). The search itself
-    needs only the shapes."""
-    runs = dcfg.check or dcfg.guard or dcfg.measure
-    copies = RUN_COPIES if runs else (1 if out is not None else 0)
-    weights = _weight_bytes(src.graph)
-    need, have = copies * weights, available_memory()
-    if need == 0 or have is None or need <= have:
-        return
-    what = "checking and timing it" if runs else "writing it"
-    head = (
-        f"{src.name} declares {_size(weights)} of weights; {what} needs about {_size(need)} of memory, "
-        f"and {_size(have)} is available"
-    )
-    if not runs:
-        raise ResourceError(head)
-    raise ResourceError(
-        head + " (check=False and guard=False skip running it)",
-        cli=head + " (--no-check --no-guard skip running it)",
-    )
-
-
-def _check_write_time(src: Source, out: Path | None, deadline: Deadline) -> None:
-    """Refuse, before any work, an ONNX output that cannot be written within the time budget at
-    all: a model that is not an ONNX file gets its weights made and exported (about
-    :data:`EXPORT_BYTES_PER_S`), even when the original is handed back; an ONNX file is copied."""
-    left = deadline.left()
-    if out is None or left is None or src.is_onnx or output_format(out) is not OutputFormat.ONNX:
-        return
-    weights = _weight_bytes(src.graph)
-    predicted = weights / EXPORT_BYTES_PER_S
-    if predicted <= left:
-        return
-    head = (
-        f"writing {src.name} as ONNX makes and exports {_size(weights)} of weights, about {predicted:.0f} s "
-        f"here, and {left:.0f} s of the time budget are left"
-    )
-    raise ResourceError(
-        f"{head}: give time_budget of at least {2 * predicted:.0f} s, or write graph JSON",
-        cli=f"{head}: give --time-budget {2 * predicted:.0f} or more, or write graph JSON (-o NAME.json)",
-    )
+def _recheck_estimate(checker: Any) -> float:
+    """Seconds kept after the guard for checking a candidate it picks that is not the result
+    checked already: the least such a check takes, the whole graph's first trial
+    (:meth:`~tensor_eqsat.check.Checker.one_trial_s`), with the margin a check planned ahead
+    keeps (the guard may end a block late, and the check starts only with its own margin left);
+    it runs the trials that fit."""
+    return float(CHECK_MARGIN * checker.one_trial_s())
 
 
 def _nothing_to_optimize(src: Source, egraph: Any, cfg: OptimizeConfig) -> str | None:
@@ -630,8 +603,13 @@ def _artifact(graph: Graph, src: Source, fmt: OutputFormat | None, seed: int) ->
     if fmt is not OutputFormat.ONNX:
         return graph
     from tensor_eqsat.io.onnx_export import export_onnx
+    from tensor_eqsat.target.runtime import remember_export
 
-    return export_onnx(graph, output_names=_output_names(src, graph), seed=seed)
+    names = _output_names(src, graph)
+    model = export_onnx(graph, output_names=names, seed=seed)
+    if names is None:
+        remember_export(graph, seed, model)  # the guard times this export, not another one
+    return model
 
 
 def _output_names(src: Source, graph: Graph) -> list[str] | None:
@@ -683,14 +661,28 @@ def _guard_estimate(runtime: Runtime, src: Source, dcfg: DeliveryConfig) -> floa
     return float(_guard_throughput(runtime).predict(*terms))
 
 
+def _guard_floor(runtime: Runtime, src: Source, dcfg: DeliveryConfig, guard_s: float) -> float:
+    """The least seconds the guard takes (``guard_s``: all its runs, :func:`_guard_estimate`):
+    every arm prepared, warmed up and run once per block, the share of ``guard_s`` its
+    predicted terms are, and at least :data:`GUARD_FLOOR_SHARE` of it. Preparing BERT's arms
+    (an export and a session each) is most of its guard: at a quarter of the whole, the guard
+    was started with 29 s left and took 46 s (issue 44)."""
+    arms = 6 + 3 + (3 if _graph_runtime(runtime) is not None else 0)
+    blocks = min(8, max(2, dcfg.guard_runs // 5))
+    throughput = _guard_throughput(runtime)
+    full = throughput.predict(*_guard_terms(src.graph, runtime, arms, dcfg.guard_runs + GUARD_WARMUP))
+    least = throughput.predict(*_guard_terms(src.graph, runtime, arms, blocks + GUARD_WARMUP))
+    share = least / full if full > 0 else 1.0
+    return guard_s * max(GUARD_FLOOR_SHARE, min(share, 1.0))
+
+
 def _learn_guard(runtime: Runtime, src: Source, dcfg: DeliveryConfig, report: GuardReport) -> None:
-    """Remember what the guard took against its predicted terms, for the arms it timed (a guard
-    whose blocks the deadline shortened says nothing of a whole one, and teaches nothing)."""
-    if report.measured.runs < dcfg.guard_runs:
-        return
+    """Remember what the guard took against its predicted terms, for the arms it timed and the
+    runs it made (a guard the deadline cut short teaches what its preparation took: under load it
+    is most of the guard, and a guard that never ran whole never learned it)."""
     timed = sum(c.duplicate_of is None for c in report.candidates)
     arms = 2 + timed + 3 * (report.confirmation is not None) + 3 * (report.graph is not None)
-    terms = _guard_terms(src.graph, runtime, arms, dcfg.guard_runs + GUARD_WARMUP)
+    terms = _guard_terms(src.graph, runtime, arms, report.measured.runs + GUARD_WARMUP)
     _guard_throughput(runtime).record(*terms[:2], report.seconds, run_s=terms[2])
 
 
@@ -702,26 +694,30 @@ def _guard(
     dcfg: DeliveryConfig,
     seed: int,
     deadline: Deadline,
+    alternatives: bool = True,
 ) -> tuple[GuardReport, Graph]:
     """Run the never-slower guard: its report and the graph to hand back.
 
     Candidates: for ONNX input the imported graph exported again (:data:`RE_EXPORTED`), then the
-    final extraction and ``result.alternatives``.
+    final extraction and ``result.alternatives``; the final extraction alone unless
+    ``alternatives`` (no time to check another after the guard).
     """
     from tensor_eqsat.target.guard import guard
 
     log.info("measuring on %s (never-slower guard)", target.name)
     candidates: list[tuple[str, Graph]] = []
     original_graph: Graph | None = result.original
-    if src.is_onnx:
+    if src.is_onnx and alternatives:
         # The original is the user's ONNX file, and our export of the imported graph is another
         # model: it may keep a fusion onnxruntime misses in the file (HF's erf GELU) or lose one.
         # So it is timed as a candidate of its own (a copy: handing back the original object
         # means the user's file), and a candidate equal to the imported graph is timed too.
         candidates.append((RE_EXPORTED, copy.copy(result.original)))
+    if src.is_onnx:
         original_graph = None
     candidates.append(("final extraction", result.graph))
-    candidates += [(f"{name} extraction", g) for name, g in result.alternatives]
+    if alternatives:
+        candidates += [(f"{name} extraction", g) for name, g in result.alternatives]
     choice, report = guard(
         src.reference(),
         candidates,

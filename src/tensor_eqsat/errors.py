@@ -9,8 +9,33 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import Enum
+from enum import Enum, IntEnum
 from typing import TypeVar
+
+
+class ExitCode(IntEnum):
+    """The command line's exit statuses, one meaning each (docs/reference.md lists them)."""
+
+    OK = 0
+    """Done: the model handed back (optimized, or the original kept, with why) was reported and
+    written where asked."""
+    CHECK_FAILED = 1
+    """A numeric check failed: the result differs from the original and was not written
+    (``optimize``); the two models differ (``verify``); a rule failed its check (``rules``); a
+    run failed (``bench``)."""
+    USAGE = 2
+    """Bad input: an unknown option or a setting out of range, a malformed or unreadable model or
+    file, an output that cannot be written."""
+    RESOURCES = 3
+    """The machine cannot do what was asked: refused before any work (a model whose tensors do
+    not fit in the memory available, an export that cannot fit the time budget), or out of
+    memory while running."""
+    INTERNAL = 4
+    """An internal error, a bug of tensor-eqsat: the traceback is printed; please report it."""
+    INTERRUPTED = 130
+    """Ctrl-C (128 + SIGINT, as shells report it): what is safe was handed back."""
+    BROKEN_PIPE = 141
+    """The reader of stdout went away (``... | head``; 128 + SIGPIPE)."""
 
 
 class TensorEqsatError(Exception):

@@ -27,6 +27,7 @@ cleanups, leaving temporary files and orphaned workers).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import signal
 import sys
@@ -144,3 +145,23 @@ def ending_on_ctrl_c(*, until_exit: bool = False) -> Iterator[None]:
             watchdog.stop()
             if signal.getsignal(signal.SIGINT) is on_sigint:
                 signal.signal(signal.SIGINT, previous)
+
+
+def is_command_line() -> bool:
+    """Whether this process is the ``tensor-eqsat`` command line (its script, or ``python -m
+    tensor_eqsat``), from the interpreter's own arguments."""
+    argv = list(getattr(sys, "orig_argv", sys.argv))
+    if any(os.path.basename(a) == "tensor-eqsat" for a in argv[:2]):
+        return True
+    return any(a == "-m" and b == "tensor_eqsat" for a, b in itertools.pairwise(argv))
+
+
+def interrupted_while_starting() -> None:
+    """For a Ctrl-C while the package is imported: in the command line, end with
+    :data:`EXIT_STATUS` and one line, as a Ctrl-C at any later moment does (it printed a
+    traceback: issue 44); in a program that imports the library, nothing (the
+    KeyboardInterrupt is the program's)."""
+    if is_command_line():
+        with contextlib.suppress(Exception):
+            sys.stderr.write("interrupted\n")
+        raise SystemExit(EXIT_STATUS) from None

@@ -32,6 +32,7 @@ from typing import Any
 
 from tensor_eqsat.clock import Deadline
 from tensor_eqsat.config import OptimizeConfig, Search
+from tensor_eqsat.cost.bounded import bound_timing
 from tensor_eqsat.cost.model import CostModel
 from tensor_eqsat.egraph.egraph import EGraph
 from tensor_eqsat.egraph.enode import ENode
@@ -50,7 +51,13 @@ from tensor_eqsat.rules.sets import FOLD_FIRST, RuleSet, load_rule_set, resolve_
 from tensor_eqsat.search.actions import Actions
 from tensor_eqsat.search.construction import ConstructionReport, Progress, ProgressFn, StepLog
 from tensor_eqsat.search.env import ExtractorCost
-from tensor_eqsat.search.portfolio import Extraction, Portfolio, PortfolioReport
+from tensor_eqsat.search.portfolio import (
+    ROUND_MIN_GAIN,
+    Extraction,
+    Portfolio,
+    PortfolioReport,
+    combine_rounds,
+)
 from tensor_eqsat.search.runner import Runner, RunnerConfig
 from tensor_eqsat.search.stop import StopReason
 
@@ -60,6 +67,8 @@ __all__ = [
     "OptimizeSettings",
     "OptimizeStats",
     "Progress",
+    "RoundReport",
+    "RoundsStop",
     "Search",
     "StepLog",
     "StopReason",
@@ -106,12 +115,17 @@ class OptimizeSettings:
     reward: dict[str, Any] | None = None
     """The ILP reward's settings (``warm_start``, ``node_limit``, ``stall_limit``, ``time_limit``)
     of an MCTS run rewarded by ``ilp``."""
+    rounds: int = 1
+    """The most search rounds, 0 for until a fixpoint (``OptimizeConfig.rounds`` resolved)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready data (``settings.json``); ``mcts`` only for an MCTS run; ``time_budget``,
         ``memory_limit`` and ``portfolio`` only when set (``portfolio`` for an ``auto`` run);
-        ``reward`` only for an ILP-rewarded MCTS run."""
+        ``reward`` only for an ILP-rewarded MCTS run; ``rounds`` only when not 1 (the paper's
+        one search)."""
         out = dict(self.__dict__)
+        if out["rounds"] == 1:
+            del out["rounds"]
         for key in ("mcts", "time_budget", "memory_limit", "portfolio", "reward"):
             if out[key] is None:
                 del out[key]
@@ -167,7 +181,10 @@ class OptimizeResult:
     alternatives: (label, graph) pairs, candidates for the never-slower guard: the extractions of
         the final e-graph by each of ``config.alternatives`` (labelled by extractor), and for an
         ``auto`` run the other finalists of the portfolio (labelled ``strategy@node_limit``).
-    portfolio: what the ``auto`` search did (every candidate, the winner); None for other searches.
+    portfolio: what the ``auto`` search did (every candidate of every round, the winner); None
+        for other searches.
+    rounds: each search round (:class:`RoundReport`; ``OptimizeConfig.rounds``); rounds_stop:
+        why no further round ran (:class:`RoundsStop`; see :attr:`fixpoint`).
     """
 
     graph: Graph
@@ -182,6 +199,15 @@ class OptimizeResult:
     stats: OptimizeStats
     alternatives: tuple[tuple[str, Graph], ...] = ()
     portfolio: PortfolioReport | None = None
+    rounds: tuple[RoundReport, ...] = ()
+    rounds_stop: RoundsStop | None = None
+
+    @property
+    def fixpoint(self) -> bool:
+        """Whether the search reached its fixpoint: its last round gained nothing, so a further
+        run on the graph handed back would find nothing either (with the same seed; a round
+        cut short by the deadline does not count)."""
+        return self.rounds_stop is RoundsStop.FIXPOINT
 
     @property
     def speedup_pct(self) -> float:
@@ -200,6 +226,9 @@ class OptimizeResult:
             "stop_reason": self.stop_reason.value,
             "steps": len(self.steps),
             "rule_counts": {str(k): v for k, v in sorted(self.rule_counts.items())},
+            "rounds": [r.to_dict() for r in self.rounds],
+            "rounds_stop": None if self.rounds_stop is None else self.rounds_stop.value,
+            "fixpoint": self.fixpoint,
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -240,7 +269,7 @@ def optimize(
     >>> g = Graph()
     >>> x = g.input((1, 64), name="x")
     >>> g.output(g.matmul(g.matmul(x, g.weight((64, 64), name="w1")), g.weight((64, 64), name="w2")))
-    >>> r = optimize(g, budget=4, node_limit=50, final_extractor="greedy-dag")
+    >>> r = optimize(g, budget=4, node_limit=50, final_extractor="greedy-dag", target="a100")
     >>> r.speedup_pct, r.stop_reason, r.steps[0].rule   # x·(W1·W2): W1·W2 is folded at load time
     (50.0, <StopReason.NODE_LIMIT: 'node limit'>, 'matmul-assoc-1')
     """
@@ -248,13 +277,90 @@ def optimize(
     if deadline is None:
         budget = cfg.auto_time_budget() if cfg.search is Search.AUTO else cfg.time_budget
         deadline = Deadline.after(budget)
-    t0 = deadline.start
     name = graph if isinstance(graph, str) else cfg.model
     info = _zoo_info(name, required=isinstance(graph, str))
     source: Graph = info.build() if isinstance(graph, str) else graph
     cm = cfg.cost_model_object(source)
+    bound_timing(cm, deadline)  # a measured cost model times ops within the deadline
     actions = Actions.from_rules(_resolve_rules(cfg.rules, info))
     k_multi = cfg.k_multi if cfg.k_multi is not None else (info.k_multi if info is not None else 1)
+    run = _Run(cfg, name, cm, actions, k_multi, deadline)
+    ts = time.perf_counter()
+    first = _round(run, source, egraph, progress, None, 1)
+    return _more_rounds(run, first, time.perf_counter() - ts, progress)
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What every round of one :func:`optimize` call shares: the settings, the cost model, the
+    rules and the clock."""
+
+    cfg: OptimizeConfig
+    name: str | None
+    cm: CostModel
+    actions: Actions
+    k_multi: int
+    deadline: Deadline
+
+
+MIN_ROUND_SECONDS = 0.5
+"""A round after the first is not started with less time left than this (the portfolio's
+:data:`~tensor_eqsat.search.portfolio.MIN_STAGE_SECONDS`: it could not finish a stage)."""
+
+
+@dataclass(frozen=True)
+class RoundReport:
+    """One search round (``OptimizeConfig.rounds``).
+
+    index: 1 for the first round; winner: the ``auto`` candidate that won it
+        (``strategy@node_limit``), else the search's name; start_cost_ms: the cost of the graph it
+        started from (the original, then the best graph so far); cost_ms: its best graph's cost;
+        enodes: the winning e-graph's size; seconds: its wall time; stop: why its search stopped
+        (``auto``: the portfolio's ``done``, ``time limit`` or ``interrupted``); gained: whether
+        it lowered the cost (by more than :data:`ROUND_MIN_GAIN`).
+    """
+
+    index: int
+    winner: str | None
+    start_cost_ms: float
+    cost_ms: float
+    enodes: int
+    seconds: float
+    stop: str
+    gained: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+class RoundsStop(Enum):
+    """Why no further round ran: ``fixpoint`` (the last round gained nothing, so the graph
+    handed back is a fixpoint of the search), ``time limit`` (the deadline, or a round cut short
+    by it), ``interrupted`` (Ctrl-C: the best of all rounds is handed back) or ``round limit``
+    (``OptimizeConfig.rounds`` rounds ran)."""
+
+    FIXPOINT = "fixpoint"
+    TIME_LIMIT = "time limit"
+    INTERRUPTED = "interrupted"
+    ROUND_LIMIT = "round limit"
+
+
+def _round(
+    run: _Run,
+    source: Graph,
+    egraph: EGraph | None,
+    progress: ProgressFn | None,
+    hint: Graph | None,
+    index: int,
+) -> OptimizeResult:
+    """Round ``index`` (1 for the first) of the search on ``source`` (the body of
+    :func:`optimize`): a fresh e-graph (or the caller's ``egraph``), fold-first, the
+    construction or the portfolio, the final extraction (warm-started from ``hint`` when given:
+    a later round's input)."""
+    cfg, name, cm, actions, k_multi, deadline = (
+        run.cfg, run.name, run.cm, run.actions, run.k_multi, run.deadline,
+    )  # fmt: skip
+    t0 = deadline.start
     _emit(progress, t0, "build")
     tb = time.perf_counter()
     if egraph is None:
@@ -265,7 +371,11 @@ def optimize(
     # portfolio; a one-stage schedule (mcts, saturate, a Construction) grows this e-graph itself.
     schedule = cfg.schedule()
     if cfg.search is Search.AUTO:
-        result = _optimize_auto(source, egraph, name, cfg, cm, actions, k_multi, progress, deadline, build_s)
+        limit = cfg.max_rounds()
+        follow = limit is None or index < limit
+        result = _optimize_auto(
+            source, egraph, name, cfg, cm, actions, k_multi, progress, deadline, build_s, hint, follow
+        )
         return replace(result, rule_counts=_with_counts(result.rule_counts, folded))
     construction = cfg.construction(cm, k_multi, schedule[0])
     ts = time.perf_counter()
@@ -278,7 +388,7 @@ def optimize(
         report = construction.construct(egraph, actions, seed=cfg.seed, deadline=stop_at, progress=progress)
     search_s = time.perf_counter() - ts
     _emit(progress, t0, "extract", step=len(report.steps), enodes=egraph.num_enodes)
-    optimized, extracted, final_s = _extract(egraph, cm, cfg, run_deadline.at)
+    optimized, extracted, final_s = _extract(egraph, cm, cfg, run_deadline.at, hint=hint)
     if extracted.stats.get("solver_status") == "userinterrupt":
         # SCIP caught the user's Ctrl-C and returned its incumbent: the run was interrupted, and
         # says so the same way in every phase (deliver() hands back the original).
@@ -299,6 +409,119 @@ def optimize(
     return OptimizeResult(
         optimized, source, original_cost, optimized_cost, wall, report.stop_reason, report.steps,
         _with_counts(report.rule_counts, folded), settings, stats, alternatives,
+    )  # fmt: skip
+
+
+def _more_rounds(
+    run: _Run, first: OptimizeResult, first_s: float, progress: ProgressFn | None
+) -> OptimizeResult:
+    """The rounds after ``first`` (``OptimizeConfig.rounds``, DESIGN.md decision 19): while the
+    last round gained something, time is left and the round limit allows, the next round
+    searches the best graph so far in a fresh e-graph, with the same rules, limits and
+    portfolio, under the same deadline (a caller's reserves for the check, the guard and the
+    write stay outside it). A Ctrl-C in a later round hands back the best of the rounds before
+    it. One result for all the rounds (:func:`_combine_rounds`)."""
+    results, reports = [first], [_round_report(1, first, first.original_cost_ms, first_s)]
+    best = first
+    while (why := _why_stop(run, reports[-1], len(results))) is None:
+        n = len(results) + 1
+        ts = time.perf_counter()
+        try:
+            nxt = _round(run, best.graph, None, _round_progress(progress, n), best.graph, n)
+        except KeyboardInterrupt:
+            log.warning("interrupted in round %d: returning the best of %d round(s)", n, len(results))
+            why = RoundsStop.INTERRUPTED
+            break
+        results.append(nxt)
+        reports.append(_round_report(n, nxt, best.optimized_cost_ms, time.perf_counter() - ts))
+        log.info("round %d: %.4f -> %.4f ms (%s)", n, best.optimized_cost_ms, nxt.optimized_cost_ms,
+                 reports[-1].stop)  # fmt: skip
+        if nxt.optimized_cost_ms < best.optimized_cost_ms:
+            best = nxt
+    if len(results) == 1:
+        stop = StopReason.INTERRUPTED if why is RoundsStop.INTERRUPTED else first.stop_reason
+        return replace(first, rounds=tuple(reports), rounds_stop=why, stop_reason=stop)
+    return _combine_rounds(run, results, reports, best, why)
+
+
+def _round_report(n: int, res: OptimizeResult, start_cost: float, seconds: float) -> RoundReport:
+    pf = res.portfolio
+    if pf is not None:
+        winner, stop = (pf.best.label if pf.best is not None else None), pf.stop.value
+    else:
+        winner, stop = res.settings.search, res.stop_reason.value
+    gained = res.optimized_cost_ms < start_cost * (1 - ROUND_MIN_GAIN)
+    return RoundReport(n, winner, start_cost, min(res.optimized_cost_ms, start_cost), res.stats.enodes,
+                       seconds, stop, gained)  # fmt: skip
+
+
+def _why_stop(run: _Run, last: RoundReport, count: int) -> RoundsStop | None:
+    """Why no round follows the ``count``-th, whose report is ``last`` (None: one does)."""
+    if last.stop == StopReason.INTERRUPTED:
+        return RoundsStop.INTERRUPTED
+    if not last.gained:
+        # A round cut short that found nothing does not show a fixpoint: it may not have looked.
+        return RoundsStop.TIME_LIMIT if last.stop == StopReason.TIME_LIMIT else RoundsStop.FIXPOINT
+    limit = run.cfg.max_rounds()
+    if limit is not None and count >= limit:
+        return RoundsStop.ROUND_LIMIT
+    left = run.deadline.earlier(run.cfg.time_limit).left()
+    if last.stop == StopReason.TIME_LIMIT or (left is not None and left < MIN_ROUND_SECONDS):
+        return RoundsStop.TIME_LIMIT
+    return None
+
+
+def _round_progress(progress: ProgressFn | None, n: int) -> ProgressFn | None:
+    """``progress`` with each event's stage named by its round (``round 2 saturate@4000``)."""
+    if progress is None:
+        return None
+    return lambda ev: progress(replace(ev, stage=f"round {n}" + (f" {ev.stage}" if ev.stage else "")))
+
+
+def _combine_rounds(
+    run: _Run,
+    results: list[OptimizeResult],
+    reports: list[RoundReport],
+    best: OptimizeResult,
+    why: RoundsStop,
+) -> OptimizeResult:
+    """One result for the rounds: ``best``'s graph and cost against the first round's original;
+    the steps and rule counts of the rounds that led to it (the first up to ``best``'s);
+    construction and build seconds summed; the rounds' portfolios as one
+    (:func:`~tensor_eqsat.search.portfolio.combine_rounds`: every candidate, the cheapest of all
+    winning), whose finalists are the guard's alternatives with ``best``'s e-graph's
+    extractions; stopped ``interrupted`` after a Ctrl-C."""
+    first, cfg = results[0], run.cfg
+    chain = results[: results.index(best) + 1]
+    steps = tuple(s for r in chain for s in r.steps)
+    counts: dict[int, int] = {}
+    for r in chain:
+        counts = _with_counts(counts, r.rule_counts)
+    portfolio = None
+    alternatives = best.alternatives
+    final = dict(best.stats.final_extraction)
+    if all(r.portfolio is not None for r in results):
+        portfolio = combine_rounds([r.portfolio for r in results if r.portfolio is not None])
+        kinds = {k.value if isinstance(k, ExtractorKind) else str(k) for k in cfg.alternatives}
+        won = portfolio.best
+        alternatives = tuple(
+            (c.label, c.graph) for c in portfolio.finalists(cfg.portfolio.finalists) if c is not won
+        ) + tuple(a for a in best.alternatives if a[0] in kinds)
+        if won is not None and "candidate" in final:
+            final["candidate"] = won.label
+    stats = replace(
+        best.stats,
+        build_s=sum(r.stats.build_s for r in results),
+        initial_enodes=first.stats.initial_enodes,
+        search_s=sum(r.stats.search_s for r in results),
+        final_extraction=final,
+    )
+    stop = StopReason.INTERRUPTED if why is RoundsStop.INTERRUPTED else best.stop_reason
+    return replace(
+        best, original=first.original, original_cost_ms=first.original_cost_ms,
+        wall_s=time.perf_counter() - run.deadline.start, stop_reason=stop, steps=steps, rule_counts=counts,
+        settings=first.settings, stats=stats, alternatives=alternatives, portfolio=portfolio,
+        rounds=tuple(reports), rounds_stop=why,
     )  # fmt: skip
 
 
@@ -375,6 +598,8 @@ def _optimize_auto(
     progress: ProgressFn | None,
     clock: Deadline,
     build_s: float,
+    hint: Graph | None = None,
+    rounds_follow: bool = False,
 ) -> OptimizeResult:
     """The ``auto`` search: the portfolio (:mod:`tensor_eqsat.search.portfolio`) until the
     ``clock``'s deadline; the cheapest candidate is the result, and the other finalists are guard
@@ -392,10 +617,14 @@ def _optimize_auto(
         ilp_cost=IlpReward(cm, replace(cfg.ilp, time_limit=AUTO_ILP_REWARD_SECONDS))
         if cfg.portfolio.ilp_mcts
         else None,
+        rounds_follow=rounds_follow,
+        start_cost=cm.graph_cost(source) if rounds_follow else None,
     )
     ts = time.perf_counter()
     finalize = _finalizer(cm, cfg)
-    report = portfolio.run(egraph, actions, finalize, seed=cfg.seed, deadline=deadline, progress=progress)
+    report = portfolio.run(
+        egraph, actions, finalize, seed=cfg.seed, deadline=deadline, progress=progress, hint=hint
+    )
     search_s = time.perf_counter() - ts
     best = report.best
     if best is None:
@@ -598,6 +827,7 @@ def _settings(
         memory_limit=cfg.memory_limit,
         portfolio=cfg.portfolio.to_dict() if auto else None,
         reward=_reward_settings(cfg) if mcts is not None else None,
+        rounds=cfg.max_rounds() or 0,
     )
 
 
@@ -649,6 +879,7 @@ RUN_FILES = (
     "original.dot",
     "optimized.dot",
     "portfolio.json",
+    "rounds.json",
     "complete.json",
 )
 """Every file :func:`save_run` may write into a run directory (the marker included)."""
@@ -657,7 +888,8 @@ RUN_FILES = (
 def save_run(result: OptimizeResult, directory: str | Path) -> Path:
     """Write a run directory: settings.json, stats.json (headline numbers and stats),
     steps.json (the step log), original/optimized graphs as JSON and DOT, for an ``auto`` run
-    portfolio.json (every candidate, the winner), and last the
+    portfolio.json (every candidate, the winner), rounds.json (each search round, why the last
+    was the last, and whether the result is a fixpoint), and last the
     completion marker ``complete.json`` (see :func:`tensor_eqsat.outputs.write_dir`). Returns the
     directory; raises OutputError naming it when it cannot be written."""
     stats = {**result.summary(), "stats": result.stats.to_dict()}
@@ -672,5 +904,8 @@ def save_run(result: OptimizeResult, directory: str | Path) -> Path:
     }
     if result.portfolio is not None:
         files["portfolio.json"] = json.dumps(result.portfolio.to_dict(), indent=2) + "\n"
+    if result.rounds:
+        rounds = {k: stats[k] for k in ("rounds", "rounds_stop", "fixpoint")}
+        files["rounds.json"] = json.dumps(rounds, indent=2) + "\n"
     assert set(files) <= set(RUN_FILES)
     return write_dir(directory, files)

@@ -6,7 +6,9 @@ target, which is renamed over it, so a reader sees the old file or the new one, 
 either, and a failed write removes its temporary file. A symlink is followed: its target is
 replaced and the link stays a link. A path that exists and is not a regular file or directory (a
 character device such as ``/dev/null``, a FIFO) is written directly, since renaming over it would
-replace the device node. Directories are refused.
+replace the device node. Directories are refused. A writer into a folder others can write (a
+cache shared by a team) passes ``follow_links=False``: a planted link at a predictable name is
+then replaced by the new file, never followed to overwrite what it points at (issue 44, item 5).
 
 Commands call :func:`check_output` and :func:`check_output_dir` on every output path before they
 start a long run, so a typo in ``-o`` costs a second, not the whole optimization.
@@ -118,23 +120,28 @@ def _removed_on_sigterm(tmp: Path) -> contextlib.AbstractContextManager[None]:
 
 
 @contextlib.contextmanager
-def atomic_target(path: str | os.PathLike[str]) -> Iterator[Path]:
+def atomic_target(path: str | os.PathLike[str], *, follow_links: bool = True) -> Iterator[Path]:
     """A temporary path to write; on success it replaces ``path``'s target, on failure it is removed.
 
     Yields ``path`` itself when it names a device or FIFO (written directly). The temporary file
     is in the target's directory (so the rename is atomic) and named ``.NAME.<random>.tmp``.
+    follow_links: a symlink at ``path`` is followed (its target replaced, the link kept); False:
+    the link itself is replaced by the new file and what it points at is left alone (no device
+    or FIFO is written through a link either). Default True.
     Raises OutputError when the path is a directory or the write or rename fails.
     """
     p = Path(path)
-    if p.is_dir():
+    link = not follow_links and p.is_symlink()
+    if not link and p.is_dir():
         raise OutputError(f"cannot write {p}: is a directory")
-    if _is_special(p):
+    if not link and _is_special(p):
         yield p
         return
-    target = Path(os.path.realpath(p))
+    target = Path(os.path.realpath(p)) if follow_links else Path(os.path.realpath(p.parent)) / p.name
     tmp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
     try:
-        # O_EXCL: never reuse another writer's file; mode 0666 & ~umask, as a plain open would.
+        # O_EXCL: never reuse another writer's file (nor follow a link planted at its name);
+        # mode 0666 & ~umask, as a plain open would.
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     except OSError as exc:
         raise OutputError(f"cannot write {p}: {_reason(exc)}") from None
@@ -144,7 +151,9 @@ def atomic_target(path: str | os.PathLike[str]) -> Iterator[Path]:
             yield tmp
         with contextlib.suppress(OSError):
             # Keep an existing file's permissions, as rewriting it in place would.
-            os.chmod(tmp, stat.S_IMODE(os.stat(target).st_mode))
+            old = os.stat(target, follow_symlinks=follow_links)
+            if stat.S_ISREG(old.st_mode):
+                os.chmod(tmp, stat.S_IMODE(old.st_mode))
         os.replace(tmp, target)
     except OSError as exc:
         raise OutputError(f"cannot write {p}: {_reason(exc)}") from None
@@ -153,8 +162,9 @@ def atomic_target(path: str | os.PathLike[str]) -> Iterator[Path]:
             os.unlink(tmp)
 
 
-def atomic_write(path: str | os.PathLike[str], data: str | bytes) -> None:
-    """Write ``data`` (text as UTF-8) to ``path`` atomically; see :func:`atomic_target`.
+def atomic_write(path: str | os.PathLike[str], data: str | bytes, *, follow_links: bool = True) -> None:
+    """Write ``data`` (text as UTF-8) to ``path`` atomically; see :func:`atomic_target`
+    (``follow_links`` too).
 
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as tmp:
@@ -164,7 +174,7 @@ def atomic_write(path: str | os.PathLike[str], data: str | bytes) -> None:
     ('hello\\n', ['a.txt'])
     """
     raw = data.encode("utf-8") if isinstance(data, str) else data
-    with atomic_target(path) as tmp:
+    with atomic_target(path, follow_links=follow_links) as tmp:
         try:
             with open(tmp, "wb") as f:
                 f.write(raw)

@@ -186,13 +186,14 @@ def run_cleanups() -> None:
 
 @contextlib.contextmanager
 def before_sigterm(cleanup: Callable[[], None]) -> Iterator[None]:
-    """While the block runs, SIGTERM first calls ``cleanup``, then is handled as before (the
-    previous handler is called; the default action ends the process, as SIGTERM would). A
-    ``finally`` does not run when SIGTERM ends the process: this is where such cleanup goes.
-    :func:`run_cleanups` calls it too while the block runs.
+    """While the block runs, SIGTERM (and SIGHUP: :data:`ENDING_SIGNALS`) first calls
+    ``cleanup``, then is handled as before (the previous handler is called; the default action
+    ends the process, as the signal would). A ``finally`` does not run when such a signal ends the
+    process: this is where such cleanup goes. :func:`run_cleanups` calls it too while the block
+    runs.
 
-    Installs nothing outside the main thread (Python runs signal handlers there only) or where
-    SIGTERM is ignored. The previous handler is restored on exit.
+    Installs nothing outside the main thread (Python runs signal handlers there only), nor for a
+    signal that is ignored. The previous handlers are restored on exit.
     """
     _CLEANUPS.append(cleanup)
     try:
@@ -203,30 +204,40 @@ def before_sigterm(cleanup: Callable[[], None]) -> Iterator[None]:
             _CLEANUPS.remove(cleanup)
 
 
+ENDING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+"""The signals that end a process whose blocks :func:`before_sigterm` cleans up first: SIGTERM
+(``timeout``, CI runners, service managers) and SIGHUP (the terminal closed: issue 44, a
+130 MB ONNX temporary file was left behind)."""
+
+
 @contextlib.contextmanager
 def _on_sigterm(cleanup: Callable[[], None]) -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.getsignal(signal.SIGTERM)
-    if previous == signal.SIG_IGN or previous is None:
-        yield
-        return
+    installed: dict[int, Any] = {}
 
-    def on_sigterm(signum: int, frame: Any) -> None:
+    def on_signal(signum: int, frame: Any) -> None:
         cleanup()
-        signal.signal(signal.SIGTERM, previous)
+        previous = installed.get(signum, signal.SIG_DFL)
+        signal.signal(signum, previous)
         if callable(previous):
             previous(signum, frame)
-        else:  # SIG_DFL: end the process the way SIGTERM would have
-            os.kill(os.getpid(), signal.SIGTERM)
+        else:  # SIG_DFL: end the process the way the signal would have
+            os.kill(os.getpid(), signum)
 
-    signal.signal(signal.SIGTERM, on_sigterm)
+    for sig in ENDING_SIGNALS:
+        previous = signal.getsignal(sig)
+        if previous == signal.SIG_IGN or previous is None:
+            continue
+        installed[sig] = previous
+        signal.signal(sig, on_signal)
     try:
         yield
     finally:
-        if signal.getsignal(signal.SIGTERM) is on_sigterm:
-            signal.signal(signal.SIGTERM, previous)
+        for sig, previous in installed.items():
+            if signal.getsignal(sig) is on_signal:
+                signal.signal(sig, previous)
 
 
 def kill_workers_on_sigterm(pool: ProcessPoolExecutor) -> contextlib.AbstractContextManager[None]:

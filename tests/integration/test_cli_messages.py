@@ -17,7 +17,7 @@ def _out_of_memory(args):
 def test_out_of_memory_suggests_no_check_only_when_it_was_not_given(monkeypatch, capsys, no_check):
     monkeypatch.setattr(optimize_command, "run", _out_of_memory)
     argv = ["optimize", "nasrnn"] + (["--no-check"] if no_check else [])
-    assert main(argv) == 1
+    assert main(argv) == 3  # out of memory: the machine cannot do it (ExitCode.RESOURCES)
     err = capsys.readouterr().err
     assert err.startswith("error: out of memory")
     assert ("--no-check" in err) is not no_check
@@ -27,5 +27,5 @@ def test_out_of_memory_in_another_command_does_not_suggest_an_optimize_option(mo
     import tensor_eqsat.commands.show as show_command
 
     monkeypatch.setattr(show_command, "run", _out_of_memory)
-    assert main(["show", "nasrnn"]) == 1
+    assert main(["show", "nasrnn"]) == 3
     assert "--no-check" not in capsys.readouterr().err

@@ -67,7 +67,7 @@ def test_the_paper_ocf_alone_keeps_the_projections() -> None:
 
 
 def test_mcts_ocf_applies_the_merge_for_a_reward() -> None:
-    r = optimize(attention(), budget=8, node_limit=100, final_extractor="greedy-ocf", seed=0)
+    r = optimize(attention(), budget=8, node_limit=100, final_extractor="greedy-ocf", seed=0, target="a100")
     assert r.steps[0].rule == MERGE
     assert r.steps[0].reward > 0
     assert r.speedup_pct > 20
@@ -75,6 +75,7 @@ def test_mcts_ocf_applies_the_merge_for_a_reward() -> None:
 
 def test_with_the_paper_ocf_every_reward_is_zero() -> None:
     paper = GreedyOcfExtractor(joint=False)
-    r = optimize(attention(), budget=8, node_limit=100, main_extractor=paper, final_extractor=paper, seed=0)
+    r = optimize(attention(), budget=8, node_limit=100, main_extractor=paper, final_extractor=paper, seed=0,
+                 target="a100")  # fmt: skip
     assert [s.reward for s in r.steps] == [0.0] * len(r.steps)
     assert r.speedup_pct == pytest.approx(0.0, abs=1e-9)

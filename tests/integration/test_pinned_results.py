@@ -65,6 +65,7 @@ def _reduced_mcts(model, **kw):
         budget=8,
         seed=0,
         node_limit=600,
+        target="a100",  # the paper's cost model: these figures are pinned under it
         **kw,
     )
 
@@ -158,6 +159,6 @@ every step's rule and cost, from the code before the second round of speed work 
 
 @pytest.mark.slow
 def test_mobilenetv2_at_budget_128_is_pinned():
-    r = optimize("mobilenetv2", search="mcts", budget=128, seed=0, final_extractor="ilp")
+    r = optimize("mobilenetv2", search="mcts", budget=128, seed=0, final_extractor="ilp", target="a100")
     assert _outcome(r) == (MOBILENETV2_BUDGET128, 0.708776198, 2000)
     assert round(r.speedup_pct, 4) == 10.0274

@@ -193,6 +193,14 @@ FLAGS: tuple[Flag, ...] = (
         metavar="S",
     ),
     Flag(
+        "--rounds",
+        ("rounds",),
+        "each round ends at its schedule's end; 0 repeats until a round gains nothing or "
+        "--time-budget ends (default: 0 for auto; 1 for mcts and saturate)",
+        type=non_negative_int,
+        metavar="N",
+    ),
+    Flag(
         "--memory-limit",
         ("memory_limit",),
         "SIZE such as 500M or 2G caps every node limit at SIZE / "

@@ -1,8 +1,11 @@
 """``tensor-eqsat optimize MODEL|FILE``: rewrite a graph into a faster equivalent one.
 
 A thin layer over :func:`tensor_eqsat.optimize.optimize`: a live progress line on stderr (step,
-rule chosen, e-graph size, best cost, elapsed), then a summary table on stdout (or JSON with
-``--json``). ``-o`` writes the optimized graph, as ONNX when OUT ends in ``.onnx``, else as JSON;
+rule chosen, e-graph size, elapsed, the best candidate's cost so far under the run's cost model,
+as the summary reports it, and within an MCTS search its reward, the main extractor's estimate),
+then a summary table on stdout (or JSON with ``--json``), with the ``auto`` search's candidates
+and, when more than one ran, its rounds. ``-o`` writes the optimized graph, as ONNX when OUT ends
+in ``.onnx``, else as JSON;
 ``--run-dir`` writes settings, stats and the step log (JSON) and both graphs (JSON and DOT).
 
 Every result is checked numerically against the original before anything is written (as
@@ -50,7 +53,7 @@ from tensor_eqsat.commands._flags import add_flags, settings
 from tensor_eqsat.config import AUTO_TIME_BUDGET
 from tensor_eqsat.deliver import Delivery, deliver
 from tensor_eqsat.ir.cast import precision
-from tensor_eqsat.optimize import OptimizeResult, Progress
+from tensor_eqsat.optimize import OptimizeResult, Progress, RoundsStop
 from tensor_eqsat.outputs import check_output, check_output_dir
 from tensor_eqsat.target import GuardReport, Target
 from tensor_eqsat.workers import oversubscription_warning
@@ -88,6 +91,7 @@ class _ProgressLine:
     def __init__(self, clock: Deadline) -> None:
         self.clock = clock
         self.parts: list[str] = ["starting"]
+        self.best: float | None = None
         self._lock = threading.Lock()
 
     def __call__(self, ev: Progress) -> None:
@@ -102,9 +106,16 @@ class _ProgressLine:
                 parts.append(f"last rule {ev.rule}")
         if ev.enodes:
             parts.append(f"{ev.enodes} e-nodes")
-        if ev.best_cost is not None:
-            parts.append(f"best {ev.best_cost:.4f} ms")
         with self._lock:
+            if ev.best_cost is not None and ev.phase == "candidate":
+                # A candidate's cost: the run's cost model on the extracted graph, what the
+                # summary reports; the best of every round so far.
+                self.best = ev.best_cost if self.best is None else min(self.best, ev.best_cost)
+            elif ev.best_cost is not None:
+                # Within a search, the main extractor's estimate: the MCTS reward, not a result.
+                parts.append(f"search estimate {ev.best_cost:.4f} ms")
+            if self.best is not None:
+                parts.append(f"best {self.best:.4f} ms")
             self.parts = parts
 
     def line(self) -> str:
@@ -198,6 +209,8 @@ def run(args: argparse.Namespace) -> int:
         stdout.print(_summary_table(args.graph, d))
         if r.portfolio is not None:
             stdout.print(candidates_table(r))
+        if len(r.rounds) > 1:
+            stdout.print(rounds_table(r))
         if d.verify is not None:
             stdout.print(d.verify.summary())
         if d.guard is not None:
@@ -252,15 +265,11 @@ def _command_line(d: Delivery) -> str:
 
 
 def _why_kept(d: Delivery) -> str:
-    """Why the original was handed back, in a few words for the "written" line."""
-    if d.interrupted:
-        return "interrupted"
-    if d.guard is not None and d.guard.kept_original:
-        return "no measured gain"
-    r = d.result
-    if r is not None and r.optimized_cost_ms < r.original_cost_ms:
-        return "not checked or measured within the time budget"  # (the notes say which)
-    return "no predicted gain"
+    """Why the original was handed back, in a few words for the "written" line and the table:
+    the delivery's own reason (:class:`~tensor_eqsat.delivery_report.KeptReason`; the notes say more)."""
+    if d.kept_why is not None:
+        return d.kept_why.value
+    return "interrupted" if d.interrupted else "no predicted gain"
 
 
 def _summary_table(name: str, d: Delivery) -> Table:
@@ -276,7 +285,10 @@ def _summary_table(name: str, d: Delivery) -> Table:
     pf = r.portfolio
     if pf is not None:
         won = "no candidate finished" if pf.best is None else f"won by {pf.best.label}"
-        search += f" ({s.time_budget:g} s budget: {len(pf.candidates)} candidates, {won}; {pf.stop.value})"
+        where = f" in {len(r.rounds)} rounds" if len(r.rounds) > 1 else ""
+        search += (
+            f" ({s.time_budget:g} s budget: {len(pf.candidates)} candidates{where}, {won}; {pf.stop.value})"
+        )
     elif search == "mcts":
         search += f" (budget {s.budget}, main {s.main_extractor})"
     else:
@@ -288,8 +300,8 @@ def _summary_table(name: str, d: Delivery) -> Table:
         ("final extractor", f"{s.final_extractor} ({status})"),
         ("cost model", str(s.cost_model)),
         ("original cost", f"{r.original_cost_ms:.4f} ms"),
-        ("optimized cost", f"{r.optimized_cost_ms:.4f} ms"),
-        ("predicted speedup", f"{r.speedup_pct:.2f} %"),
+        *_result_rows(d),
+        ("rounds", rounds_line(r)),
         ("steps", f"{len(r.steps)} (stopped: {d.stop_detail or r.stop_reason.value})"),
         ("e-graph", f"{st.initial_enodes} -> {st.enodes} e-nodes, {st.classes} classes"),
         ("rules applied", _counts(r.rule_counts)),
@@ -317,6 +329,24 @@ def _summary_table(name: str, d: Delivery) -> Table:
     for k, v in rows:
         table.add_row(k, v)
     return table
+
+
+def _result_rows(d: Delivery) -> list[tuple[str, str]]:
+    """The rows of what was handed back: the optimized cost and its predicted speedup; with the
+    original kept, what the search found, marked as not handed back, and why (the guard's rows
+    say it where the guard ran)."""
+    r = d.result
+    assert r is not None
+    if not d.kept_original:
+        return [
+            ("optimized cost", f"{r.optimized_cost_ms:.4f} ms"),
+            ("predicted speedup", f"{r.speedup_pct:.2f} %"),
+        ]
+    found = f"{r.optimized_cost_ms:.4f} ms, predicted speedup {r.speedup_pct:.2f} % (not handed back)"
+    rows = [("search found", found)]
+    if d.guard is None:
+        rows.append(("result", f"original kept: {_why_kept(d)}"))
+    return rows
 
 
 def _target_line(target: Target, measured: bool, cost_model: str) -> str:
@@ -366,6 +396,42 @@ def candidates_table(r: OptimizeResult) -> Table:
             f"{c.construction_s:.1f}+{c.extraction_s:.1f}",
             c.stop_reason.value,
         )
+    return table
+
+
+_ROUNDS_STOP = {
+    RoundsStop.FIXPOINT: "the last gained nothing: a fixpoint",
+    RoundsStop.TIME_LIMIT: "stopped by the time budget before a fixpoint",
+    RoundsStop.INTERRUPTED: "interrupted: the best of them handed back",
+    RoundsStop.ROUND_LIMIT: "the --rounds limit (--rounds 0 repeats to a fixpoint)",
+}
+
+
+def rounds_line(r: OptimizeResult) -> str:
+    """How many search rounds ran and why the last was the last."""
+    n = len(r.rounds)
+    why = _ROUNDS_STOP.get(r.rounds_stop) if r.rounds_stop is not None else None
+    return f"{n} ({why})" if why else str(n)
+
+
+def rounds_table(r: OptimizeResult) -> Table:
+    """Each search round: the candidate that won it, its best cost, the speedup over the
+    original so far, the winning e-graph's size, its seconds, why its search stopped, and
+    whether it gained."""
+    table = Table(
+        title="rounds", caption=f"{rounds_line(r)}; each round searches the one before's best graph"
+    )
+    for col in ("round", "won by", "cost ms", "speedup", "e-nodes", "seconds", "stopped", "gained"):
+        table.add_column(
+            col, justify="right" if col in ("round", "cost ms", "speedup", "e-nodes", "seconds") else "left"
+        )
+    base = r.original_cost_ms
+    for x in r.rounds:
+        speedup = (base - x.cost_ms) / base * 100 if base > 0 else 0.0
+        table.add_row(
+            str(x.index), x.winner or "none", f"{x.cost_ms:.4f}", f"{speedup:.2f} %", str(x.enodes),
+            f"{x.seconds:.1f}", x.stop, "yes" if x.gained else "no",
+        )  # fmt: skip
     return table
 
 

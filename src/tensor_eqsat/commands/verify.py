@@ -16,7 +16,7 @@ from tensor_eqsat.commands._common import (
     seed,
     stdout,
 )
-from tensor_eqsat.errors import FormatError
+from tensor_eqsat.errors import ExitCode, FormatError
 from tensor_eqsat.io.equivalence import BACKENDS, verify
 
 NAME = "verify"
@@ -30,13 +30,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--rtol",
         type=non_negative_float,
         default=None,
-        help="relative tolerance (default: the original's precision's: 1e-3 for fp32, 2e-2 fp16, 1e-1 bf16)",
+        help="relative tolerance (default 1e-3 for fp32; fp16 and bf16: judged by the original's own error)",
     )
     p.add_argument(
         "--atol",
         type=non_negative_float,
         default=None,
-        help="absolute tolerance (default: the original's precision's: 1e-4 for fp32, 1e-3 fp16, 1e-2 bf16)",
+        help="absolute tolerance (default 1e-4 for fp32; fp16 and bf16: judged by the original's own error)",
     )
     p.add_argument("--trials", type=positive_int, default=3, help="random input draws (default 3)")
     p.add_argument("--seed", type=seed, default=0, help="seed of inputs and data-less weights (default 0)")
@@ -44,7 +44,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--backend",
         choices=BACKENDS,
         default="auto",
-        help="what runs the models: auto = interpreter for .json, onnxruntime for .onnx (default auto)",
+        help=(
+            "what runs the models: auto = interpreter for .json, onnxruntime for .onnx "
+            "(torch for fp16 and bf16 ones) (default auto)"
+        ),
     )
     add_input_shape_argument(p)
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
@@ -90,4 +93,4 @@ def run(args: argparse.Namespace) -> int:
                 )
             stdout.print(table)
         stdout.print(report.summary(), markup=False, highlight=False)
-    return 0 if report.ok else 1
+    return ExitCode.OK if report.ok else ExitCode.CHECK_FAILED

@@ -38,6 +38,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from tensor_eqsat.cost.bounded import TimingBound
 from tensor_eqsat.cost.execution import DEFAULT_EAGER, ExecutionMode
 from tensor_eqsat.cost.model import CostModelError, KernelCostModel, WeightOps
 from tensor_eqsat.cost.timing_cache import TimingCache, device_key_for, encode_attrs, shapes_key
@@ -152,6 +153,8 @@ class MeasuredCostModel(KernelCostModel):
         self.cache: TimingCache | None = TimingCache(cache_path) if persistent else None
         self._stored: dict[tuple[str, str, str], float] | None = None
         self.measured = 0
+        self.timing_bound = TimingBound()
+        """The deadline of the timings (:mod:`tensor_eqsat.cost.bounded`); none by default."""
         """Number of configurations actually timed by this instance (cache misses)."""
 
     def _resolve_device(self, device: str) -> Any:
@@ -202,8 +205,11 @@ class MeasuredCostModel(KernelCostModel):
             hit = self._stored.get((spec.name, akey, skey))
             if hit is not None:
                 return hit
+        if self.timing_bound.should_estimate(spec, attrs, in_shapes):
+            return self.timing_bound.estimate(spec, attrs, in_shapes)  # (not cached: timed next time)
         ms, runs = self.time_op(spec, attrs, in_shapes)
         self.measured += 1
+        self.timing_bound.learn(ms, spec, attrs, in_shapes)
         if self.cache is not None and self._stored is not None:
             ms = self.cache.put(self.timing_key, self.library, spec.name, akey, skey, ms, runs)
             self._stored[(spec.name, akey, skey)] = ms
@@ -220,12 +226,14 @@ class MeasuredCostModel(KernelCostModel):
         return ms, len(times)
 
     def _time_cpu(self, kernel: Any) -> list[float]:
-        for _ in range(self.warmup):
+        for _ in range(1 if self.timing_bound.expired() else self.warmup):
             kernel()
         clock = time.thread_time if self.clock == "thread" else time.perf_counter
         times: list[float] = []
         spent = 0.0
         while len(times) < self.repeats and (spent < self.max_seconds or len(times) < 3):
+            if times and self.timing_bound.expired():
+                break
             start = clock()
             kernel()
             dt = clock() - start

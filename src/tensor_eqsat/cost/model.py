@@ -15,6 +15,11 @@ The rules that are the same for every model live in one place, :meth:`KernelCost
 * ``taso_compat=True`` makes concats free, as TASO's rewrite-created concats were (needCopy false);
   by default a concat of activations costs its memory traffic.
 
+An op whose shapes hold symbolic dims (ir/symbolic.py) is priced at representative shapes: the
+weighted mean of its price at a :class:`~tensor_eqsat.ir.symbolic.ShapePoints` set (TensorRT's
+min/opt/max profiles with weights), by default at the symbols' hints. The kernels only ever see
+concrete shapes.
+
 Everything else is the subclass's :meth:`KernelCostModel.kernel_ms`, called once per distinct op
 configuration: results are kept in a dict keyed by ``(op, attrs, in_shapes, all_weights)``, because
 extraction asks for the same few configurations millions of times.
@@ -43,6 +48,7 @@ from tensor_eqsat.ir.dtypes import DType, op_dtype
 from tensor_eqsat.ir.graph import Graph, Node
 from tensor_eqsat.ir.ops import get_op
 from tensor_eqsat.ir.opspec import PROJECTION, Attrs, OpSpec
+from tensor_eqsat.ir.symbolic import ShapePoints, concrete, is_symbolic
 from tensor_eqsat.ir.types import OpKind, Shape
 
 
@@ -105,6 +111,10 @@ class KernelCostModel(abc.ABC):
     dtype: DType = DType.FLOAT32
     """The precision priced: bytes and compute rates of this dtype (see :meth:`with_dtype`)."""
 
+    shape_points: ShapePoints | None = None
+    """Where an op with symbolic dims is priced: the weighted mean of its price at these points
+    (:meth:`at_shapes`). Default None: at the symbols' hints."""
+
     prices_op_dtype = True
     """:meth:`op_cost` takes the dtype each op runs in (``dtype=``): callers that know it pass it
     (a graph's costs, extraction), so a float32 island in a bfloat16 graph is priced in float32."""
@@ -164,6 +174,8 @@ class KernelCostModel(abc.ABC):
         if op == PROJECTION:
             return 0.0
         spec = get_op(op)
+        if any(is_symbolic(d) for s in in_shapes for d in s) or spec.has_symbolic_attrs(attrs):
+            return self._price_symbolic(spec, attrs, in_shapes, all_weights)
         # Reject malformed configurations first, free or not, so a bad e-node never prices silently.
         spec.infer_shapes(in_shapes, attrs)
         launch = self.execution
@@ -174,6 +186,30 @@ class KernelCostModel(abc.ABC):
         if launch is not None:
             return launch.op_ms(float(self.kernel_ms(spec, attrs, in_shapes)))
         return float(self.kernel_ms(spec, attrs, in_shapes))
+
+    def _price_symbolic(
+        self, spec: OpSpec, attrs: Attrs, in_shapes: tuple[Shape, ...], all_weights: bool
+    ) -> float:
+        """The weighted mean of the op's price at the representative shapes (:attr:`shape_points`,
+        or the hints): a configuration with symbolic dims is priced where it will run."""
+        points = self.shape_points.points if self.shape_points is not None else ((1.0, {}),)
+        total = sum(w for w, _ in points)
+        cost = 0.0
+        for weight, point in points:
+            shapes = tuple(concrete(s, point) for s in in_shapes)
+            cost += weight * self.op_cost(spec.name, spec.at(attrs, point), shapes, all_weights)
+        return cost / total
+
+    def at_shapes(self, points: ShapePoints | None) -> KernelCostModel:
+        """This model pricing symbolic dims at ``points`` (None: at the hints); a copy with its own
+        per-configuration cache, or itself when the points are the same."""
+        if points == self.shape_points:
+            return self
+        out = copy.copy(self)
+        out.shape_points = points
+        out._costs = {}
+        out._by_dtype = {}
+        return out
 
     def is_costed(self, spec: OpSpec, all_weights: bool) -> bool:
         """Whether an instance of ``spec`` runs a kernel under this model's accounting."""

@@ -59,6 +59,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from tensor_eqsat.cost.bounded import TimingBound
 from tensor_eqsat.cost.measured import _cpu_name
 from tensor_eqsat.cost.model import CostModelError, KernelCostModel, WeightOps
 from tensor_eqsat.cost.timing_cache import TimingCache, encode_attrs, shapes_key
@@ -283,6 +284,8 @@ class OrtCostModel(KernelCostModel):
         self._flusher: _CacheFlusher | None = None
         self.measured = 0
         """Number of configurations actually timed by this instance (cache misses)."""
+        self.timing_bound = TimingBound()
+        """The deadline of the timings (:mod:`tensor_eqsat.cost.bounded`); none by default."""
         self.measure_s = 0.0
         """Seconds spent timing (cache misses only)."""
 
@@ -307,10 +310,13 @@ class OrtCostModel(KernelCostModel):
             hit = self._stored.get((spec.name, akey, skey))
             if hit is not None:
                 return hit
+        if self.timing_bound.should_estimate(spec, attrs, in_shapes):
+            return self.timing_bound.estimate(spec, attrs, in_shapes)  # (not cached: timed next time)
         start = time.perf_counter()
         ms, runs = self.time_op(spec, attrs, in_shapes)
         self.measure_s += time.perf_counter() - start
         self.measured += 1
+        self.timing_bound.learn(ms, spec, attrs, in_shapes)
         if self.cache is not None and self._stored is not None:
             ms = self.cache.put(self.device_key, self.library, spec.name, akey, skey, ms, runs)
             self._stored[(spec.name, akey, skey)] = ms
@@ -332,7 +338,7 @@ class OrtCostModel(KernelCostModel):
         cold: read the flush buffer before every timed run (CPU only; see ``weights``).
         """
         for fn in runners:
-            for _ in range(self.warmup):
+            for _ in range(1 if self.timing_bound.expired() else self.warmup):
                 fn()
         flush: Callable[[], None] | None = None
         if cold and self.device == "cpu":
@@ -344,7 +350,11 @@ class OrtCostModel(KernelCostModel):
         times: list[list[float]] = [[] for _ in runners]
         spent = 0.0
         n = 0
-        while n < self.repeats and (spent < self.max_seconds or n < 5):
+        while (
+            n < self.repeats
+            and (spent < self.max_seconds or n < 5)
+            and not (n and self.timing_bound.expired())
+        ):
             for fn, out in zip(runners, times, strict=True):
                 if flush is not None:
                     flush()

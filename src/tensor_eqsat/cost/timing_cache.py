@@ -12,6 +12,11 @@ WAL journaling (readers never block the writer), a busy timeout, ``INSERT OR IGN
 measurement of a key wins and every process then reads that one value, so processes agree) and
 retries with back-off when the file is locked anyway.
 
+A cache that cannot be used (a read-only folder, a path that is not a file) is no error: the run
+goes on without it, measuring what it needs, with one warning naming the timing cache and why
+(issue 44, item 11: it stopped every measured optimize with "results database: unable to open
+database file", which named another database).
+
 The precision of a timing is part of its device key: ``cuda:NVIDIA H200|dtype=bfloat16`` holds
 bfloat16 timings, a key without ``|dtype=`` float32 ones, so files written before dtypes read as
 float32 and one file can hold both (:func:`device_key_for`, :func:`key_dtype`).
@@ -132,22 +137,62 @@ class TimingCache:
         self.timeout = timeout
         self.retries = retries
         self._conn: sqlite3.Connection | None = None
+        self.unusable: str | None = None
+        """Why the file cannot be used (the cache then stores nothing and finds nothing), or None."""
         self.inserted = 0
         """Rows this object stored (a key another process stored first is not counted)."""
 
     # -- connection ----------------------------------------------------------------------------
-    def _connect(self) -> sqlite3.Connection:
-        if self._conn is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
+    def _connect(self) -> sqlite3.Connection | None:
+        """The connection, opened on first use; None when the file cannot be used
+        (:attr:`unusable` says why, and a warning said it once)."""
+        if self._conn is None and self.unusable is None:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
+            except (OSError, sqlite3.Error) as exc:
+                self._give_up(exc)
+                return None
             self._conn = conn
             try:
                 self._retry(lambda: self._init_schema(conn))
+            except sqlite3.DatabaseError as exc:  # read-only, or not a database at all
+                conn.close()
+                self._conn = None
+                self._give_up(exc)
             except BaseException:
                 conn.close()
                 self._conn = None
                 raise
         return self._conn
+
+    def _give_up(self, exc: BaseException) -> None:
+        """Go on without the file, and say so once."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        self.unusable = str(exc) or type(exc).__name__
+        log.warning(
+            "the timing cache %s cannot be used (%s); measuring without it, nothing is remembered "
+            "(set %s to a writable folder)",
+            self.path,
+            self.unusable,
+            ENV_CACHE_DIR,
+        )
+
+    def _query(self, fn: Callable[[sqlite3.Connection], T], default: T) -> T:
+        """``fn`` on the connection (retried while locked), or ``default`` when the file cannot
+        be used or stops being usable (written read-only, say)."""
+        conn = self._connect()
+        if conn is None:
+            return default
+        try:
+            return self._retry(lambda: fn(conn))
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise
+            self._give_up(exc)
+            return default
 
     @staticmethod
     def _init_schema(conn: sqlite3.Connection) -> None:
@@ -187,24 +232,24 @@ class TimingCache:
     # -- queries -------------------------------------------------------------------------------
     def load(self, device: str, library: str) -> dict[tuple[str, str, str], float]:
         """Every stored time of one (device, library): ``(op, attrs text, shapes text) -> ms``."""
-        conn = self._connect()
-        rows = self._retry(
-            lambda: conn.execute(
+        rows: list[Any] = self._query(
+            lambda conn: conn.execute(
                 "SELECT op, attrs, shapes, ms FROM op_timings WHERE device = ? AND library = ?",
                 (device, library),
-            ).fetchall()
+            ).fetchall(),
+            [],
         )
         return {(op, attrs, shapes): float(ms) for op, attrs, shapes, ms in rows}
 
     def get(self, device: str, library: str, op: str, attrs: str, shapes: str) -> float | None:
         """The stored time of one key, or None."""
-        conn = self._connect()
-        row = self._retry(
-            lambda: conn.execute(
+        row = self._query(
+            lambda conn: conn.execute(
                 "SELECT ms FROM op_timings WHERE device = ? AND library = ? AND op = ? AND attrs = ? "
                 "AND shapes = ?",
                 (device, library, op, attrs, shapes),
-            ).fetchone()
+            ).fetchone(),
+            None,
         )
         return None if row is None else float(row[0])
 
@@ -214,21 +259,22 @@ class TimingCache:
         When another process stored the key first, its value is returned (and kept), so every
         process prices the configuration the same; :attr:`inserted` counts the keys stored here.
         """
-        conn = self._connect()
-        cursor = self._retry(
-            lambda: conn.execute(
-                "INSERT OR IGNORE INTO op_timings "
-                "(device, library, op, attrs, shapes, ms, runs, measured_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (device, library, op, attrs, shapes, float(ms), int(runs), time.time()),
-            )
+        rowcount = self._query(
+            lambda conn: (
+                conn.execute(
+                    "INSERT OR IGNORE INTO op_timings (device, library, op, attrs, shapes, ms, runs, "
+                    "measured_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (device, library, op, attrs, shapes, float(ms), int(runs), time.time()),
+                ).rowcount
+            ),
+            0,
         )
-        self.inserted += cursor.rowcount > 0
+        self.inserted += rowcount > 0
         stored = self.get(device, library, op, attrs, shapes)
         return float(ms) if stored is None else stored
 
     def __len__(self) -> int:
-        conn = self._connect()
-        return int(self._retry(lambda: conn.execute("SELECT COUNT(*) FROM op_timings").fetchone()[0]))
+        return int(self._query(lambda conn: conn.execute("SELECT COUNT(*) FROM op_timings").fetchone()[0], 0))
 
     def __repr__(self) -> str:
         return f"TimingCache({str(self.path)!r})"

@@ -21,10 +21,15 @@ reduced-precision CPU kernels are 20-30 times slower than float32 on an AVX2 CPU
 Precision (DESIGN.md decision 17). A model that runs in float16 or bfloat16 is compared with a
 **float32 reference**: the original graph made float32 (:func:`~tensor_eqsat.ir.cast.cast_graph`)
 with the very weight values the model holds (widening is exact), on the same inputs rounded to the
-model's dtype. The tolerance then follows from that dtype (:func:`~tensor_eqsat.ir.dtypes.tolerance`,
-measured on the zoo) and the report names both. Comparing the optimized model with the original
-*in reduced precision* would fail correct rewrites: two float16 graphs that sum in another order
-differ by their rounding, not by a bug. PyTorch runs with TF32 off while checking
+model's dtype, and the result is judged by what the original itself does in that precision: the
+original runs in its own dtype too (on the result's backend), and the result's largest error
+against the reference must be within a small multiple of the original's own plus a floor
+(:mod:`tensor_eqsat.io.accuracy`, DESIGN.md decision 17 revised, issue 44: the fixed tolerance
+per dtype, :func:`~tensor_eqsat.ir.dtypes.tolerance`, let a dropped bias 26 times bfloat16's
+rounding error through; it still applies where ``rtol`` or ``atol`` is given). Comparing the
+optimized model with the original *in reduced precision* would fail correct rewrites: two
+float16 graphs that sum in another order differ by their rounding, not by a bug. A float16 or
+bfloat16 ONNX file is such a model too (:func:`onnx_precision`). PyTorch runs with TF32 off while checking
 (:func:`~tensor_eqsat.io.torch_exec.tf32_disabled`), so a CUDA check compares float32 with
 float32: TF32 convolutions (PyTorch's default) differ by 1e-3 from float32, which refused a correct
 MobileNet-v2 rewrite on an H200.
@@ -39,7 +44,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,11 +53,12 @@ import numpy as np
 
 from tensor_eqsat.clock import Deadline
 from tensor_eqsat.errors import TensorEqsatError
+from tensor_eqsat.io import accuracy
 from tensor_eqsat.io.inputs import InputInfo, graph_inputs, make_feed, model_inputs
-from tensor_eqsat.io.onnx_common import describe_source, load_model
+from tensor_eqsat.io.onnx_common import FLOAT_ELEM_DTYPES, describe_source, load_model
 from tensor_eqsat.io.plan import observable_outputs
 from tensor_eqsat.ir.cast import cast_graph, precision
-from tensor_eqsat.ir.dtypes import DType, round_to, tolerance, widen
+from tensor_eqsat.ir.dtypes import DType, graph_dtype, round_to, tolerance, widen
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.ir.interpreter import leaf_values, run_all
 from tensor_eqsat.ir.serialize import load as load_json
@@ -68,9 +74,12 @@ is left (:meth:`Reference.check`)."""
 class OutputCheck:
     """The comparison of one output over all trials (worst values).
 
-    max_abs_error: largest |a - b|. max_rel_error: largest |a - b| / |b| over elements with
-    |b| > atol. mismatched: elements outside tolerance, summed over trials. size: elements per
-    trial.
+    max_abs_error: largest |a - b| (over the elements both hold finite). max_rel_error: largest
+    |a - b| / |b| over elements with |b| > atol. mismatched: elements outside tolerance (and
+    non-finite values that differ), summed over trials. size: elements per trial.
+    own_error: in reduced precision, the original's own largest error against the float32
+    reference on the same inputs (:mod:`tensor_eqsat.io.accuracy`); None for float32.
+    used: the largest share of its bound the error took (above 1 fails); None for float32.
     """
 
     index: int
@@ -79,6 +88,8 @@ class OutputCheck:
     max_rel_error: float
     mismatched: int
     size: int
+    own_error: float | None = None
+    used: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -115,6 +126,9 @@ class VerifyReport:
     planned: int | None = None
     """The trials asked for, where the check's deadline stopped it after ``trials`` of them
     (:meth:`Reference.check`); None when every trial asked for ran."""
+    own_rule: bool = False
+    """Judged by the original's own error in ``dtype`` against the float32 reference
+    (:mod:`tensor_eqsat.io.accuracy`), not by ``rtol`` / ``atol``."""
 
     def summary(self) -> str:
         """One line for people: verdict, worst errors, where."""
@@ -129,7 +143,15 @@ class VerifyReport:
         tol = f"rtol={self.rtol:g} atol={self.atol:g}"
         if self.scale_floor >= 1:
             tol += " of the output's scale"
-        if self.dtype != "float32":
+        if self.own_rule:
+            short = DType(self.dtype).short
+            tol = (
+                f"{accuracy.MULTIPLE:g}x the original's own error + {accuracy.FLOOR_ULPS:g} ulps"
+                f" ({short} against a float32 reference)"
+            )
+            own = max((o.own_error or 0.0 for o in self.outputs), default=0.0)
+            err += f"; the original's own error {own:.3g}" if self.outputs else ""
+        elif self.dtype != "float32":
             tol += f" ({DType(self.dtype).short} against a float32 reference)"
         elif self.tf32:
             tol += " (float32 with TF32 kernels)"
@@ -156,6 +178,7 @@ class VerifyReport:
             "tf32": self.tf32,
             "scope": self.scope,
             "planned_trials": self.planned,
+            "own_rule": self.own_rule,
             "outputs": [
                 {
                     "index": o.index,
@@ -164,6 +187,8 @@ class VerifyReport:
                     "max_rel_error": o.max_rel_error,
                     "mismatched": o.mismatched,
                     "size": o.size,
+                    "own_error": o.own_error,
+                    "used": o.used,
                     "ok": o.ok,
                 }
                 for o in self.outputs
@@ -193,10 +218,32 @@ def load_any(source: Any) -> Any:
     return load_model(source)
 
 
+def onnx_precision(model: Any) -> DType:
+    """The precision an ONNX model runs in: the lowest-precision float type among its inputs,
+    outputs and initializers (float32 when there is none)."""
+    g = model.graph
+    types = [v.type.tensor_type.elem_type for v in [*g.input, *g.output]]
+    types += [t.data_type for t in g.initializer]
+    return graph_dtype([FLOAT_ELEM_DTYPES[t] for t in types if t in FLOAT_ELEM_DTYPES])
+
+
+def _auto_backend(model: Any) -> str:
+    """``auto``'s backend for ``model``: the interpreter for a Graph; onnxruntime for a float32
+    ONNX model, PyTorch (else the interpreter) for a float16 or bfloat16 one: onnxruntime's CPU
+    kernels lack bfloat16 (a bfloat16 Conv does not load) and most float16 ones."""
+    if isinstance(model, Graph):
+        return "interpreter"
+    if onnx_precision(model) is DType.FLOAT32:
+        return "ort"
+    import importlib.util
+
+    return "torch" if importlib.util.find_spec("torch") is not None else "interpreter"
+
+
 def _prepare(source: Any, backend: str, seed: int, device: str = "cpu") -> _Side:
     model = load_any(source)
     if backend == "auto":
-        backend = "interpreter" if isinstance(model, Graph) else "ort"
+        backend = _auto_backend(model)
     if backend == "ort":
         from tensor_eqsat.io.onnx_export import export_onnx
         from tensor_eqsat.io.runtime import input_specs, ort_session
@@ -263,6 +310,10 @@ class Reference:
     for the ``torch`` backend. A float16 or bfloat16 original runs as its float32 reference (see
     the module docstring). tf32: the checked models' float32 matmuls and convolutions may run in
     TF32 (an executor that cannot turn it off): the default tolerance is then TF32's. Default False.
+    In float16 and bfloat16, without ``rtol`` or ``atol``, a result is judged by the original's
+    own error: the original also runs in its own precision, on the optimized model's backend
+    (:mod:`tensor_eqsat.io.accuracy`). graph: an ONNX original already imported (it is imported
+    for its float32 reference otherwise). Default None.
 
     >>> g = Graph(); x = g.input((4,), name="x"); g.output(g.relu(x))
     >>> ref = Reference(g)
@@ -282,21 +333,29 @@ class Reference:
         backend: str = "auto",
         device: str = "cpu",
         tf32: bool = False,
+        graph: Graph | None = None,
     ) -> None:
         if trials < 1:
             raise TensorEqsatError(f"trials must be >= 1, got {trials}")
         model = load_any(original)
-        self.dtype = precision(model) if isinstance(model, Graph) else DType.FLOAT32
+        self.dtype = precision(model) if isinstance(model, Graph) else onnx_precision(model)
         self.tf32 = tf32 and self.dtype is DType.FLOAT32
         tol = tolerance(self.dtype, tf32=tf32)
         self.rtol = tol.rtol if rtol is None else rtol
         self.atol = tol.atol if atol is None else atol
         self.scale_floor = tol.scale_floor
+        self.own_rule = self.dtype is not DType.FLOAT32 and rtol is None and atol is None
+        """Judged by the original's own error (io/accuracy.py): reduced precision, no tolerance given."""
         self.trials, self.seed = trials, seed
+        self.original = original
         if self.dtype is not DType.FLOAT32:
-            original = float32_reference(model, seed)
+            ir = model if isinstance(model, Graph) else graph if graph is not None else _import(model)
+            original = float32_reference(ir, seed)
+            if backend == "auto" and not isinstance(model, Graph):
+                backend = _auto_backend(model)  # the ONNX model's, not the Graph's interpreter
         self.side = _prepare(original, backend, seed, device)
-        self._outputs: dict[tuple[int, str], list[np.ndarray]] = {}
+        self._outputs: dict[tuple[Any, ...], list[np.ndarray]] = {}
+        self._own: dict[tuple[str, str], _Side] = {}
         self.seconds = 0.0
         """Seconds spent running the original so far (an estimate of what one check costs)."""
 
@@ -312,20 +371,29 @@ class Reference:
         """The original's outputs on ``feed`` (the inputs of ``trial``), computed once."""
         return self._kept((trial, _feed_key(feed)), feed)
 
-    def _kept(self, key: tuple[int, str], feed: Mapping[str, np.ndarray]) -> list[np.ndarray]:
-        """The original's outputs on ``feed``, kept under ``key`` (its trial and the feed's hash)."""
+    def _kept(
+        self, key: tuple[Any, ...], feed: Mapping[str, np.ndarray], side: _Side | None = None
+    ) -> list[np.ndarray]:
+        """The original's outputs on ``feed``, kept under ``key`` (its trial and the feed's hash;
+        for ``side``, the original in its own precision, its backend and device too)."""
         if key not in self._outputs:
             t0 = time.perf_counter()
-            self._outputs[key] = self.side.run(feed)
+            self._outputs[key] = (side or self.side).run(feed)
             self.seconds += time.perf_counter() - t0
         return self._outputs[key]
 
-    def _run_s(self, key: tuple[int, str]) -> float:
-        """Seconds the original's run for ``key`` (see :meth:`_kept`) will take: 0 when its
-        outputs are kept, else the mean of its runs so far."""
-        if key in self._outputs or not self._outputs:
+    def _own_side(self, backend: str, device: str) -> _Side:
+        """The original in its own precision, run by ``backend`` on ``device`` (prepared once)."""
+        if (backend, device) not in self._own:
+            self._own[(backend, device)] = _prepare(self.original, backend, self.seed, device)
+        return self._own[(backend, device)]
+
+    def _run_s(self, keys: Sequence[tuple[Any, ...]]) -> float:
+        """Seconds the original's runs for ``keys`` (see :meth:`_kept`) will take: 0 for those
+        whose outputs are kept, else the mean of its runs so far."""
+        if not self._outputs:
             return 0.0
-        return self.seconds / len(self._outputs)
+        return sum(k not in self._outputs for k in keys) * self.seconds / len(self._outputs)
 
     def warm(self, trials: int | None = None) -> float:
         """Run the original on the first ``trials`` trials' inputs now (default: all); returns the
@@ -347,6 +415,7 @@ class Reference:
         """
         a = self.side
         b = _prepare(optimized, backend, self.seed, device)
+        own = self._own_side(backend, device) if self.own_rule else None
         backends = (a.backend, b.backend)
         rtol, atol, seed = self.rtol, self.atol, self.seed
         trials, planned = self.trials, None
@@ -365,23 +434,26 @@ class Reference:
                 self.scale_floor,
                 self.tf32,
                 planned=planned,
+                own_rule=own is not None,
             )
 
         if a.inputs != b.inputs:
             return report(False, (), f"inputs differ: {_sig(a.inputs)} vs {_sig(b.inputs)}")
-        stats: list[list[float]] = []
-        shapes: list[Shape] = []
+        stats: list[_Stat] = []
         longest = 0.0  # the longest run of the optimized side, and of the original where it ran
         for t in range(self.trials):
             # Token ids within their embedding table, masks of 0/1 (io/inputs.py); a type known to
             # one side only (an ONNX original, a Graph result) is taken from that side.
             feed = self.feed(t, {**b.infos, **a.infos})
             key = (t, _feed_key(feed))
+            own_key = (*key, backend, device)
+            keys = [key, own_key] if own is not None else [key]
             left = None if deadline is None else deadline.left()
-            if t > 0 and left is not None and TRIAL_MARGIN * (longest + self._run_s(key)) > left:
+            if t > 0 and left is not None and TRIAL_MARGIN * (longest + self._run_s(keys)) > left:
                 trials, planned = t, self.trials
                 break
             xs = self._kept(key, feed)
+            os_ = self._kept(own_key, feed, own) if own is not None else None
             started = time.perf_counter()
             ys = b.run(feed)
             longest = max(longest, time.perf_counter() - started)
@@ -390,20 +462,58 @@ class Reference:
             for i, (x, y) in enumerate(zip(xs, ys, strict=True)):
                 if x.shape != y.shape:
                     return report(False, (), f"output {i} has shape {x.shape} vs {y.shape}")
-                abs_err, rel_err, bad = _compare(y, x, rtol, atol, self.scale_floor)
-                if t == 0:
-                    stats.append([abs_err, rel_err, bad])
-                    shapes.append(tuple(x.shape))
+                if i == len(stats):
+                    stats.append(_Stat(tuple(x.shape)))
+                if os_ is not None and x.dtype.kind == "f" and y.dtype.kind == "f":
+                    stats[i].add_judged(accuracy.judge(y, x, os_[i], self.dtype), y, x, atol)
                 else:
-                    s = stats[i]
-                    s[0], s[1], s[2] = max(s[0], abs_err), max(s[1], rel_err), s[2] + bad
-        outputs = tuple(
-            OutputCheck(
-                i, shapes[i], float(s[0]), float(s[1]), int(s[2]), int(np.prod(shapes[i], dtype=np.int64))
-            )
-            for i, s in enumerate(stats)
-        )
+                    stats[i].add(*_compare(y, x, rtol, atol, self.scale_floor))
+        outputs = tuple(s.result(i) for i, s in enumerate(stats))
         return report(all(o.ok for o in outputs), outputs)
+
+
+@dataclass
+class _Stat:
+    """One output's worst figures over the trials so far."""
+
+    shape: Shape
+    abs_err: float = 0.0
+    rel_err: float = 0.0
+    bad: int = 0
+    own_error: float | None = None
+    used: float | None = None
+
+    def add(self, abs_err: float, rel_err: float, bad: int) -> None:
+        self.abs_err, self.rel_err, self.bad = (
+            max(self.abs_err, abs_err),
+            max(self.rel_err, rel_err),
+            self.bad + bad,
+        )
+
+    def add_judged(self, j: accuracy.Judged, got: np.ndarray, want: np.ndarray, atol: float) -> None:
+        self.add(j.error, _rel_error(got, want, atol), j.mismatched)
+        self.own_error = max(self.own_error or 0.0, j.own_error)
+        share = j.error / j.limit if j.limit > 0 else (0.0 if j.error == 0 else float("inf"))
+        self.used = max(self.used or 0.0, share)
+
+    def result(self, index: int) -> OutputCheck:
+        size = int(np.prod(self.shape, dtype=np.int64))
+        return OutputCheck(
+            index,
+            self.shape,
+            float(self.abs_err),
+            float(self.rel_err),
+            int(self.bad),
+            size,
+            self.own_error,
+            self.used,
+        )
+
+
+def _rel_error(got: np.ndarray, want: np.ndarray, atol: float) -> float:
+    g64, w64 = got.astype(np.float64), want.astype(np.float64)
+    big = np.isfinite(g64) & np.isfinite(w64) & (np.abs(w64) > atol)
+    return float((np.abs(g64[big] - w64[big]) / np.abs(w64[big])).max(initial=0.0))
 
 
 def float32_reference(graph: Graph, seed: int = 0) -> Graph:
@@ -479,10 +589,8 @@ def _compare(
         return (float(bad > 0), float(bad > 0), bad)
     g64, w64 = got.astype(np.float64), want.astype(np.float64)
     finite = np.isfinite(g64) & np.isfinite(w64)
-    # Non-finite values must agree exactly (same infinity, NaN with NaN).
-    special = ~finite
-    same_special = (np.isnan(g64) & np.isnan(w64)) | (g64 == w64)
-    bad_special = int(np.count_nonzero(special & ~same_special))
+    # Non-finite values must agree exactly (same infinity, NaN with NaN); finite ones on their own.
+    bad_special = accuracy.non_finite_mismatches(g64, w64)
     g0, w0 = np.where(finite, g64, 0.0), np.where(finite, w64, 0.0)
     diff = np.abs(g0 - w0)
     floor = scale_floor * float(np.abs(w0).max(initial=0.0))

@@ -15,6 +15,9 @@ and infers output shapes on the spot, so a shape error surfaces on the line that
 Weights may carry data (``g.weight(shape, data=array)``, as ONNX initializers do); weights without
 data get seeded random values in the interpreter, drawn per weight name.
 
+A dim may be symbolic (ir/symbolic.py: a name, a hint and a range); :meth:`Graph.at` takes such a
+graph at concrete sizes.
+
 Every tensor has a dtype (``float32`` unless a leaf says otherwise: ``g.input(shape,
 dtype="bfloat16")``); ops infer theirs with their shapes (ir/dtypes.py)::
 
@@ -27,7 +30,7 @@ dtype="bfloat16")``); ops infer theirs with their shapes (ir/dtypes.py)::
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +40,7 @@ from tensor_eqsat.errors import GraphError
 from tensor_eqsat.ir.dtypes import DType, round_to
 from tensor_eqsat.ir.ops import get_op
 from tensor_eqsat.ir.opspec import Attrs, OpSpec
+from tensor_eqsat.ir.symbolic import Point, Symbol, is_symbolic, symbols_of
 from tensor_eqsat.ir.types import Shape, volume
 
 TensorRef = tuple[int, int]
@@ -378,6 +382,54 @@ class Graph:
             seen.add(nid)
             stack.extend(src for src, _ in self.nodes[nid].inputs)
         return seen
+
+    # -- symbolic dims (ir/symbolic.py) -------------------------------------------------------
+    def symbols(self) -> dict[str, Symbol]:
+        """The symbols of the graph's symbolic dims, by name (empty for a static graph)."""
+        return symbols_of(s for n in self.nodes for s in n.shapes)
+
+    @property
+    def is_symbolic(self) -> bool:
+        """Whether some dim of the graph is symbolic."""
+        return any(is_symbolic(d) for n in self.nodes for s in n.shapes for d in s)
+
+    def at(self, point: Point | None = None) -> Graph:
+        """This graph with every symbol taken at ``point`` (missing symbols, or all when None, at
+        their hints): the static graph the interpreter, the check and the cost models run. Node
+        ids, names and weight data are the same; a static graph is returned as it is.
+
+        >>> from tensor_eqsat.ir.symbolic import SymDim
+        >>> g = Graph(); s = SymDim.symbol("s", hint=4, lo=2)
+        >>> x = g.input((s, 8), name="x"); g.output(g.reshape(x, (2 * s, 4)))
+        >>> y = g.outputs[0]
+        >>> g.shape_of(y), g.at().shape_of(y), g.at({"s": 3}).shape_of(y)
+        ((2*s, 4), (8, 4), (6, 4))
+        """
+        if not self.is_symbolic:
+            return self
+        out = Graph()
+        for n in self.nodes:
+            out.add_node(n.op, n.spec.at(n.attrs, point or {}), n.inputs)
+        out.outputs = list(self.outputs)
+        out.weight_data = dict(self.weight_data)
+        return out
+
+    def point_of(self, inputs: Mapping[str, Any]) -> dict[str, int]:
+        """The values of the symbols that the arrays ``inputs`` (by input name) give: each input
+        dim that is one symbol reads its array's size there. Raises GraphError when two inputs
+        disagree on a symbol."""
+        point: dict[str, int] = {}
+        for n in self.inputs():
+            arr = inputs.get(self.name_of(n.id))
+            shape = getattr(arr, "shape", None)
+            if shape is None or len(shape) != len(n.shapes[0]):
+                continue
+            for d, size in zip(n.shapes[0], shape, strict=True):
+                if is_symbolic(d) and d.expr.is_Symbol:
+                    name = str(d.expr)
+                    if point.setdefault(name, int(size)) != int(size):
+                        raise GraphError(f"inputs disagree on symbol {name}: {point[name]} and {size}")
+        return point
 
     def validate(self) -> None:
         """Re-check every node (arity, attributes, shapes, topological order) and the outputs."""

@@ -11,6 +11,8 @@ names (an original and its optimized version) see identical values:
 * every value is rounded to its tensor's dtype; ops compute in float32 from their inputs and
   round their outputs once (ir/dtypes.py), and weight-only values (a merged or concatenated
   weight) are computed in float32 from the stored weights and rounded once where they are used;
+* a graph with symbolic dims runs at the sizes the given inputs have (each input dim that is one
+  symbol reads it), the other symbols at their hints;
 * weights: normal with std ``1/sqrt(fan_in)`` (fan_in = product of all dims but the first), which
   keeps deep random networks from overflowing; weights that feed an input an OpSpec marks positive
   (batchnorm variance) are uniform in [0.5, 1.5].
@@ -219,6 +221,9 @@ def run_all(
     """
     if not graph.outputs:
         raise GraphError("graph has no outputs")
+    if graph.is_symbolic:
+        # A graph with symbolic dims runs at the sizes its inputs give (the hints for the rest).
+        graph = graph.at(graph.point_of(inputs or {}))
     cached = _weight_only(graph) if constants is not None else set()
     if constants:  # a later run: the weights are in the cache
         leaves = _leaves_with(graph, inputs, constants, seed)

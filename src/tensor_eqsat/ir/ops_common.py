@@ -14,6 +14,7 @@ import numpy as np
 
 from tensor_eqsat.errors import ShapeError
 from tensor_eqsat.ir.opspec import AttrSpec
+from tensor_eqsat.ir.symbolic import concrete
 from tensor_eqsat.ir.types import Activation, Padding, Shape, volume
 
 A = Mapping[str, Any]
@@ -81,8 +82,9 @@ MAX_ELEMENTS = 2**60
 
 
 def shape_ok(v: tuple[int, ...]) -> bool:
-    """Attribute check: every dim >= 1, and at most :data:`MAX_ELEMENTS` elements in all."""
-    return all(d >= 1 for d in v) and math.prod(v) <= MAX_ELEMENTS
+    """Attribute check: every dim >= 1 (over its whole range, for a symbolic dim), and at most
+    :data:`MAX_ELEMENTS` elements in all (at the hints: an unbounded symbol has no largest size)."""
+    return all(d >= 1 for d in v) and math.prod(concrete(v)) <= MAX_ELEMENTS
 
 
 def same_shape(shapes: Sequence[Shape], a: A) -> tuple[Shape, ...]:

@@ -13,6 +13,7 @@ import numpy as np
 from tensor_eqsat.errors import ShapeError
 from tensor_eqsat.ir.ops_common import A, activate, out_volume_flops, same_shape, sigmoid_numpy
 from tensor_eqsat.ir.opspec import AttrSpec, OpSpec
+from tensor_eqsat.ir.symbolic import broadcast_shapes
 from tensor_eqsat.ir.types import OpKind, Shape
 
 SPECS: list[OpSpec] = []
@@ -21,7 +22,7 @@ SPECS: list[OpSpec] = []
 
 def _broadcast(op: str, shapes: Sequence[Shape]) -> Shape:
     try:
-        return tuple(int(d) for d in np.broadcast_shapes(*shapes))
+        return broadcast_shapes(*shapes)
     except ValueError:
         raise ShapeError(op, "shapes are not broadcastable", shapes) from None
 

@@ -30,6 +30,7 @@ import numpy as np
 from tensor_eqsat.errors import ShapeError
 from tensor_eqsat.ir.ops_common import A, zero_flops
 from tensor_eqsat.ir.opspec import AttrSpec, OpSpec
+from tensor_eqsat.ir.symbolic import is_one
 from tensor_eqsat.ir.types import OpKind, Shape, volume
 
 SPECS: list[OpSpec] = []
@@ -121,7 +122,7 @@ SPECS.append(
 
 def _expand_infer(shapes: Sequence[Shape], a: A) -> tuple[Shape, ...]:
     x, shape = shapes[0], tuple(a["shape"])
-    if len(x) != len(shape) or any(d != s and d != 1 for d, s in zip(x, shape, strict=True)):
+    if len(x) != len(shape) or any(d != s and not is_one(d) for d, s in zip(x, shape, strict=True)):
         raise ShapeError("expand", f"cannot broadcast to {shape} (same rank, dims 1 or equal)", shapes)
     if any(s < 1 for s in shape):
         raise ShapeError("expand", f"target dims must be >= 1, got {shape}", shapes, attr="shape")
@@ -132,7 +133,7 @@ SPECS.append(
     OpSpec(
         name="expand",
         inputs=("x",),
-        attrs=(AttrSpec("shape", "ints"),),
+        attrs=(AttrSpec("shape", "dims"),),
         infer=_expand_infer,
         compute=lambda x, a: (np.broadcast_to(x[0], tuple(a["shape"])).copy(),),
         flops=zero_flops,

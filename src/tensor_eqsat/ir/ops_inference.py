@@ -35,6 +35,7 @@ import numpy as np
 from tensor_eqsat.errors import ShapeError
 from tensor_eqsat.ir.ops_common import A, fmt_shape
 from tensor_eqsat.ir.opspec import AttrSpec, OpSpec
+from tensor_eqsat.ir.symbolic import broadcast_shapes
 from tensor_eqsat.ir.types import OpKind, Shape, volume
 
 SPECS: list[OpSpec] = []
@@ -123,7 +124,7 @@ SPECS.append(
 
 def _broadcast(shapes: Sequence[Shape], *parts: Shape) -> Shape:
     try:
-        return tuple(int(d) for d in np.broadcast_shapes(*parts))
+        return broadcast_shapes(*parts)
     except ValueError:
         raise ShapeError("attention", "batch dims are not broadcastable", shapes) from None
 

@@ -13,6 +13,7 @@ import numpy as np
 from tensor_eqsat.errors import ShapeError
 from tensor_eqsat.ir.ops_common import A, axis_canon, check_axis, same_shape, shape_ok, zero_flops
 from tensor_eqsat.ir.opspec import AttrSpec, OpSpec
+from tensor_eqsat.ir.symbolic import SymDim, divides
 from tensor_eqsat.ir.types import OpKind, Shape, volume
 
 SPECS: list[OpSpec] = []
@@ -79,7 +80,7 @@ SPECS.append(
             AttrSpec("axis", "int"),
             AttrSpec(
                 "sizes",
-                "ints",
+                "dims",
                 check=lambda v: len(v) >= 1 and all(d >= 1 for d in v),
                 check_msg="must be one or more sizes >= 1",
             ),
@@ -100,15 +101,18 @@ def _reshape_canon(shapes: Sequence[Shape], attrs: dict[str, Any]) -> dict[str, 
     target = attrs.get("shape")
     if not shapes or not isinstance(target, Sequence | np.ndarray) or isinstance(target, str):
         return attrs
-    if any(isinstance(d, bool) or not isinstance(d, int | np.integer) for d in target):
+    if any(isinstance(d, bool) or not isinstance(d, int | np.integer | SymDim) for d in target):
         return attrs
     src = shapes[0]
-    dims = [int(src[i]) if d == 0 and i < len(src) else int(d) for i, d in enumerate(target)]
+    dims = [
+        src[i] if d == 0 and i < len(src) else d if isinstance(d, SymDim) else int(d)
+        for i, d in enumerate(target)
+    ]
     if dims.count(-1) > 1:
         raise ShapeError("reshape", f"target {tuple(target)} has more than one -1", shapes, attr="shape")
     if dims.count(-1) == 1:
         known = math.prod(d for d in dims if d != -1)
-        if known <= 0 or volume(src) % known != 0:
+        if known <= 0 or not divides(known, volume(src)):
             raise ShapeError(
                 "reshape",
                 f"cannot reshape {volume(src)} elements into {tuple(target)}",
@@ -133,7 +137,7 @@ SPECS.append(
     OpSpec(
         name="reshape",
         inputs=("x",),
-        attrs=(AttrSpec("shape", "ints", check=shape_ok, check_msg="every dim must be >= 1 once resolved"),),
+        attrs=(AttrSpec("shape", "dims", check=shape_ok, check_msg="every dim must be >= 1 once resolved"),),
         infer=_reshape_infer,
         compute=lambda x, a: (x[0].reshape(a["shape"]),),
         flops=zero_flops,

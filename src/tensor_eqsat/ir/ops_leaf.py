@@ -46,7 +46,7 @@ for _leaf in ("input", "weight"):
             attrs=(
                 AttrSpec(
                     "shape",
-                    "ints",
+                    "dims",
                     check=shape_ok,
                     check_msg="every dim must be >= 1, and the tensor at most 2**60 elements",
                 ),

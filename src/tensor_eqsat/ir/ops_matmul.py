@@ -11,6 +11,7 @@ import numpy as np
 from tensor_eqsat.errors import ShapeError
 from tensor_eqsat.ir.ops_common import A, act_attr, activate
 from tensor_eqsat.ir.opspec import OpSpec
+from tensor_eqsat.ir.symbolic import broadcast_shapes
 from tensor_eqsat.ir.types import OpKind, Shape, volume
 
 SPECS: list[OpSpec] = []
@@ -24,7 +25,7 @@ def _matmul_infer(shapes: Sequence[Shape], a: A) -> tuple[Shape, ...]:
     if x[-1] != y[-2]:
         raise ShapeError("matmul", f"contracted dims differ: {x[-1]} vs {y[-2]}", shapes)
     try:
-        batch = tuple(int(d) for d in np.broadcast_shapes(tuple(x[:-2]), tuple(y[:-2])))
+        batch = broadcast_shapes(tuple(x[:-2]), tuple(y[:-2]))
     except ValueError:
         raise ShapeError("matmul", "batch dims are not broadcastable", shapes) from None
     return (batch + (x[-2], y[-1]),)

@@ -17,6 +17,7 @@ import numpy as np
 from tensor_eqsat.errors import GraphError, ShapeError
 from tensor_eqsat.ir.ops_common import A, out_volume_flops
 from tensor_eqsat.ir.opspec import AttrSpec, OpSpec
+from tensor_eqsat.ir.symbolic import SymDim
 from tensor_eqsat.ir.types import OpKind, Shape
 
 SPECS: list[OpSpec] = []
@@ -36,7 +37,7 @@ def encode_shapes(shapes: Sequence[Shape]) -> tuple[int, ...]:
     out: list[int] = []
     for s in shapes:
         out.append(len(s))
-        out.extend(int(d) for d in s)
+        out.extend(d if isinstance(d, SymDim) else int(d) for d in s)
     return tuple(out)
 
 
@@ -46,9 +47,9 @@ def decode_shapes(flat: Sequence[int]) -> tuple[Shape, ...]:
     i = 0
     while i < len(flat):
         rank = flat[i]
-        if rank < 0 or i + 1 + rank > len(flat):
+        if isinstance(rank, SymDim) or rank < 0 or i + 1 + rank > len(flat):
             raise ValueError(f"malformed shape encoding {tuple(flat)}")
-        shapes.append(tuple(int(d) for d in flat[i + 1 : i + 1 + rank]))
+        shapes.append(tuple(d if isinstance(d, SymDim) else int(d) for d in flat[i + 1 : i + 1 + rank]))
         i += 1 + rank
     return tuple(shapes)
 
@@ -172,8 +173,8 @@ SPECS.append(
                 check=_payload_ok,
                 check_msg="must be a base64-encoded one-node ONNX model (as import_onnx writes it)",
             ),
-            AttrSpec("input_shapes", "ints", default=(), check=_shapes_ok, check_msg="malformed shapes"),
-            AttrSpec("output_shapes", "ints", check=_shapes_ok, check_msg="malformed shapes"),
+            AttrSpec("input_shapes", "dims", default=(), check=_shapes_ok, check_msg="malformed shapes"),
+            AttrSpec("output_shapes", "dims", check=_shapes_ok, check_msg="malformed shapes"),
         ),
         infer=_opaque_infer,
         compute=_opaque_compute,

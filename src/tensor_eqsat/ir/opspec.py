@@ -21,6 +21,7 @@ import numpy as np
 
 from tensor_eqsat.errors import AttributeValueError, GraphError, ShapeError
 from tensor_eqsat.ir.dtypes import default_infer
+from tensor_eqsat.ir.symbolic import Point, SymDim, concrete_value
 from tensor_eqsat.ir.types import OpKind, Shape, volume
 
 Attrs = tuple[Any, ...]
@@ -47,8 +48,9 @@ rather than from the pattern language above them."""
 class AttrSpec:
     """One typed attribute of an operator.
 
-    kind: ``"int"``, ``"float"``, ``"ints"`` (tuple of ints), ``"str"``, ``"bool"``, or
-    ``"enum"`` (one of ``choices``, stored as a string).
+    kind: ``"int"``, ``"float"``, ``"ints"`` (tuple of ints), ``"dims"`` (tuple of dims: ints
+    or symbolic dims, ir/symbolic.py; shapes and sizes), ``"str"``, ``"bool"``, or ``"enum"``
+    (one of ``choices``, stored as a string).
     default: the value used when the attribute is not given; no default means it is required.
     check: an optional predicate on the converted value; ``check_msg`` says what it requires.
     """
@@ -77,9 +79,12 @@ class AttrSpec:
     def _describe(self) -> str:
         if self.kind == "enum":
             return "one of " + ", ".join(repr(c) for c in self.choices)
-        return {"ints": "a sequence of ints", "int": "an int", "float": "a number"}.get(
-            self.kind, f"a {self.kind}"
-        )
+        return {
+            "ints": "a sequence of ints",
+            "dims": "a sequence of ints or symbolic dims",
+            "int": "an int",
+            "float": "a number",
+        }.get(self.kind, f"a {self.kind}")
 
     def _convert(self, value: Any) -> Any:
         kind = self.kind
@@ -101,6 +106,13 @@ class AttrSpec:
             if any(isinstance(v, bool) or not isinstance(v, int | np.integer) for v in items):
                 raise TypeError
             return tuple(int(v) for v in items)
+        if kind == "dims":
+            if isinstance(value, str | bytes) or not isinstance(value, Sequence | np.ndarray):
+                raise TypeError
+            dims = list(value)
+            if any(isinstance(v, bool) or not isinstance(v, int | np.integer | SymDim) for v in dims):
+                raise TypeError
+            return tuple(v if isinstance(v, SymDim) else int(v) for v in dims)
         if kind == "str":
             if not isinstance(value, str):
                 raise TypeError
@@ -192,6 +204,20 @@ class OpSpec:
             else:
                 out.append(spec.default)
         return tuple(out)
+
+    def has_symbolic_attrs(self, attrs: Attrs) -> bool:
+        """Whether a ``dims`` attribute holds a symbolic dim."""
+        return any(
+            a.kind == "dims" and any(isinstance(d, SymDim) for d in v)
+            for a, v in zip(self.attrs, attrs, strict=False)
+        )
+
+    def at(self, attrs: Attrs, point: Point) -> Attrs:
+        """``attrs`` with the symbolic dims of its ``dims`` attributes taken at ``point``."""
+        return tuple(
+            concrete_value(v, point) if a.kind == "dims" else v
+            for a, v in zip(self.attrs, attrs, strict=True)
+        )
 
     def attr_dict(self, attrs: Attrs) -> dict[str, Any]:
         """The named view of a canonical attribute tuple."""

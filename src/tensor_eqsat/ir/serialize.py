@@ -8,6 +8,10 @@ Format (version 2)::
      "outputs": [[node, index], ...],
      "weights": {"w_0": {"shape": [...], "dtype": "float16", "data": "<base64 little-endian>"}}}
 
+A graph with symbolic dims (ir/symbolic.py) adds ``"symbols": {"s0": {"hint": 8, "min": 2, "max":
+null}, ...}`` and writes each symbolic dim of a shape attribute as its polynomial's text
+(``"shape": ["s0", "12*s0", 64]``); a file without symbolic dims has no ``symbols`` key.
+
 Weight data is stored in the weight's dtype: float32 and float16 as IEEE little-endian, bfloat16
 as the upper 16 bits of its float32 value. Version 1 (before dtypes) has no ``dtype`` attribute on
 leaves and float32 data only; it loads as a float32 graph.
@@ -21,6 +25,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +35,7 @@ from tensor_eqsat.errors import FormatError, TensorEqsatError
 from tensor_eqsat.ir.dtypes import DType, round_to
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.ir.ops import get_op
+from tensor_eqsat.ir.symbolic import Symbol, SymDim, dim_from_json, dim_to_json
 from tensor_eqsat.outputs import atomic_write
 
 FORMAT = "tensor-eqsat-graph"
@@ -59,7 +65,30 @@ def _decode(data: str, dtype: str) -> np.ndarray:
 
 
 def _jsonable(value: Any) -> Any:
-    return list(value) if isinstance(value, tuple) else value
+    if isinstance(value, tuple):
+        return [dim_to_json(v) if isinstance(v, SymDim) else v for v in value]
+    return dim_to_json(value) if isinstance(value, SymDim) else value
+
+
+def _dims_from_json(spec: Any, attrs: dict[str, Any], symbols: Mapping[str, Symbol]) -> dict[str, Any]:
+    """``attrs`` with the symbolic dims' text of its ``dims`` attributes parsed."""
+    out = dict(attrs)
+    for a in spec.attrs:
+        value = out.get(a.name)
+        if a.kind == "dims" and isinstance(value, list) and any(isinstance(v, str) for v in value):
+            out[a.name] = [dim_from_json(v, symbols) for v in value]
+    return out
+
+
+def _symbols_from_json(data: Any, source: str) -> dict[str, Symbol]:
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise FormatError(f"{source}: 'symbols' must be an object mapping names to hint, min and max")
+    try:
+        return {name: Symbol.from_json(name, v if isinstance(v, dict) else {}) for name, v in data.items()}
+    except TensorEqsatError as exc:
+        raise FormatError(f"{source}: {exc}") from None
 
 
 def to_dict(graph: Graph, *, include_weights: bool = True) -> dict[str, Any]:
@@ -80,6 +109,9 @@ def to_dict(graph: Graph, *, include_weights: bool = True) -> dict[str, Any]:
         "nodes": nodes,
         "outputs": [list(r) for r in graph.outputs],
     }
+    symbols = graph.symbols()
+    if symbols:
+        out["symbols"] = {name: s.to_json() for name, s in sorted(symbols.items())}
     if include_weights and graph.weight_data:
         dtypes = {graph.name_of(n.id): n.dtypes[0] for n in graph.weights()}
         out["weights"] = {
@@ -153,6 +185,7 @@ def from_dict(data: Any, source: str = "<dict>") -> Graph:
     nodes = data.get("nodes")
     if not isinstance(nodes, list):
         raise FormatError(f"{source}: 'nodes' must be a list")
+    symbols = _symbols_from_json(data.get("symbols"), source)
     g = Graph()
     for pos, entry in enumerate(nodes):
         where = f"{source}: node {pos}"
@@ -174,7 +207,7 @@ def from_dict(data: Any, source: str = "<dict>") -> Graph:
             for key, value in attrs.items():
                 if _oversized(value):
                     raise FormatError(f"{where} ({entry['op']}): attribute {key!r}: {_out_of_range(value)}")
-            canon = spec.make_attrs(**attrs)
+            canon = spec.make_attrs(**(_dims_from_json(spec, attrs, symbols) if symbols else attrs))
             g.add_node(spec.name, canon, [tuple(r) for r in inputs])
         except FormatError:
             raise

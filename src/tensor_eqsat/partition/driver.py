@@ -15,7 +15,10 @@ layers cost one search.
 Time. The budget (``deadline``, else the config's time budget) is shared among the distinct
 regions in proportion to their weight, the region's original cost times its copies. The
 heaviest (a deep model's repeated layer) goes first, and each gets its share of what is left,
-so time a search does not use (one that finishes its schedule early) goes to the others; each
+so time a search does not use (one that finishes its schedule early) goes to the others; within
+its share each region's search runs its rounds (``OptimizeConfig.rounds``: ``auto`` repeats from
+its best graph until a round gains nothing), and the result reports a fixpoint when every
+region's search (or the whole graph's, when it won) reached its own; each
 share is cut by ``overrun_margin``, as a search ends a little after its budget (its last
 extraction), and is at least ``min_region_seconds``. Time still left then goes to the regions
 whose search was cut short, searched again with it when that at least doubles their time (the
@@ -43,7 +46,7 @@ from tensor_eqsat.config import OptimizeConfig, Search
 from tensor_eqsat.cost.model import pass_cost
 from tensor_eqsat.egraph.egraph import EGraph
 from tensor_eqsat.ir.graph import Graph
-from tensor_eqsat.optimize import OptimizeResult, OptimizeStats, optimize
+from tensor_eqsat.optimize import OptimizeResult, OptimizeStats, RoundsStop, optimize
 from tensor_eqsat.partition.changes import Change, region_changes
 from tensor_eqsat.partition.plan import (
     PartitionConfig,
@@ -140,7 +143,7 @@ def optimize_partitioned(
         report = RegionReport(
             key, len(groups[key]), rep.index, len(rep.nodes), res.stats.initial_enodes,
             chosen.original_cost_ms, min(chosen.optimized_cost_ms, chosen.original_cost_ms), given, spent,
-            chosen.stop_reason.value, label, runs, _unfinished(res),
+            chosen.stop_reason.value, label, runs, _unfinished(res), len(chosen.rounds), chosen.fixpoint,
         )  # fmt: skip
         best[key] = (chosen, report)
         log.info("region %d/%d (%d copies): %.4f -> %.4f ms in %.1f s", n + 1, len(todo), len(groups[key]),
@@ -178,7 +181,7 @@ def optimize_partitioned(
             rep = groups[key][0]
             cost = cm.graph_cost(rep.graph)
             left_out = RegionReport(key, len(groups[key]), rep.index, len(rep.nodes), 0, cost, cost, None,
-                                    0.0, StopReason.INTERRUPTED.value, None, 0, False)  # fmt: skip
+                                    0.0, StopReason.INTERRUPTED.value, None, 0, False, 0)  # fmt: skip
             best[key] = (_unsearched(template, rep.graph, cost), left_out)
     optimized = {k: best[k][0].graph if best[k][0].optimized_cost_ms <= best[k][0].original_cost_ms
                  else groups[k][0].graph for k in todo}  # fmt: skip
@@ -190,7 +193,7 @@ def optimize_partitioned(
     fell_back = stitched_cost > original_cost
     final, final_cost = (source, original_cost) if fell_back else (stitched, stitched_cost)
     stitch_s = time.perf_counter() - tst
-    whole_pct, whole_won = None, False
+    whole_pct, whole_won, whole_stop = None, False, None
     left = _left(deadline, pcfg.reserve_seconds)
     # Time the regions left: the whole graph too, where its e-graph can still grow, as the
     # rewrites that span cuts are found only there (TT: 17.35 % partitioned in 30 s of 60,
@@ -203,7 +206,7 @@ def optimize_partitioned(
         and EGraph.from_graph(source).num_enodes < cfg.capped_node_limit()
     ):
         whole = optimize(source, _region_config(cfg, left * (1 - pcfg.overrun_margin)))
-        whole_pct = whole.speedup_pct
+        whole_pct, whole_stop = whole.speedup_pct, whole.rounds_stop
         if whole.optimized_cost_ms < final_cost:
             final, final_cost, whole_won = whole.graph, whole.optimized_cost_ms, True
     index_of = {k: i for i, k in enumerate(todo)}
@@ -216,8 +219,18 @@ def optimize_partitioned(
         whole_pct, whole_won,
     )  # fmt: skip
     combined = _combine(source, final, original_cost, final_cost, t0, results, groups, todo, report, cfg)
-    combined = replace(combined, changed_regions=changed)
+    stops = [whole_stop] if whole_won else [r.rounds_stop for r in results if r.rounds]
+    combined = replace(combined, changed_regions=changed, rounds_stop=_rounds_stop(stops))
     return replace(combined, stop_reason=StopReason.INTERRUPTED) if interrupted else combined
+
+
+def _rounds_stop(stops: list[RoundsStop | None]) -> RoundsStop | None:
+    """The partitioned result's ``rounds_stop``: ``fixpoint`` when every region's search (or the
+    whole graph's, when it won) reached its fixpoint, else the first other reason (None when no
+    search ran)."""
+    if not stops:
+        return None
+    return next((s for s in stops if s is not RoundsStop.FIXPOINT), RoundsStop.FIXPOINT)
 
 
 def _interrupted(res: OptimizeResult) -> bool:
@@ -233,7 +246,7 @@ def _unsearched(template: OptimizeResult, graph: Graph, cost: float) -> Optimize
     stats = OptimizeStats(0.0, 0, {}, 0.0, 0, 0, 0.0, {"extractor": None, "status": None}, 0.0)
     return replace(template, graph=graph, original=graph, original_cost_ms=cost, optimized_cost_ms=cost,
                    wall_s=0.0, stop_reason=StopReason.INTERRUPTED, steps=(), rule_counts={}, stats=stats,
-                   alternatives=(), portfolio=None)  # fmt: skip
+                   alternatives=(), portfolio=None, rounds=(), rounds_stop=None)  # fmt: skip
 
 
 def _unfinished(res: OptimizeResult) -> bool:

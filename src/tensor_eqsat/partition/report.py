@@ -19,7 +19,9 @@ class RegionReport:
     (None: no limit); seconds: the time it took; stop_reason: why its search stopped; winner:
     the ``auto`` candidate that won (None for other searches); runs: how many times it was
     searched (twice when time was left over, the better kept); cut_short: whether its last
-    search ran out of time before its schedule ended.
+    search ran out of time before its schedule ended; rounds: the search rounds its kept result
+    ran (``OptimizeConfig.rounds``, within its share); fixpoint: whether that result is a
+    fixpoint of the search (its last round gained nothing).
     """
 
     key: str
@@ -35,6 +37,8 @@ class RegionReport:
     winner: str | None = None
     runs: int = 1
     cut_short: bool = False
+    rounds: int = 1
+    fixpoint: bool = False
 
     @property
     def gain_pct(self) -> float:

@@ -267,7 +267,7 @@ class _Parser:
         if isinstance(value, AttrVar | Expr):
             return value
         if isinstance(value, ListValue):
-            if a.kind != "ints":
+            if a.kind not in ("ints", "dims"):
                 raise self.error(f"{spec.name}.{a.name}: a list is not {a.kind}", tok)
             if all(_is_literal(v) for v in value.items):
                 value = tuple(v for v in value.items)

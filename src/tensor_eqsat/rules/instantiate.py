@@ -368,6 +368,7 @@ class InstanceSearch:
                             "enum": list(a.choices),
                             "int": list(space.int_values),
                             "ints": list(space.ints_values),
+                            "dims": list(space.ints_values),
                             "float": list(space.float_values),
                             "bool": [False, True],
                         }

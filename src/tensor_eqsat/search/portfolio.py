@@ -26,7 +26,9 @@ data; docs/notebook/ has the measurements behind it):
    in the results grid), until it stops or ``mcts_share`` of the time left is spent.
 4. **The ladder again**, now until the deadline: a rung predicted not to finish still runs, as a
    rung cut short still grows a larger e-graph and its warm-started extraction cannot be worse
-   than the best so far (the time would otherwise go unused).
+   than the best so far (the time would otherwise go unused). Where another round may follow
+   (``rounds_follow``), only rungs predicted to finish run: the time left goes to that round,
+   and steps 5-7 run only in a round that has not gained by then.
 5. **MCTS continued from the saturated e-graph**, when a rung saturated below its limit: the
    saturation applies multi-pattern rules only in its first ``k_multi`` iterations, MCTS may
    apply them at any step, so it can still grow the saturated e-graph (node limit twice its
@@ -77,6 +79,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+ROUND_MIN_GAIN = 1e-6
+"""A search round gained something when its best graph costs less than the graph it started
+from by more than this fraction (a millionth: what float rounding of a sum of kernel costs can
+move, so that a fixpoint is not missed over noise; ``OptimizeConfig.rounds``)."""
+DEFERRED = "optional stages"
+"""What a round that gained reports as skipped for the optional stages it left to the next
+(``Portfolio.rounds_follow``)."""
 MIN_STAGE_SECONDS = 0.5
 """A strategy is not started with less time left than this: it could not finish a step."""
 MIN_FIRST_STAGE_SECONDS = 0.2
@@ -110,6 +119,10 @@ class PortfolioConfig:
         cannot be cut short at the deadline (docs/notebook/settings.md, "ILP-rewarded MCTS").
     finalists: how many distinct candidates, cheapest first, the never-slower guard may measure.
         Default 3.
+    stall_candidates: end the schedule once this many candidates in a row did not lower the
+        best cost (the search has converged: its time is not spent on stages that find nothing
+        new; the PyTorch backend sets 3, issue 42 item 5). Default None: every stage runs while
+        time is left.
     schedule: the stages, in order (:mod:`tensor_eqsat.search.schedule`). Default
         :data:`~tensor_eqsat.search.schedule.AUTO_SCHEDULE`, the steps above.
     """
@@ -125,6 +138,7 @@ class PortfolioConfig:
     continue_mcts: bool = True
     ilp_mcts: bool = False
     finalists: int = 3
+    stall_candidates: int | None = None
     schedule: tuple[Stage, ...] = AUTO_SCHEDULE
 
     def __post_init__(self) -> None:
@@ -142,6 +156,13 @@ class PortfolioConfig:
             raise ConfigError(f"PortfolioConfig.stall_rungs must be positive, got {self.stall_rungs}")
         if self.finalists < 1:
             raise ConfigError(f"PortfolioConfig.finalists must be positive, got {self.finalists}")
+        if self.stall_candidates is not None and (
+            not isinstance(self.stall_candidates, int) or self.stall_candidates < 1
+        ):
+            raise ConfigError(
+                "PortfolioConfig.stall_candidates must be a positive integer or None, "
+                f"got {self.stall_candidates!r}"
+            )
         if not self.schedule:
             raise ConfigError("PortfolioConfig.schedule must have at least one stage")
         for stage in self.schedule:
@@ -187,7 +208,8 @@ class Candidate:
     rest; stop_reason: why its construction stopped; enodes, classes: the e-graph's size;
     construction_s, extraction_s: seconds of each; cost_ms: the extracted graph's cost;
     extraction: the final extractor's statistics; report: the construction's report;
-    graph: the extracted graph.
+    graph: the extracted graph; round: the search round it belongs to (1 for the first;
+    :func:`combine_rounds`).
     """
 
     index: int
@@ -202,15 +224,19 @@ class Candidate:
     extraction: dict[str, Any]
     report: ConstructionReport = field(repr=False)
     graph: Graph = field(repr=False)
+    round: int = 1
 
     @property
     def label(self) -> str:
-        """``strategy@node_limit``, e.g. ``saturate@4000``."""
-        return f"{self.strategy}@{self.settings['node_limit']}"
+        """``strategy@node_limit``, e.g. ``saturate@4000``; from the second round on, the round
+        follows (``saturate@4000 (round 2)``)."""
+        label = f"{self.strategy}@{self.settings['node_limit']}"
+        return label if self.round == 1 else f"{label} (round {self.round})"
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "index": self.index,
+            "round": self.round,
             "strategy": self.strategy,
             "settings": dict(self.settings),
             "cost_ms": self.cost_ms,
@@ -272,6 +298,18 @@ class _OutOfTime(Exception):
     """The deadline passed: the schedule ends with the candidates it has."""
 
 
+def _converged(candidates: list[Candidate], stall: int | None) -> bool:
+    """Whether the last ``stall`` candidates all failed to lower the best cost before them."""
+    if stall is None or len(candidates) <= stall:
+        return False
+    before = min(c.cost_ms for c in candidates[:-stall])
+    return min(c.cost_ms for c in candidates[-stall:]) >= before * (1.0 - 1e-9)
+
+
+class _Converged(Exception):
+    """``stall_candidates`` candidates in a row gained nothing: the schedule ends early."""
+
+
 @dataclass
 class Portfolio:
     """The ``auto`` search: several constructions within a deadline, the cheapest extraction wins.
@@ -283,6 +321,17 @@ class Portfolio:
     main_cost: the MCTS reward (the main extractor's cost of an e-graph).
     node_limit: the first rung's node limit and MCTS's (the paper's 2,000).
     node_cap: no e-graph grows beyond this many e-nodes (from the memory limit). Default None.
+    rounds_follow: another round may follow this run (``OptimizeConfig.rounds``), which then
+        ends early where it gained: the ladder after MCTS starts a rung only if it is predicted
+        to finish, and the optional stages (those with ``enabled_by``: MCTS continued, MCTS at a
+        wider limit, ILP-rewarded MCTS) are skipped once a candidate beats ``start_cost``, as
+        the time is better spent on a new round from the best graph (NASNet-A: one round ran to
+        its deadline, 15 s of it MCTS continued on a 13,000-e-node e-graph for no gain, and a
+        second run on its result gained 4 to 6 points, 2.3 of them in its first 0.6 s). A round
+        that gains nothing before them still runs them, so a fixpoint is one of the whole
+        schedule. Default False.
+    start_cost: the cost of the graph this run starts from (see ``rounds_follow``). Default
+        None: no stage is skipped for a gain.
     """
 
     config: PortfolioConfig
@@ -292,6 +341,8 @@ class Portfolio:
     node_limit: int
     node_cap: int | None = None
     ilp_cost: Callable[[EGraph], float] | None = None
+    rounds_follow: bool = False
+    start_cost: float | None = None
     _candidates: list[Candidate] = field(default_factory=list, init=False, repr=False)
     _skipped: list[tuple[str, str]] = field(default_factory=list, init=False, repr=False)
     _best_egraph: Any = field(default=None, init=False, repr=False)
@@ -305,16 +356,26 @@ class Portfolio:
         seed: int,
         deadline: float | None,
         progress: ProgressFn | None = None,
+        hint: Graph | None = None,
     ) -> PortfolioReport:
         """Run the schedule (module docstring) on copies of ``source`` until it ends, the
-        ``deadline`` passes, or KeyboardInterrupt; return every finished candidate."""
+        ``deadline`` passes, or KeyboardInterrupt; return every finished candidate. ``hint``:
+        the graph the first candidate's extraction starts from (a later round's input graph, so
+        that an extraction cut short is no worse than it); later ones start from the best so
+        far. Default None."""
         t0 = time.perf_counter()
         self._candidates, self._skipped, self._best_egraph = [], [], None
         stop = StopReason.DONE
         try:
-            self._schedule(source, actions, finalize, seed, deadline, progress, t0)
+            self._schedule(source, actions, finalize, seed, deadline, progress, t0, hint)
         except _OutOfTime:
             stop = StopReason.TIME_LIMIT
+        except _Converged:
+            stop = StopReason.DONE
+            n = self.config.stall_candidates
+            self._skipped.append(
+                ("the rest of the schedule", f"converged: {n} candidate(s) in a row without gain")
+            )
         except KeyboardInterrupt:
             stop = StopReason.INTERRUPTED
             log.warning("interrupted: returning the best of %d candidate(s)", len(self._candidates))
@@ -333,15 +394,24 @@ class Portfolio:
         deadline: float | None,
         progress: ProgressFn | None,
         t0: float,
+        hint: Graph | None = None,
     ) -> None:
         """Run ``config.schedule`` (:mod:`tensor_eqsat.search.schedule`) stage by stage."""
         cfg = self.config
         first = self._cap(self.node_limit)
-        run = _Stage(self, source, actions, finalize, seed, deadline, progress, t0)
+        run = _Stage(self, source, actions, finalize, seed, deadline, progress, t0, hint)
         ladder: _Ladder | None = None
         first_mcts: list[Candidate | None] = []  # the first MCTS stage's candidate, once it ran
+        deferred = False  # optional stages left to a later round (``rounds_follow``)
         for stage in cfg.schedule:
             if stage.enabled_by is not None and not getattr(cfg, stage.enabled_by):
+                continue
+            if stage.enabled_by is not None and self._gained():
+                if not deferred:  # (one line for them all)
+                    self._skipped.append(
+                        (DEFERRED, "the round gained: the next round starts from its best graph")
+                    )
+                deferred = True
                 continue
             share = self._share(stage.share)
             if stage.kind is StageKind.SATURATE:
@@ -366,6 +436,13 @@ class Portfolio:
                     first_mcts.append(cand)
             else:
                 run.construct(stage.name, stage.construction, start, limit, share=share)
+
+    def _gained(self) -> bool:
+        """Whether another round follows and a candidate beat ``start_cost`` (by more than a
+        millionth, the rounds' own measure of a gain)."""
+        if not self.rounds_follow or self.start_cost is None or not self._candidates:
+            return False
+        return min(c.cost_ms for c in self._candidates) < self.start_cost * (1 - ROUND_MIN_GAIN)
 
     def _start(
         self, stage: Stage, run: _Stage, source: EGraph, first_mcts: list[Candidate | None]
@@ -433,6 +510,8 @@ class Portfolio:
             # the best graph so far, cannot be worse; the time would otherwise go unused.
             predicted = (last.construction_s + last.extraction_s) * run.growth_ratio(cfg.growth**1.3)
             left = run.left()
+            if self.rounds_follow and share >= 1.0:
+                share = 1.0 - cfg.extraction_reserve  # a rung that finishes, or the next round
             if share < 1.0 and left is not None and predicted > left * share:
                 break
             ladder.limit, ladder.last = nxt, run.saturate(nxt)
@@ -463,6 +542,7 @@ class _Stage:
     deadline: float | None
     progress: ProgressFn | None
     t0: float
+    hint: Any = None
     saturated_egraph: Any = None
     _rung_times: list[tuple[int, float]] = field(default_factory=list)
 
@@ -551,7 +631,7 @@ class _Stage:
         )
         construction_s = time.perf_counter() - ts
         best = min(p._candidates, key=lambda c: (c.cost_ms, c.index)) if p._candidates else None
-        ext = self.finalize(egraph, self.deadline, best.graph if best is not None else None)
+        ext = self.finalize(egraph, self.deadline, best.graph if best is not None else self.hint)
         cand = Candidate(
             len(p._candidates), strategy, settings, report.stop_reason, egraph.num_enodes, egraph.num_classes,
             construction_s, ext.seconds, ext.cost_ms, ext.stats, report, ext.graph,
@@ -567,6 +647,8 @@ class _Stage:
             raise KeyboardInterrupt  # the solver caught the user's Ctrl-C: the run ends here
         if self.deadline is not None and time.perf_counter() >= self.deadline:
             raise _OutOfTime
+        if _converged(p._candidates, p.config.stall_candidates):
+            raise _Converged
         return cand
 
     def _emit(self, label: str, enodes: int, best: float | None = None) -> None:
@@ -581,6 +663,30 @@ class _Stage:
             return None
         # Events of the construction inside, labelled with the stage they belong to.
         return lambda ev: progress(replace(ev, stage=label))
+
+
+def combine_rounds(reports: list[PortfolioReport]) -> PortfolioReport:
+    """One report for several rounds of the portfolio (``OptimizeConfig.rounds``): every round's
+    candidates, numbered on in the order run and marked with their round (1 for the first); the
+    winner the cheapest of them all (ties keep the earliest); the last round's stop; every
+    round's skipped strategies (a later round's named with its round); the rounds' seconds
+    summed; the e-graph of the winner's round. Every candidate is a whole graph priced by the
+    same cost model, so they compare across rounds.
+    """
+    if len(reports) == 1:
+        return reports[0]
+    cands: list[Candidate] = []
+    skipped: list[tuple[str, str]] = []
+    egraphs: list[Any] = []
+    for n, report in enumerate(reports, start=1):
+        for c in report.candidates:
+            cands.append(replace(c, index=len(cands), round=n))
+            egraphs.append(report.best_egraph)
+        skipped += [(s if n == 1 else f"{s} (round {n})", why) for s, why in report.skipped]
+    winner = min(cands, key=lambda c: (c.cost_ms, c.index)).index if cands else None
+    best_egraph = egraphs[winner] if winner is not None else reports[-1].best_egraph
+    seconds = sum(r.seconds for r in reports)
+    return PortfolioReport(tuple(cands), winner, reports[-1].stop, tuple(skipped), seconds, best_egraph)
 
 
 def node_cap_for(memory_limit: int | None, bytes_per_enode: float) -> int | None:

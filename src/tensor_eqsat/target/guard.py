@@ -158,6 +158,13 @@ def graph_fingerprint(graph: Graph) -> str:
     return h.hexdigest()
 
 
+def has_other_candidates(result: Any) -> bool:
+    """Whether a search ``result`` has an extraction among its ``alternatives`` that differs from
+    both its original and its graph (one the guard would time, and the check has not checked)."""
+    seen = {graph_fingerprint(result.original), graph_fingerprint(result.graph)}
+    return any(graph_fingerprint(g) not in seen for _, g in result.alternatives)
+
+
 def _half_iqr(values: Sequence[float]) -> float:
     if len(values) < 4:
         return 0.0
@@ -184,6 +191,21 @@ def _confirm(
     ms = timed.median(2)
     noise = _noise(self_noise, orig_blocks, timed.block_medians[2], min_gain_pct)
     return Measured(orig_ms, ms, (orig_ms - ms) / orig_ms * 100.0, noise, timed.runs)
+
+
+def _first_share(
+    tk: dict[str, Any], arms: int, confirm: bool, graph_runtime: Runtime | None
+) -> dict[str, Any]:
+    """The first timing's settings: its deadline the share of the time left that its ``arms`` are
+    of every arm the guard may time (the confirmation's three, and three more replayed as CUDA
+    graphs), so that what follows it fits too (it ran past the call's deadline by its floor, and
+    the check of the candidate picked found no time left: issue 44)."""
+    deadline: Deadline | None = tk["deadline"]
+    left = None if deadline is None else deadline.left()
+    if deadline is None or left is None:
+        return tk
+    later = (3 if confirm else 0) + (3 if confirm and graph_runtime is not None else 0)
+    return {**tk, "deadline": deadline.earlier(max(left, 0.0) * arms / (arms + later))}
 
 
 def guard(
@@ -283,7 +305,9 @@ def guard(
         return None, report
     # The original twice: the second arm is the self-vs-self noise.
     models = [original, original, *(candidates[i][1] for i, _ in distinct)]
-    timed = time_alternating(models, runtime, blocks=blocks, **tk)
+    timed = time_alternating(
+        models, runtime, blocks=blocks, **_first_share(tk, len(models), confirm, graph_runtime)
+    )
     times, per_block = timed.times, timed.block_medians
     orig_ms = statistics.median(times[0] + times[1])
     self_noise = abs(statistics.median(times[0]) - statistics.median(times[1])) / orig_ms * 100.0

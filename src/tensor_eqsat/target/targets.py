@@ -69,11 +69,18 @@ class Target:
     description: str
     predicts_for: str = ""
 
-    def unavailable(self) -> str | None:
-        """Why this target cannot be measured on this machine, or None when it can."""
+    def unavailable(self, dtype: str | None = None) -> str | None:
+        """Why this target cannot be measured on this machine, or None when it can; ``dtype``:
+        for a model that runs in this precision (an IR dtype name; default None: any).
+
+        >>> get_target("ort-cpu").unavailable("bfloat16")
+        "onnxruntime's CPU kernels lack bfloat16 (a bfloat16 Conv does not load)"
+        """
         runtime = self.runtime()
         if runtime is None:
             return f"{self.name} is a profile of another device (analytic or recorded): nothing here runs it"
+        if self.backend == "ort" and self.device == "cpu" and dtype == "bfloat16":
+            return "onnxruntime's CPU kernels lack bfloat16 (a bfloat16 Conv does not load)"
         return runtime.unavailable()
 
     def runtime(self, threads: int = 1) -> Runtime | None:

@@ -125,8 +125,10 @@ class GraphCache:
         try:
             text = json.dumps(data)
             self.directory.mkdir(parents=True, exist_ok=True)
-            # Atomic, and a failed write removes its temporary file (tensor_eqsat.outputs).
-            atomic_write(self.directory / f"{key}.json", text)
+            # Atomic, and a failed write removes its temporary file (tensor_eqsat.outputs); a
+            # link planted at the entry's predictable name in a shared folder is replaced, never
+            # followed to overwrite what it points at.
+            atomic_write(self.directory / f"{key}.json", text, follow_links=False)
         except (OSError, OutputError, TypeError, ValueError) as exc:
             log.warning("tensor_eqsat: cannot write the cache in %s: %s", self.directory, exc)
 

@@ -30,7 +30,10 @@ class TorchConfig:
         guard: nothing here runs it); ``cpu-roofline`` prices analytically and measures on this
         CPU. Default None: ``cuda`` when the example inputs are on a CUDA device, else
         ``torch-cpu``.
-    time_budget: seconds for the search (``optimize(search="auto")``). Default 30.
+    time_budget: the most seconds for the search (``optimize(search="auto")``, which searches
+        again from its best graph while a round gains); it ends earlier once converged, three
+        candidates in a row without gain (``stall_candidates``; ``search={"stall_candidates":
+        None}`` spends the whole budget). Default 30.
     then: the backend the rewritten graph is handed to: ``"inductor"``, ``"eager"``, any
         registered backend name, or a backend callable. Default "inductor" (with ``freezing``:
         Inductor with freezing).
@@ -41,11 +44,11 @@ class TorchConfig:
         is handed on keeps what freezing gives. Only for inference graphs (no gradients
         recorded; a graph the backend refuses, in training mode for one, is handed on as
         ``then`` gives it). The compiled graph holds the weights' values, so every parameter
-        and buffer is then checked at each call by identity, version counter and data pointer
-        (the values sampled by ``check_weights`` only for the weights a rewrite folded): a call
-        after one was replaced or updated in place runs the original graph, uncompiled; a write
-        through ``.data`` to a weight no rewrite folded goes unseen, as under Inductor's
-        freezing itself. Default True; False: default Inductor (weights read at each call).
+        and buffer is then checked at each call by identity, version counter, data pointer and
+        sampled values (``check_weights``): a call after one was replaced, updated in place or
+        written through ``.data`` runs the original graph, uncompiled, as plain Inductor would
+        see the new values (Inductor's freezing alone would not). Default True; False: default
+        Inductor (weights read at each call).
     cost_model: a cost-model spec replacing the target's (``roofline:cpu`` prices without
         timing kernels). Default None: the target's.
     search: extra :func:`~tensor_eqsat.optimize.optimize` settings (``{"search": "saturate",
@@ -53,7 +56,10 @@ class TorchConfig:
     guard: on a measurable target, time the original and the optimized graph (both through
         ``then``) and keep the original unless the optimized one is faster beyond the noise.
         Default True.
-    guard_runs / guard_blocks: timed runs per arm, in alternating blocks. Default 40 / 8.
+    guard_runs / guard_blocks: timed runs per arm, in alternating blocks; a first timing with half
+        the runs decides where it is clear (a gain three times the noise, or every candidate
+        slower beyond it), else all of them are timed; a decision whose noise stays above 25 %
+        is timed again and not cached. Default 40 / 8.
     min_gain_pct: the smallest measured gain the guard accepts. Default 1.0.
     rtol / atol: the check of the optimized graph against the original run in float32 from the
         same weights (TF32 off) on the example inputs: every output within ``atol + rtol *
@@ -65,11 +71,14 @@ class TorchConfig:
     cache_dir: the disk cache's folder. Default None: ``torch-backend`` in the project's cache
         folder (``$TENSOR_EQSAT_CACHE_DIR``, else the platform's).
     seed: seeds the search. Default 0.
-    check_weights: at every call, compare a few sampled elements of each weight frozen into the
-        rewritten graph with their values when it was optimized, besides the tensor's identity,
-        version counter and data pointer, so that a write through ``.data`` (which bumps no
-        version counter) runs the original graph instead of stale constants. Costs a few
-        microseconds per frozen tensor per call. Default True.
+    check_weights: at every call, compare sampled elements of each weight the compiled graph
+        holds as a constant (those a rewrite folded; with ``freezing``, every parameter and
+        buffer) with their values when it was compiled, besides the tensor's identity, version
+        counter and data pointer, so that a write through ``.data`` (which bumps no version
+        counter) runs the original graph instead of stale constants
+        (:mod:`tensor_eqsat.torch.stamp`: small weights whole, larger ones at distinct rows and
+        columns; one gather for all of them, tens of microseconds per call on a CPU). Default
+        True.
     """
 
     target: str | None = None

@@ -19,14 +19,14 @@ handed on unchanged, with one warning. Shapes are specialised: Dynamo recompiles
 (compile with ``dynamic=False`` so that it does not switch to symbolic shapes), and each shape
 is optimized once, then served from the cache. Frozen weights are checked at each call: when a
 parameter tensor is replaced or updated in place after compiling, the call runs the original
-graph (and warns once).
+graph (and warns once): every weight the compiled graph holds is checked, with Inductor's
+freezing all of them, sampled values included (:mod:`tensor_eqsat.torch.stamp`).
 """
 
 from __future__ import annotations
 
 import copy
 import logging
-import operator
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -40,6 +40,7 @@ from tensor_eqsat.torch.delivery import Delivery, compile_with, deliver_fx
 from tensor_eqsat.torch.fx_export import FROZEN_META, rebuild
 from tensor_eqsat.torch.fx_import import Translation, Unsupported, translate
 from tensor_eqsat.torch.report import BackendReport
+from tensor_eqsat.torch.stamp import WeightStamp
 
 log = logging.getLogger(__name__)
 
@@ -61,80 +62,20 @@ def graph_cache(directory: str | None = None) -> GraphCache:
     return _CACHE[directory]
 
 
-SAMPLES_PER_WEIGHT = 4
-"""Elements of each frozen weight compared at every call (evenly spaced, the first and the last
-included): a write through ``.data`` leaves the tensor's version counter alone, so values are
-the only trace it leaves."""
-
-
-class WeightStamp:
-    """A cheap fingerprint of the tensors frozen into a rewritten graph, checked at every call.
-
-    A weight is stale when the argument is another tensor, its version counter moved (an
-    in-place update), its data pointer moved (``p.data = t``, ``vector_to_parameters``), or
-    one of ``SAMPLES_PER_WEIGHT`` sampled elements changed (``p.data.mul_``, ``.data.copy_``,
-    an EMA's ``.data.lerp_``: writes through ``.data`` bump no version counter). The sample is
-    compared bit for bit (a NaN weight stays equal to itself). Limits: an update through
-    ``.data`` that leaves every sampled element as it was goes unseen; the sample costs a few
-    microseconds per frozen tensor per call (one small gather each, and on a GPU one
-    synchronisation per call); ``TorchConfig(check_weights=False)`` keeps only the identity,
-    version and pointer checks.
-    """
-
-    def __init__(self, tensors: Sequence[Any], sample: bool = True) -> None:
-        import torch
-
-        self._tensors = list(tensors)
-        self._versions = [t._version for t in self._tensors]
-        self._pointers = [t.data_ptr() for t in self._tensors]
-        self._index: list[Any] = []
-        self._sample: Any = None
-        if sample and self._tensors:
-            for t in self._tensors:
-                n = t.numel()
-                flat = torch.linspace(0, max(n - 1, 0), min(n, SAMPLES_PER_WEIGHT)).round().long()
-                self._index.append(flat.to(t.device))
-            self._sample = self._gather(self._tensors)
-
-    def _gather(self, tensors: Sequence[Any]) -> Any:
-        import torch
-
-        # torch.take reads the flat positions of any layout; one small op per tensor (a few
-        # microseconds), and no autograd record.
-        with torch.no_grad():
-            parts = [torch.take(t, i) for t, i in zip(tensors, self._index, strict=True)]
-            if len({p.device for p in parts}) > 1:
-                parts = [p.cpu() for p in parts]
-            return torch.cat(parts).view(torch.uint8)
-
-    def fresh(self, current: Sequence[Any]) -> bool:
-        """Whether ``current`` are the stamped tensors with the values they had."""
-        import torch
-
-        # C-level loops for identity, versions and pointers: microseconds for hundreds of tensors.
-        if not all(map(operator.is_, current, self._tensors)):
-            return False
-        if [t._version for t in current] != self._versions:
-            return False
-        if [t.data_ptr() for t in current] != self._pointers:
-            return False
-        return self._sample is None or torch.equal(self._gather(current), self._sample)
-
-
 class Compiled:
     """What the backend returns: the delivered callable, its report, and the weight check.
 
     frozen: (argument index, tensor) of every parameter or buffer whose value was frozen into a
-    constant of the rewritten graph (weights it reads as they are are not); a call whose frozen
-    arguments fail :class:`WeightStamp` (another tensor, or the same one updated in place or
-    through ``.data``) runs ``original`` instead (the frozen values would be stale), and warns
-    once. check_weights: compare sampled values too (see :class:`WeightStamp`). Default True.
-    held: (argument index, tensor) of the parameters and buffers the next backend holds as
-    constants besides (Inductor's freezing holds them all), checked by identity, version
-    counter and data pointer only: a write through ``.data`` to one of them goes unseen, as
-    under Inductor's freezing itself, and sampling hundreds of tensors at every call would cost
-    milliseconds (ResNet-50's 265: about 6 ms per call on a loaded 2-core CPU, 0.35 ms without
-    the sample). Default none.
+    constant of the rewritten graph (weights it reads as they are are not). held: (argument
+    index, tensor) of the parameters and buffers the next backend holds as constants besides
+    (Inductor's freezing holds them all). Default none for both. A call whose frozen or held
+    arguments fail :class:`~tensor_eqsat.torch.stamp.WeightStamp` (another tensor, the same one
+    updated in place, or a write through ``.data`` that changed a sampled value) runs
+    ``original`` instead (the constants would be stale), and warns once: the default, Inductor
+    with freezing under the rewrite, sees what plain Inductor (weights read at each call) sees,
+    where Inductor's freezing alone would not. check_weights: compare sampled values too (see
+    :mod:`tensor_eqsat.torch.stamp`); False: identity, version counters and data pointers only.
+    Default True.
     """
 
     def __init__(
@@ -151,18 +92,15 @@ class Compiled:
         self.report = report
         self._original = original
         self._frozen = tuple(frozen)
-        self._index = [i for i, _ in self._frozen]
-        self._stamp = WeightStamp([t for _, t in self._frozen], sample=check_weights)
-        sampled = set(self._index)
-        self._held = tuple((i, t) for i, t in held if i not in sampled)
-        self._held_index = [i for i, _ in self._held]
-        self._held_stamp = WeightStamp([t for _, t in self._held], sample=False)
+        watched = dict(self._frozen)
+        for i, t in held:
+            watched.setdefault(i, t)
+        self._index = sorted(watched)
+        self._stamp = WeightStamp([watched[i] for i in self._index], sample=check_weights)
         self._warned = False
 
     def __call__(self, *args: Any) -> Any:
-        if self._frozen and not self._stamp.fresh([args[i] for i in self._index]):
-            return self._stale(args)
-        if self._held and not self._held_stamp.fresh([args[i] for i in self._held_index]):
+        if self._index and not self._stamp.fresh([args[i] for i in self._index]):
             return self._stale(args)
         return self.fn(*args)
 
@@ -222,6 +160,12 @@ def _rule_names(result: Any) -> dict[str, int]:
         return {str(i): n for i, n in sorted(result.rule_counts.items())}
 
 
+SEARCH_STALL_CANDIDATES = 3
+"""The backend's search ends once this many candidates in a row gained nothing
+(:class:`~tensor_eqsat.search.portfolio.PortfolioConfig` ``stall_candidates``); ``time_budget``
+bounds it still. ``search={"stall_candidates": None}`` spends the whole budget."""
+
+
 def _optimize(tr: Translation, target: Any, cfg: TorchConfig) -> Any:
     from tensor_eqsat.optimize import optimize
     from tensor_eqsat.rules.sets import REAL_MODEL_SET
@@ -232,6 +176,9 @@ def _optimize(tr: Translation, target: Any, cfg: TorchConfig) -> Any:
         "cost_model": cfg.cost_model or target.cost_model,
         "seed": cfg.seed,
         "rules": REAL_MODEL_SET,
+        # Stop once converged, within time_budget: a compile is paid for at every new shape
+        # (BERT-base reached its best predicted gain in 3 s of a 30 s budget; issue 42).
+        "stall_candidates": SEARCH_STALL_CANDIDATES,
     }
     settings.update(cfg.search)
     return optimize(tr.graph, **settings)
@@ -246,6 +193,31 @@ def _with_weights(graph: Any, source: Any) -> Any:
     out = copy.copy(graph)
     out.weight_data = {n: source.weight_data[n] for n in names}
     return out
+
+
+def _served(hit: tuple[CacheEntry, str] | None, tr: Translation, key: str) -> tuple[Any, Any]:
+    """(the cached graph with the translated graph's weights, the hit) for a hit holding a
+    rewritten graph; (None, None) when that graph reads a weight the translated graph lacks (an
+    entry edited or from another model: a miss, optimized again and rewritten)."""
+    if hit is None or hit[0].kept_original or hit[0].graph is None:
+        return None, hit
+    try:
+        return _with_weights(hit[0].graph, tr.graph), hit
+    except GraphError as exc:
+        log.warning("tensor_eqsat: ignoring cache entry %s: %s", key, exc)
+        return None, None
+
+
+def _interrupted(result: Any) -> bool:
+    """Whether a search ended on Ctrl-C (its own stop reason, or the portfolio's)."""
+    from tensor_eqsat.search.stop import StopReason
+
+    # A result without statistics (a search of another kind) says it through its stop reason.
+    construction = getattr(getattr(result, "stats", None), "construction", None) or {}
+    stop = getattr(result, "stop_reason", None)
+    return (
+        stop is StopReason.INTERRUPTED or construction.get("portfolio_stop") == StopReason.INTERRUPTED.value
+    )
 
 
 def _structure(graph: Any) -> Any:
@@ -282,7 +254,7 @@ def _compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> 
 
     def handed_on(report: BackendReport) -> Compiled:
         fn = compile_with(cfg.then, gm, inputs, frozen_args)
-        return Compiled(fn, report, original=gm, held=frozen_all)
+        return Compiled(fn, report, original=gm, held=frozen_all, check_weights=cfg.check_weights)
 
     frozen_args: list[int] | None = None
     frozen_all: list[tuple[int, Any]] = []  # what the handed-on graph holds as constants
@@ -312,6 +284,7 @@ def _compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> 
         "opaque_ops": dict(tr.unmapped.most_common()),
     }
     cached_reason: str | None = None
+    served, hit = _served(hit, tr, key)
     if hit is not None:
         entry, where = hit
         old = BackendReport.from_dict(entry.report)
@@ -331,16 +304,22 @@ def _compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> 
             )
             log.info(report.message)
             return handed_on(report)
-        optimized, t_opt = _with_weights(entry.graph, tr.graph), 0.0
+        optimized, t_opt = served, 0.0
     else:
         to = time.perf_counter()
         result = _optimize(tr, target, cfg)
         t_opt = time.perf_counter() - to
+        if _interrupted(result):
+            # Ctrl-C during the search: the user's program must stop, and the weaker result
+            # found so far is not what a later process should be served as final.
+            raise KeyboardInterrupt
         optimized = result.graph
         base |= {
             "rules_applied": _rule_names(result),
             "predicted_gain_pct": result.speedup_pct,
             "cache": "miss" if cache is not None else "off",
+            "rounds": len(result.rounds),
+            "fixpoint": result.fixpoint,
         }
         same = graph_fingerprint(optimized) == graph_fingerprint(tr.graph)
         if same or result.speedup_pct <= 0:
@@ -352,6 +331,7 @@ def _compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> 
                 cache.put(key, CacheEntry(None, True, report.to_dict()))
             log.info(report.message)
             return handed_on(report)
+    td = time.perf_counter()
     try:
         new_gm = rebuild(tr, optimized, device)
         delivery = deliver_fx(
@@ -369,9 +349,12 @@ def _compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> 
         reason = f"the rewritten graph could not be rebuilt ({exc}): original kept"
         fn = compile_with(cfg.then, gm, inputs, frozen_args)
         delivery = Delivery(fn, True, reason, None, None, 0.0, 0.0)
+    t_deliver = time.perf_counter() - td
     seconds = {
         "translate": t_translate,
         "optimize": t_opt,
+        # The rebuild and the numeric check: what delivery spent neither compiling nor timing.
+        "check": max(0.0, t_deliver - delivery.compile_s - delivery.guard_s),
         "compile": delivery.compile_s,
         "guard": delivery.guard_s,
         "total": time.perf_counter() - t0,
@@ -396,7 +379,9 @@ def _compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> 
         )
     log.info(report.message)
     if delivery.kept_original:
-        return Compiled(delivery.compiled, report, original=gm, held=frozen_all)
+        return Compiled(
+            delivery.compiled, report, original=gm, held=frozen_all, check_weights=cfg.check_weights
+        )
     index = {p.name: i for i, p in enumerate(tr.placeholders)}
     frozen = [(index[name], tr.frozen[name]) for name in new_gm.meta[FROZEN_META]]
     return Compiled(

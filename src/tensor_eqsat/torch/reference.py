@@ -53,7 +53,9 @@ class Verdict(NamedTuple):
     """What the check compared with, at which tolerance: ``reference`` is ``"float32"`` (the
     float32 reference) or ``"same dtype"`` (the original in its own dtype, where no float32
     reference could be run: ``why`` says why); ``dtype`` the precision the model runs in;
-    ``tf32``: the compared graph ran its float32 matmuls and convolutions on TF32 tensor cores."""
+    ``tf32``: the compared graph ran its float32 matmuls and convolutions on TF32 tensor cores.
+    ``own``: judged by the original's own error in ``dtype`` against the float32 reference
+    (:mod:`tensor_eqsat.io.accuracy`; ``rtol`` and ``atol`` unused), not by a tolerance."""
 
     reference: str
     dtype: str
@@ -61,12 +63,18 @@ class Verdict(NamedTuple):
     atol: float
     tf32: bool = False
     why: str = ""
+    own: bool = False
 
     def describe(self) -> str:
         """One phrase: ``vs the float32 reference (TF32 off) at bfloat16's tolerance (rtol 0.1,
         atol 0.01)``."""
         what = "the float32 reference (TF32 off)" if self.reference == "float32" else "the original"
         of = f"{self.dtype}" + (" with TF32" if self.tf32 else "")
+        if self.own:
+            from tensor_eqsat.io.accuracy import FLOOR_ULPS, MULTIPLE
+
+            rule = f"within {MULTIPLE:g}x the original's own {self.dtype} error + {FLOOR_ULPS:g} ulps"
+            return f"vs {what} {rule}"
         text = f"vs {what} at {of}'s tolerance (rtol {self.rtol:g}, atol {self.atol:g})"
         if self.why:
             text += f"; no float32 reference: {self.why}"

@@ -24,7 +24,11 @@ class BackendReport:
     check: the check's verdict: pass or fail, the largest difference, what it compared with (the
         float32 reference, TF32 off) and at which tolerance (the precision the model runs in).
         Empty when nothing was checked (a fallback, no rewrite, a rebuild error).
-    seconds: time per phase (``translate``, ``optimize``, ``compile``, ``guard``, ``total``).
+    seconds: time per phase (``translate``, ``optimize``, ``check``: the rebuild and the numeric
+        check, ``compile``, ``guard``, ``total``).
+    rounds: the search rounds that ran within the time budget (``OptimizeConfig.rounds``: each
+        searches the one before's best graph); fixpoint: whether the last gained nothing, so the
+        graph is a fixpoint of the search (0 and False when nothing was searched).
     """
 
     graph_key: str
@@ -42,6 +46,8 @@ class BackendReport:
     max_diff: float | None = None
     seconds: dict[str, float] = field(default_factory=dict)
     check: str = ""
+    rounds: int = 0
+    fixpoint: bool = False
 
     @property
     def message(self) -> str:
@@ -50,6 +56,9 @@ class BackendReport:
             return f"tensor_eqsat: not optimized ({self.fallback}); original graph used"
         rules = sum(self.rules_applied.values())
         pred = "" if self.predicted_gain_pct is None else f", predicted {self.predicted_gain_pct:+.1f} %"
+        if self.rounds > 1 or self.fixpoint:
+            pred += f" in {self.rounds} search round{'s' if self.rounds > 1 else ''}"
+            pred += " (a fixpoint)" if self.fixpoint else ""
         return (
             f"tensor_eqsat [{self.target}, cache {self.cache}]: {self.ops_mapped} ops mapped, "
             f"{self.ops_opaque} opaque, {rules} rule applications{pred}; {self.reason}"

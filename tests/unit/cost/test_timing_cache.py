@@ -86,3 +86,50 @@ def test_persistence_and_concurrent_writers_across_processes(tmp_path):
         assert len(cache) == 3 * n
         shared = {k: v for k, v in cache.load("cpu:test", "torch 0").items() if k[1] == "[]"}
         assert len(shared) == n and set(shared.values()) <= {1.0, 2.0}
+
+
+def _unusable_paths(tmp_path):
+    """Database paths the cache cannot open, also for root (who writes read-only folders): a
+    folder at the file's name, a file where its folder should be, and a file that is no database."""
+    folder = tmp_path / "a" / CACHE_FILE
+    folder.mkdir(parents=True)
+    (tmp_path / "b").write_text("a file, not a folder\n")
+    junk = tmp_path / "c" / CACHE_FILE
+    junk.parent.mkdir()
+    junk.write_bytes(b"not a database" * 100)
+    return [folder, tmp_path / "b" / CACHE_FILE, junk]
+
+
+def test_a_cache_that_cannot_be_opened_is_no_error_and_warns_once_naming_it(tmp_path, caplog):
+    for path in _unusable_paths(tmp_path):
+        caplog.clear()
+        cache = TimingCache(path)
+        assert cache.get(*KEY) is None
+        assert cache.put(*KEY, 1.5, 10) == 1.5  # the measured value, not remembered
+        assert cache.load("cpu:test", "torch 0") == {} and len(cache) == 0
+        assert cache.unusable
+        warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+        assert len(warned) == 1 and "timing cache" in warned[0] and str(path) in warned[0], warned
+        assert "results database" not in warned[0]
+
+
+def test_a_read_only_database_is_left_alone_mid_run(tmp_path, monkeypatch, caplog):
+    import sqlite3
+
+    cache = TimingCache(tmp_path / "t.sqlite3")
+    cache.put(*KEY, 1.0, 3)
+    conn = cache._connect()
+
+    class ReadOnly:
+        def execute(self, sql, *args):
+            if sql.startswith("INSERT"):
+                raise sqlite3.OperationalError("attempt to write a readonly database")
+            return conn.execute(sql, *args)
+
+        def close(self):
+            conn.close()
+
+    cache._conn = ReadOnly()
+    assert cache.put("cpu:test", "torch 0", "relu", "[]", "[[8,8]]", 2.0, 3) == 2.0
+    assert cache.unusable == "attempt to write a readonly database"
+    assert cache.get(*KEY) is None  # given up: measured again from now on, no error

@@ -45,7 +45,7 @@ def test_every_spec_is_complete():
         assert callable(spec.infer) and callable(spec.compute) and callable(spec.flops)
         assert len(set(spec.attr_names)) == len(spec.attr_names), name
         for a in spec.attrs:
-            assert a.kind in {"int", "float", "ints", "str", "bool", "enum"}, (name, a.name)
+            assert a.kind in {"int", "float", "ints", "dims", "str", "bool", "enum"}, (name, a.name)
             if not a.required and a.kind == "enum":
                 assert a.default in a.choices, (name, a.name)
         assert spec.variadic == (name in {"concat", "noop", "opaque", "attention"}), name

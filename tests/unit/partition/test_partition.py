@@ -183,7 +183,7 @@ def test_stitching_the_unoptimized_regions_gives_the_original_back(model, params
 def test_partitioned_optimization_keeps_the_numerics(model, params, target):
     g = get(model, **params)
     r = optimize_partitioned(
-        g, search="saturate", node_limit=400, time_limit=30, model=model,
+        g, search="saturate", node_limit=400, time_limit=30, model=model, target="a100",
         partition=PartitionConfig(target_enodes=target),
     )  # fmt: skip
     assert r.partition is not None and r.partition.regions > 1
@@ -192,7 +192,7 @@ def test_partitioned_optimization_keeps_the_numerics(model, params, target):
     report = verify(g, r.graph)
     assert report.ok, report
     # the stitched graph is an ordinary graph, priced whole by the run's cost model
-    cm = OptimizeConfig().cost_model_object()
+    cm = OptimizeConfig(target="a100").cost_model_object()
     assert cm.graph_cost(r.graph) == pytest.approx(r.optimized_cost_ms)
 
 
@@ -242,7 +242,9 @@ def test_time_left_over_searches_the_whole_graph_too(searched):
     y = g.matmul(x, g.weight((8, 8), name="a"))  # the cut between the two matmuls hides x·(A·B)
     g.output(g.matmul(y, g.weight((8, 8), name="b")))
     cfg = PartitionConfig(target_enodes=1, whole_min_seconds=0.5)
-    r = optimize_partitioned(g, search="saturate", node_limit=200, time_limit=10, partition=cfg)
+    r = optimize_partitioned(
+        g, search="saturate", node_limit=200, time_limit=10, partition=cfg, target="a100"
+    )
     assert r.partition is not None and r.partition.regions == 2
     assert searched == [3, 5]  # the two matmuls are one block, then the whole graph
     assert r.partition.whole_won and r.partition.whole_pct == pytest.approx(50.0)
@@ -381,4 +383,20 @@ def test_a_reduced_precision_graph_is_priced_in_its_dtype_when_partitioned():
     assert bf16.dtype.value == "bfloat16"
     assert r.original_cost_ms == pytest.approx(bf16.graph_cost(g))
     assert r.original_cost_ms < OptimizeConfig().cost_model_object().graph_cost(chain(3))
+    assert verify(g, r.graph).ok
+
+
+@pytest.mark.slow
+def test_each_region_runs_its_rounds_and_the_result_says_whether_all_reached_a_fixpoint():
+    g = get("vit-base", layers=3, **SMALL_VIT)
+    kw = {"search": "saturate", "node_limit": 400, "time_limit": 30, "model": "vit-base", "target": "a100"}
+    part = PartitionConfig(target_enodes=60, whole_pass=False)
+    r = optimize_partitioned(g, **kw, rounds=0, partition=part)
+    assert r.partition is not None and r.partition.regions > 1
+    assert all(reg.rounds >= 1 and reg.fixpoint for reg in r.partition.searched)
+    assert any(reg.rounds > 1 for reg in r.partition.searched)  # a region that gained searched again
+    assert r.fixpoint and r.to_dict()["fixpoint"] is True
+    one = optimize_partitioned(g, **kw, partition=part)  # saturate alone: one round per region
+    assert one.partition is not None and all(reg.rounds == 1 for reg in one.partition.searched)
+    assert not one.fixpoint and r.optimized_cost_ms <= one.optimized_cost_ms
     assert verify(g, r.graph).ok

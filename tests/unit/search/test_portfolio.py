@@ -33,8 +33,9 @@ def tiny() -> Graph:
     return g
 
 
-AUTO = {"search": "auto", "time_budget": 60, "node_limit": 100, "final_extractor": "greedy-dag"}
-"""A generous budget: on ``tiny()`` every strategy ends on its own in well under a second."""
+AUTO = {"search": "auto", "time_budget": 60, "node_limit": 100, "final_extractor": "greedy-dag", "rounds": 1}
+"""A generous budget: on ``tiny()`` every strategy ends on its own in well under a second. One
+round: these tests are of one run of the portfolio (the rounds: test_rounds.py)."""
 
 
 def nasneta() -> Graph:
@@ -277,3 +278,28 @@ def test_the_first_strategy_starts_with_less_time_left_than_later_ones():
     report = _portfolio().run(source, actions, slow, seed=0, deadline=time.perf_counter() + left)
     assert [c.label for c in report.candidates] == ["saturate@100"]
     assert report.stop is StopReason.TIME_LIMIT
+
+
+def test_a_converged_schedule_ends_after_stall_candidates_without_gain():
+    # A flat extraction: every candidate costs the same, so the second gains nothing.
+    actions = Actions.from_rules(load_rule_set("taso"))
+    source = from_graph(nasneta())
+    flat = lambda eg, d, h: Extraction(tiny(), 5.0, {}, 0.0)  # noqa: E731
+    full = _portfolio(max_node_limit=400, stall_rungs=5).run(source, actions, flat, seed=0, deadline=None)
+    cut = _portfolio(max_node_limit=400, stall_rungs=5, stall_candidates=1).run(
+        source, actions, flat, seed=0, deadline=None
+    )
+    assert len(full.candidates) == 3 and full.stop is StopReason.DONE
+    assert len(cut.candidates) == 2 and cut.stop is StopReason.DONE
+    assert ("the rest of the schedule", "converged: 1 candidate(s) in a row without gain") in cut.skipped
+    # A gain resets the count: with costs falling at every candidate nothing is cut.
+    falling = _portfolio(max_node_limit=400, continue_mcts=False, stall_rungs=5, stall_candidates=1).run(
+        source, actions, _by_size, seed=0, deadline=None
+    )
+    assert [c.settings["node_limit"] for c in falling.candidates if c.strategy == "saturate"] == [
+        100,
+        200,
+        400,
+    ]
+    with pytest.raises(ConfigError, match="stall_candidates"):
+        PortfolioConfig(stall_candidates=0)

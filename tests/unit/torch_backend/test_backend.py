@@ -270,7 +270,8 @@ def test_guard_times_both_graphs_on_the_cpu():
     )
     assert close(got, expected)
     m = report.measured
-    assert m is not None and m["runs"] == 8 and m["original_ms"] > 0
+    # Half the runs first; all of them where that short timing decides nothing clearly.
+    assert m is not None and m["runs"] in (4, 8) and m["original_ms"] > 0
     assert report.kept_original == (m["speedup_pct"] <= m["noise_pct"])
     assert ("no measured gain" in report.reason) == report.kept_original
 
@@ -355,3 +356,15 @@ def test_an_internal_error_keeps_the_original_graph(monkeypatch):
     with pytest.warns(te_torch.FallbackWarning, match="internal error: RuntimeError: search exploded"):
         got, expected, (report,) = run(Attention(), torch.randn(1, 6, 32))
     assert close(got, expected) and report.kept_original
+
+
+@pytest.mark.slow
+def test_the_search_runs_rounds_to_a_fixpoint_and_the_report_says_so():
+    x = torch.randn(1, 6, 32)
+    rounds = {"search": "saturate", "node_limit": 300, "rounds": 0}  # (auto's default, quicker)
+    _, _, (report,) = run(Attention(), x, target="h200", cost_model=None, search=rounds)
+    assert report.predicted_gain_pct > 0 and report.rounds >= 2 and report.fixpoint, report
+    assert f"in {report.rounds} search rounds (a fixpoint)" in report.message
+    _, _, reports = run(Attention(), x, target="h200", cost_model=None)  # saturate alone: one round
+    one = reports[-1]
+    assert one.rounds == 1 and not one.fixpoint

@@ -122,7 +122,25 @@ def test_check_and_guard_settings_are_in_the_cache_key(option, value):
     assert te_torch.TorchConfig(**{option: value}).fingerprint() != te_torch.TorchConfig().fingerprint()
 
 
-def test_a_failed_check_on_nan_example_inputs_is_not_cached():
+def test_a_failed_check_on_nan_example_inputs_is_not_cached(monkeypatch):
+    # A rewrite that differs from the original only where a NaN is (planted: its outputs' NaNs
+    # made 0) fails the check on example inputs holding NaN, and only there: NaNs in the same
+    # places as the reference's pass (non-finite values are compared exactly).
+    from tensor_eqsat.torch import dynamo_backend as backend_module
+
+    real = backend_module.rebuild
+
+    def nan_to_zero(tr, graph, device="cpu"):
+        gm = real(tr, graph, device)
+        out = next(n for n in gm.graph.nodes if n.op == "output")
+        (value,) = out.args[0] if isinstance(out.args[0], tuple | list) else (out.args[0],)
+        with gm.graph.inserting_before(out):
+            fixed = gm.graph.call_function(torch.nan_to_num, (value,))
+        out.args = ((fixed,),) if isinstance(out.args[0], tuple | list) else (fixed,)
+        gm.recompile()
+        return gm
+
+    monkeypatch.setattr(backend_module, "rebuild", nan_to_zero)
     model = Attention().eval()
     x = torch.randn(1, 6, 32)
     x[0, 0, 0] = float("nan")
@@ -134,6 +152,7 @@ def test_a_failed_check_on_nan_example_inputs_is_not_cached():
             compiled(x)
     first = te_torch.backend.report
     assert first.kept_original and "NaN or infinity" in first.reason
+    assert "non-finite values differ" in first.reason
     # A failure caused by NaN inputs is not what the next compile, on finite inputs, gets.
     torch._dynamo.reset()
     compiled = torch.compile(model, backend="tensor_eqsat", dynamic=False, options=options)

@@ -1,0 +1,102 @@
+"""The per-call cost of the backend's weight check (:mod:`tensor_eqsat.torch.stamp`, issue 44
+item 3): under the default ``then="inductor", freezing=True`` every parameter and buffer is held
+as a constant, so each call checks all of them (identity, version counter, data pointer and
+sampled values).
+
+    PYTHONPATH=src python benchmarks/weight_check.py [MODEL ...] [--calls 2000] [--json OUT]
+
+Models from ``benchmarks/real_models.py`` (default ``bert`` and ``resnet50``: HF BERT-base at
+sequence 128, ``ResNetModel``, random init). Per model: the tensors and elements checked, the
+elements sampled, and the median microseconds of one check over ``--calls`` calls (in 20 blocks;
+the median of the block medians), beside the same check without the sampled values
+(``check_weights=False``) and the old sample, one ``torch.take`` per tensor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+sys.path.insert(0, str(_HERE.parent / "src"))
+sys.path.append(str(_HERE))
+
+import torch  # noqa: E402
+from real_models import build  # noqa: E402
+
+from tensor_eqsat.torch.stamp import WeightStamp, sample_positions  # noqa: E402
+
+
+def _per_tensor_take(tensors: list[Any]) -> Any:
+    """The check before: four evenly spaced elements of each tensor, one ``torch.take`` each."""
+    index = [torch.tensor(sample_positions(tuple(t.shape))[:4]) for t in tensors]
+
+    def read() -> Any:
+        with torch.no_grad():
+            return torch.cat(
+                [torch.take(t, i).view(torch.uint8) for t, i in zip(tensors, index, strict=True)]
+            )
+
+    return read
+
+
+def _median_us(fn: Any, calls: int, blocks: int = 20) -> float:
+    per = max(1, calls // blocks)
+    medians = []
+    for _ in range(blocks):
+        times = []
+        for _ in range(per):
+            t = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t)
+        medians.append(statistics.median(times))
+    return statistics.median(medians) * 1e6
+
+
+def measure(name: str, calls: int) -> dict[str, Any]:
+    model, _ = build(name, quick=False, batch=1, dtype=torch.float32, device="cpu")
+    tensors = [*model.parameters(), *model.buffers()]
+    sampled = WeightStamp(tensors)
+    plain = WeightStamp(tensors, sample=False)
+    assert sampled.fresh(tensors) and plain.fresh(tensors)
+    take = _per_tensor_take(tensors)
+    return {
+        "model": name,
+        "tensors": len(tensors),
+        "elements": sum(t.numel() for t in tensors),
+        "sampled_elements": int(sum(len(sample_positions(tuple(t.shape))) for t in tensors)),
+        "check_us": _median_us(lambda: sampled.fresh(tensors), calls),
+        "check_without_values_us": _median_us(lambda: plain.fresh(tensors), calls),
+        "old_take_per_tensor_us": _median_us(take, calls),
+        "threads": torch.get_num_threads(),
+        "load_average": os.getloadavg()[0],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("models", nargs="*", default=["bert", "resnet50"])
+    p.add_argument("--calls", type=int, default=2000)
+    p.add_argument("--json", type=Path, default=None)
+    args = p.parse_args(argv)
+    rows = [measure(m, args.calls) for m in args.models]
+    print(f"{'model':<10} {'tensors':>7} {'elements':>11} {'sampled':>8} {'check µs':>9} "
+          f"{'no values µs':>12} {'old take µs':>11}  load")  # fmt: skip
+    for r in rows:
+        print(f"{r['model']:<10} {r['tensors']:>7} {r['elements']:>11} {r['sampled_elements']:>8} "
+              f"{r['check_us']:>9.1f} {r['check_without_values_us']:>12.1f} "
+              f"{r['old_take_per_tensor_us']:>11.1f}  {r['load_average']:.2f}")  # fmt: skip
+    if args.json is not None:
+        args.json.write_text(json.dumps(rows, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,29 @@
+"""Smoke tests of ``benchmarks/compile_time.py`` and ``benchmarks/weight_check.py``: each runs and
+writes rows that say what they measured."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench_run import benchmark_rows
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+pytestmark = [pytest.mark.slow, pytest.mark.hf]
+
+
+def test_compile_time_reports_cold_and_cached_phases_against_freezing(tmp_path):
+    (row,) = benchmark_rows("compile_time.py", tmp_path, "mobilenet_v2", "--quick", "--time-budget", "3")
+    assert row["model"] == "mobilenet_v2" and row["freezing_cold_s"] > 0 and row["freezing_warm_s"] > 0
+    cold, warm = row["backend_cold"], row["backend_warm"]
+    assert set(cold["phases_s"]) == {"translate", "optimize", "check", "compile", "guard"}
+    assert cold["cache"] == ["miss"] and warm["cache"] == ["disk"]
+    assert warm["phases_s"]["optimize"] == 0.0  # served: nothing searched
+    assert row["cold_limit_s"] == pytest.approx(1.5 * row["freezing_cold_s"] + 10.0)
+
+
+def test_weight_check_reports_microseconds_per_call(tmp_path):
+    (row,) = benchmark_rows("weight_check.py", tmp_path, "mobilenet_v2", "--calls", "100")
+    assert row["tensors"] > 100 and row["sampled_elements"] < row["elements"]
+    assert row["check_without_values_us"] > 0 and row["check_us"] > 0
