@@ -20,7 +20,11 @@ def missing_packages(names: tuple[str, ...]) -> list[str]:
 
 # The PyTorch backend's modules import torch when imported, so their doctests cannot even be
 # collected without it: leave them out then (their tests skip with the reason).
-collect_ignore_glob = ["src/tensor_eqsat/torch/*.py"] if importlib.util.find_spec("torch") is None else []
+collect_ignore_glob = (
+    ["src/tensor_eqsat/torch/*.py", "src/tensor_eqsat/bench/resnext.py"]
+    if importlib.util.find_spec("torch") is None
+    else []
+)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

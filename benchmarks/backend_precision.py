@@ -3,7 +3,9 @@
     PYTHONPATH=src python benchmarks/backend_precision.py [MODEL ...] [--dtype bfloat16 float16]
         [--autocast] [--quick] [--time-budget 10] [--json out.json] [--markdown out.md]
 
-Per model (the HF builds of ``benchmarks/real_models.py``, random init, batch 1) and dtype, each
+Per model (the rows of :mod:`tensor_eqsat.bench.public_models`, random init, batch norms
+calibrated, batch 1, attention ``--attention``: default ``eager``, as these figures were first
+measured; ``sdpa`` is the models as loaded) and dtype, each
 graph Dynamo captures goes through the backend priced for an NVIDIA H200 (target ``h200``: the
 recorded profile, no guard, ``then="eager"``), and the row reports what its
 :class:`~tensor_eqsat.torch.report.BackendReport` says: FX calls mapped and opaque, rules, the
@@ -35,9 +37,10 @@ _HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(_HERE.parent / "src"))
 sys.path.append(str(_HERE))
 
-import real_models as rm  # noqa: E402
+import real_models as rm  # noqa: E402  (its summary of the backend's reports)
 import torch  # noqa: E402
 
+from tensor_eqsat.bench import public_models as pm  # noqa: E402
 from tensor_eqsat.torch.config import TorchConfig  # noqa: E402
 from tensor_eqsat.torch.dynamo_backend import compile_graph  # noqa: E402
 
@@ -48,10 +51,14 @@ def _widened(inputs: tuple[Any, ...]) -> list[Any]:
     return [x.float() if x.is_floating_point() else x for x in inputs]
 
 
-def run_one(name: str, dtype: str, autocast: bool, quick: bool, budget: float) -> dict[str, Any]:
+def run_one(
+    name: str, dtype: str, autocast: bool, quick: bool, budget: float, attention: str = "eager"
+) -> dict[str, Any]:
     """One model in one dtype through the backend (see the module docstring)."""
     want = rm.DTYPES[dtype]
-    model, inputs = rm.build(name, quick, 1, torch.float32 if autocast else want, "cpu")
+    attention = attention if pm.MODELS[name].attention else None
+    built = pm.build(name, quick=quick, attention=attention, dtype=torch.float32 if autocast else want)
+    model, inputs = built.model, built.inputs
     reports: list[Any] = []
 
     def record(gm: Any, example_inputs: Any) -> Any:
@@ -65,18 +72,20 @@ def run_one(name: str, dtype: str, autocast: bool, quick: bool, budget: float) -
     region = torch.autocast("cpu", dtype=want) if autocast else contextlib.nullcontext()
     torch._dynamo.reset()
     with torch.no_grad(), region:
-        got = rm._tensor_out(torch.compile(model, backend=record, dynamic=False)(*inputs)).double()
-        eager = rm._tensor_out(model(*inputs)).double()
+        got = pm.first_output(torch.compile(model, backend=record, dynamic=False)(*inputs)).double()
+        eager = pm.first_output(model(*inputs)).double()
     if autocast:
         what, diff, ref = "compiled vs eager autocast", got - eager, eager
     else:
         with torch.no_grad():
-            ref = rm._tensor_out(copy.deepcopy(model).float()(*_widened(inputs))).double()
+            ref = pm.first_output(copy.deepcopy(model).float()(*_widened(inputs))).double()
         what, diff = "eager vs float32", eager - ref
     torch._dynamo.reset()
     summary = rm.summarize(reports)
     return {
         "model": name,
+        "attention": attention,
+        "scale": built.scale,
         "dtype": dtype,
         "autocast": autocast,
         "graphs": len(reports),
@@ -128,19 +137,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dtype", nargs="+", choices=["bfloat16", "float16"], default=["bfloat16", "float16"])
     p.add_argument("--autocast", action="store_true", help="float32 models inside torch.autocast(dtype)")
     p.add_argument("--quick", action="store_true", help="one layer, small inputs (a smoke run)")
+    p.add_argument("--attention", choices=list(pm.ATTENTIONS), default="eager", help="default eager")
     p.add_argument("--time-budget", type=float, default=None, help="search seconds (default 10; --quick 2)")
     p.add_argument("--json", type=Path, default=None, help="write the rows here")
     p.add_argument("--markdown", type=Path, default=None, help="write the table here")
     args = p.parse_args(argv)
-    unknown = [m for m in args.models if m not in rm.MODELS]
+    unknown = [m for m in args.models if m not in pm.MODELS]
     if unknown:
-        p.error(f"unknown model(s) {', '.join(unknown)} (models: {', '.join(rm.MODELS)})")
+        p.error(f"unknown model(s) {', '.join(unknown)} (models: {', '.join(pm.MODELS)})")
     budget = args.time_budget if args.time_budget is not None else (2.0 if args.quick else 10.0)
     torch.set_num_threads(1)
     rows = []
     for dtype in args.dtype:
         for name in args.models:
-            row = run_one(name, dtype, args.autocast, args.quick, budget)
+            row = run_one(name, dtype, args.autocast, args.quick, budget, args.attention)
             print(json.dumps(row), flush=True)
             rows.append(row)
     table = markdown(rows)

@@ -4,11 +4,12 @@ cached, per model of ``benchmarks/real_models.py`` (issue 42, item 5).
     PYTHONPATH=src python benchmarks/compile_time.py [MODEL ...] [--quick] [--time-budget S]
         [--json benchmarks/out/compile_time.json]
 
-Per model (built by ``real_models.build``: random init, batch 1, float32, on the CPU), four
-compiles, each ``torch.compile`` and its first call, timed whole:
+Per model (built by the registry, :mod:`tensor_eqsat.bench.public_models`: random init, batch
+norms calibrated, batch 1, float32, on the CPU), four compiles, each ``torch.compile`` and its
+first call, timed whole:
 
 * ``freezing cold``: Inductor with ``torch._inductor.config.freezing = True`` set while Dynamo
-  traces (``real_models.compile_arm``), in a fresh Inductor cache folder;
+  traces (:func:`compile_arm`), in a fresh Inductor cache folder;
 * ``freezing warm``: the same again after ``torch._dynamo.reset()``: Inductor's own cached compile;
 * ``backend cold``: the backend with its default options (``then="inductor"``, freezing), in a
   fresh Inductor cache folder and a fresh backend cache: translate, search, check, guard and the
@@ -40,12 +41,26 @@ sys.path.insert(0, str(_HERE.parent / "src"))
 sys.path.append(str(_HERE))
 
 import torch  # noqa: E402
-from real_models import FREEZING, MODELS, build, compile_arm  # noqa: E402
+from real_models import MODELS  # noqa: E402
 
 import tensor_eqsat.torch as te_torch  # noqa: E402
+from tensor_eqsat.bench import public_models as pm  # noqa: E402
 from tensor_eqsat.torch.dynamo_backend import graph_cache  # noqa: E402
 
 PHASES = ("translate", "optimize", "check", "compile", "guard")
+FREEZING = "freezing"
+"""The freezing arm's options: ``torch._inductor.config.freezing = True`` while Dynamo traces."""
+
+
+def compile_arm(model: Any, inputs: tuple[Any, ...], backend: Any, options: Any) -> Any:
+    """``torch.compile(model, backend=backend, options=options)`` called once (the compile);
+    ``options`` :data:`FREEZING`: freezing switched on as a user does, while Dynamo traces."""
+    if options != FREEZING:
+        return torch.compile(model, backend=backend, dynamic=False, options=options)(*inputs)
+    import torch._inductor.config as inductor_config
+
+    with inductor_config.patch(freezing=True):
+        return torch.compile(model, backend=backend, dynamic=False)(*inputs)
 
 
 _SCRATCH = tempfile.TemporaryDirectory(prefix="compile-time-")
@@ -95,7 +110,8 @@ def _backend_arm(model: Any, inputs: tuple[Any, ...], options: dict[str, Any]) -
 
 
 def measure(name: str, quick: bool, time_budget: float | None) -> dict[str, Any]:
-    model, inputs = build(name, quick, 1, torch.float32, "cpu")
+    built = pm.build(name, quick=quick)  # the registry's model, batch 1, float32, on the CPU
+    model, inputs = built.model, built.inputs
     row: dict[str, Any] = {"model": name, "load_before": os.getloadavg()[0]}
     _fresh_inductor_cache()
     torch._dynamo.reset()

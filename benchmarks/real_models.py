@@ -1,39 +1,43 @@
 """Public architectures through the ``tensor_eqsat`` backend, against eager, Inductor and Inductor
-with freezing.
+with freezing, as users load them (attention "sdpa") and with eager attention.
 
     PYTHONPATH=src python benchmarks/real_models.py [MODEL ...] [--batch 1 8] [--device cpu|cuda]
-        [--no-time] [--quick] [--time-budget 10] [--dtype float32] [--threads 1] [--runs 40]
-        [--blocks 8] [--max-minutes 6] [--json benchmarks/out/real_models.json] [--markdown TABLES.md]
+        [--attention sdpa eager] [--no-time] [--quick] [--time-budget 10] [--dtype float32]
+        [--threads 1] [--runs 40] [--blocks 8] [--max-minutes 6]
+        [--json benchmarks/out/real_models.json] [--markdown TABLES.md]
 
-Models (the HuggingFace ``transformers`` implementations, random init from their configs, nothing
-downloaded, eval mode, ``attn_implementation="eager"``; the ``hf`` extra): ``resnet50``
-(``ResNetModel``, 224x224), ``convnext_t`` (``ConvNextModel``, ConvNeXt-T), ``mobilenet_v2``
-(``MobileNetV2Model``), ``efficientnet_b0`` (``EfficientNetModel``, B0 at 224x224), ``bert``
-(BERT-base, sequence 128), ``vit`` (ViT-B/16), ``gpt2`` (GPT-2 small, sequence 128) and
-``llama`` (``LlamaModel``, a small Llama-style decoder: 4 layers, hidden 512, 8 heads / 2 key-value
-heads (grouped-query attention), RMSNorm, rotary embeddings, SwiGLU MLP; sequence 128).
-``--quick`` shrinks every model to a layer or two and small inputs (a smoke run).
+Models: the rows of :mod:`tensor_eqsat.bench.public_models` (random init from their configs,
+nothing downloaded, eval mode, batch norms calibrated, the reference output checked
+non-degenerate; the ``hf`` extra, and ``diffusers`` for the UNet): ``resnet50``, ``convnext_t``,
+``mobilenet_v2``, ``efficientnet_b0``, ``bert``, ``vit``, ``gpt2``, ``llama`` (a small
+Llama-style decoder: 4 layers, hidden 512, grouped-query attention, sequence 128), ``detr`` (DETR
+with a ResNet-18-style backbone of frozen batch norms) and ``unet`` (a small SD-style diffusers
+``UNet2DConditionModel``). Each model with attention runs twice, once per ``--attention``
+variant: ``sdpa`` (``scaled_dot_product_attention``, the libraries' default as loaded) and
+``eager``. ``--quick`` shrinks every model to a layer or two and small inputs (a smoke run).
 
-Per model and batch size:
+Per model, attention and batch size:
 
 * **translation and search** (always): Dynamo captures the model (one graph per graph break);
   each graph is translated and optimized by the backend priced for an NVIDIA H200 (target
   ``h200``: the recorded profile, no guard) and for the local target (``torch-cpu`` or ``cuda``,
   its cost model; with ``--no-time`` a search with the guard off, else the timed backend arm's
   own search, guard on; ``--no-local`` leaves the local search out of ``--no-time``).
-  Reported: FX calls mapped / opaque (the opaque ones by name, with counts), fallbacks (graphs
-  the backend refused, and why), rules applied by rule, and the predicted gain under each
-  target (one figure per graph).
-* **timing** (unless ``--no-time``): ``eager``; ``inductor`` (``torch.compile``, default
-  Inductor); ``freezing`` (Inductor with ``torch._inductor.config.freezing = True``: weights as
-  constants, batch norm folded, the strongest setting a user can switch on; see
-  :func:`compile_arm`); ``tensor_eqsat`` (the backend as a user
-  runs it: local target, the never-slower guard on, ``then="inductor"``); and ``inductor_again``
-  (the same graph compiled a second time, as the backend compiles it). They are timed in
-  alternating blocks whose order rotates (:func:`tensor_eqsat.torch.delivery.time_callables`),
-  ``inductor`` as two arms whose difference is the self-vs-self noise; the noise is the largest
-  of that, the half interquartile range of the per-block ratios and the gap between the two
-  compiles of one graph. Each compiled output is compared with eager's.
+  Reported: the reference output's scale (largest magnitude), FX calls mapped / opaque (the
+  opaque ones by name, with counts), fallbacks (graphs the backend refused, and why), rules
+  applied by rule, and the predicted gain under each target (one figure per graph).
+* **timing** (unless ``--no-time``), through the one harness (:mod:`tensor_eqsat.bench.arms`):
+  ``eager``; ``inductor`` (default Inductor); ``freezing`` (Inductor with
+  ``torch._inductor.config.freezing = True`` while Dynamo traces, as a user switches it on:
+  weights as constants, batch norm folded); ``tensor_eqsat`` (the backend as a user runs it:
+  local target, the never-slower guard on, ``then="inductor"``); and ``inductor_again`` (the
+  same graph compiled a second time). Each arm is compiled with a backend of its own on the one
+  model, and after timing the harness checks that no arm compiled again, that the freezing arm
+  froze every graph (weights turned into constants) and that the Inductor arms froze none.
+  They are timed in alternating blocks whose order rotates, ``inductor`` as two arms whose
+  difference is the self-vs-self noise; each gain's noise is the largest of that, the half
+  interquartile range of its per-block ratios and the gap between the two compiles of one
+  graph. Each compiled output is compared with eager's.
 
 ``--dtype float16|bfloat16`` builds the model and its float inputs in that dtype; the backend
 translates and rewrites it in that dtype, and each compiled output is compared with eager's at
@@ -42,19 +46,17 @@ least at the dtype's tolerance (``compare_outputs``: ``--rtol``/``--atol`` are r
 On a GPU (``--device cuda``) the search gets 3 s and each arm 20 runs in 5 blocks by default,
 and Inductor's caches stay on unless ``--cold-caches`` (a second compile of one graph is then
 served from the first one's cache, so compile times are not comparable, but run times are).
-Compiles dominate the wall time: four Inductor compiles per model and batch (about 10-20 s each
-for these models on an H200, from ``calibration/h200-2026-11b/torch_backend_hf.json``). With
-one CPU thread the clock is the thread's CPU time (steadier on a shared machine). Compare ratios
-within a run, not milliseconds across runs.
+With one CPU thread the clock is the thread's CPU time (steadier on a shared machine). Compare
+ratios within a run, not milliseconds across runs.
 
 On a GPU the run is sized before it starts: ``real_models_sizing.py`` estimates each model's
-seconds from the compile and run times recorded on an H200 and prints the estimate; with
-``--max-minutes`` (default 6 on CUDA, none on the CPU) it trims the timed runs, the search
-budget, the batch sizes after the first, the ``inductor_again`` arm and the h200 pricing pass,
-in that order, until the estimate fits, and prints what it trimmed. No model is dropped. The
-estimate is printed again at the end beside the measured wall time of every model.
+seconds from the compile and run times recorded on an H200 (for one attention variant) and
+prints the estimate; with ``--max-minutes`` (default 6 on CUDA, none on the CPU) it trims the
+timed runs, the search budget, the batch sizes after the first, the ``inductor_again`` arm and
+the h200 pricing pass, in that order, until the estimate fits, and prints what it trimmed. By
+default a GPU run takes the models with recorded figures. No model is dropped.
 
-The same eight models through ONNX (exported by torch's exporter, ``tensor-eqsat optimize
+The same models through ONNX (exported by torch's exporter, ``tensor-eqsat optimize
 model.onnx``, onnxruntime): ``benchmarks/real_models_onnx.py``.
 """
 
@@ -63,7 +65,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 import time
 import warnings
@@ -81,86 +82,32 @@ sys.path.append(str(_HERE))  # after the installed packages: this folder's sizin
 import real_models_sizing as sizing  # noqa: E402
 
 import tensor_eqsat.torch as te_torch  # noqa: E402
+from tensor_eqsat.bench import arms as harness  # noqa: E402
+from tensor_eqsat.bench import public_models as pm  # noqa: E402
 from tensor_eqsat.torch.config import TorchConfig  # noqa: E402
-from tensor_eqsat.torch.delivery import compare_outputs, time_callables  # noqa: E402
+from tensor_eqsat.torch.delivery import compare_outputs  # noqa: E402
 from tensor_eqsat.torch.dynamo_backend import compile_graph  # noqa: E402
 
-MODELS = ("resnet50", "convnext_t", "mobilenet_v2", "efficientnet_b0", "bert", "vit", "gpt2", "llama")
+MODELS = (
+    "resnet50", "convnext_t", "mobilenet_v2", "efficientnet_b0", "bert", "vit", "gpt2", "llama",
+    "detr", "unet",
+)  # fmt: skip
+"""The models this benchmark runs by default (rows of the registry, ``public_models.MODELS``)."""
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 SEQ = 128
 
 
 # -- models -------------------------------------------------------------------------------------
-def build(name: str, quick: bool, batch: int, dtype: Any, device: str) -> tuple[Any, tuple[Any, ...]]:
-    """The model (random init, seeded, eval mode) and its positional inputs."""
-    import transformers as hf
-
-    torch.manual_seed(0)
-    gen = torch.Generator().manual_seed(0)
-    seq = 16 if quick else SEQ
-    image = 64 if quick else 224
-
-    def pixels(size: int = image) -> torch.Tensor:
-        return torch.randn(batch, 3, size, size, generator=gen)
-
-    def ids(vocab: int) -> torch.Tensor:
-        return torch.randint(0, vocab, (batch, seq), generator=gen)
-
-    if name == "resnet50":
-        cfg: Any = hf.ResNetConfig(depths=[1, 1, 1, 1]) if quick else hf.ResNetConfig()
-        model, inputs = hf.ResNetModel(cfg), (pixels(),)
-    elif name == "convnext_t":
-        cfg = hf.ConvNextConfig(depths=[1, 1, 1, 1]) if quick else hf.ConvNextConfig()
-        model, inputs = hf.ConvNextModel(cfg), (pixels(),)
-    elif name == "mobilenet_v2":
-        cfg = hf.MobileNetV2Config(depth_multiplier=0.35 if quick else 1.0, image_size=image)
-        model, inputs = hf.MobileNetV2Model(cfg), (pixels(),)
-    elif name == "efficientnet_b0":
-        cfg = hf.EfficientNetConfig(
-            width_coefficient=1.0,
-            depth_coefficient=0.2 if quick else 1.0,
-            image_size=image,
-            hidden_dim=1280,
-            dropout_rate=0.2,
-        )
-        model, inputs = hf.EfficientNetModel(cfg), (pixels(),)
-    elif name == "bert":
-        cfg = hf.BertConfig(num_hidden_layers=1 if quick else 12, attn_implementation="eager")
-        model, inputs = hf.BertModel(cfg), (ids(cfg.vocab_size),)
-    elif name == "vit":
-        cfg = hf.ViTConfig(
-            num_hidden_layers=1 if quick else 12, image_size=image, attn_implementation="eager"
-        )
-        model, inputs = hf.ViTModel(cfg, add_pooling_layer=False), (pixels(cfg.image_size),)
-    elif name == "gpt2":
-        cfg = hf.GPT2Config(n_layer=1 if quick else 12, use_cache=False, attn_implementation="eager")
-        model, inputs = hf.GPT2Model(cfg), (ids(cfg.vocab_size),)
-    elif name == "llama":
-        cfg = hf.LlamaConfig(
-            vocab_size=1000 if quick else 32000,
-            hidden_size=128 if quick else 512,
-            intermediate_size=344 if quick else 1376,
-            num_hidden_layers=1 if quick else 4,
-            num_attention_heads=8,
-            num_key_value_heads=2,
-            max_position_embeddings=2048,
-            use_cache=False,
-            attn_implementation="eager",
-        )
-        model, inputs = hf.LlamaModel(cfg), (ids(cfg.vocab_size),)
-    else:
-        raise SystemExit(f"unknown model {name!r} (models: {', '.join(MODELS)})")
-    model = model.eval().to(device=device, dtype=dtype)
-    moved = tuple(x.to(device=device, dtype=dtype) if x.is_floating_point() else x.to(device) for x in inputs)
-    return model, moved
+def build(name: str, batch: int, args: argparse.Namespace, attention: str | None) -> pm.Built:
+    """The registry's model (:mod:`tensor_eqsat.bench.public_models`) in the run's size, dtype
+    and device, with ``attention`` (None: the model has none)."""
+    return pm.build(
+        name, quick=args.quick, batch=batch, attention=attention, dtype=DTYPES[args.dtype], device=args.device
+    )
 
 
 def _tensor_out(out: Any) -> torch.Tensor:
-    if isinstance(out, torch.Tensor):
-        return out
-    if hasattr(out, "last_hidden_state"):
-        return out.last_hidden_state
-    return out[0]
+    return pm.first_output(out)
 
 
 # -- translation and search ----------------------------------------------------------------------
@@ -213,37 +160,10 @@ def summarize(reports: list[Any]) -> dict[str, Any]:
 
 
 # -- timing ---------------------------------------------------------------------------------------
-FREEZING = "freezing"
-"""The freezing arm's options: Inductor with ``torch._inductor.config.freezing = True``."""
-
-
-def compile_arm(model: Any, inputs: tuple[Any, ...], backend: Any, options: Any) -> tuple[Any, Any]:
-    """``torch.compile(model, backend=backend, options=options)`` and its first call's output
-    (the compile happens there). ``options`` :data:`FREEZING`: Inductor with freezing as a user
-    switches it on, ``torch._inductor.config.freezing = True`` while Dynamo traces and Inductor
-    compiles. (``options={"freezing": True}`` does not freeze: it patches Inductor's config
-    only when Inductor compiles, after Dynamo has lifted the parameters to graph inputs, which
-    Inductor's freezing leaves alone.) Call it with no gradients recorded."""
-    if options != FREEZING:
-        fn = torch.compile(model, backend=backend, dynamic=False, options=options)
-        return fn, fn(*inputs)
-    import torch._inductor.config as inductor_config
-
-    with inductor_config.patch(freezing=True):
-        fn = torch.compile(model, backend=backend, dynamic=False)
-        return fn, fn(*inputs)
-
-
 def time_model(model: Any, inputs: tuple[Any, ...], local: str, args: argparse.Namespace) -> dict[str, Any]:
-    """Compile the five arms, compare outputs with eager and time them alternately."""
-    from torch._dynamo.backends.registry import lookup_backend
-
-    device = args.device
-
-    def inductor_again(gm: Any, example_inputs: Any) -> Any:
-        # Inductor called as the backend calls it: a second, separate compile of the same graph.
-        return lookup_backend("inductor")(gm, example_inputs)
-
+    """Compile the arms (:mod:`tensor_eqsat.bench.arms`: each its own backend, the freezing one
+    frozen), compare outputs with eager, time them alternately, and check after timing that each
+    arm ran what its name says."""
     options = {
         "target": local,
         "time_budget": args.time_budget,
@@ -252,82 +172,67 @@ def time_model(model: Any, inputs: tuple[Any, ...], local: str, args: argparse.N
         "guard_blocks": args.blocks,
         "cache": False,  # every run searches and guards afresh, never serves an earlier verdict
     }
-    arms: list[tuple[str, Any, Any]] = [
-        ("inductor", "inductor", None),
-        ("freezing", "inductor", FREEZING),
-        ("tensor_eqsat", "tensor_eqsat", options),
-        ("inductor_again", inductor_again, None),
-    ]
     again = getattr(args, "again_arm", True)  # (trimmed away to fit --max-minutes)
-    if not again:
-        arms.pop()
-    fns: dict[str, Any] = {"eager": model}
-    compile_s: dict[str, float] = {}
+    arms = harness.standard_arms(options, again=again)
     diffs: dict[str, float] = {}
     equal: dict[str, bool] = {}
     te_torch.backend.reports.clear()
     with torch.no_grad():
         expected = model(*inputs)
-        for label, backend, opts in arms:
-            torch._dynamo.reset()
-            t0 = time.perf_counter()
-            fn, got = compile_arm(model, inputs, backend, opts)
-            if device.startswith("cuda"):
-                torch.cuda.synchronize()
-            compile_s[label] = time.perf_counter() - t0
-            fns[label] = fn
-            ok, diff, _ = compare_outputs(_tensor_out(expected), _tensor_out(got), args.rtol, args.atol)
+        compiled = harness.compile_arms(model, inputs, arms, args.device)
+        for label, c in compiled.items():
+            if label == "eager":
+                continue
+            ok, diff, _ = compare_outputs(_tensor_out(expected), _tensor_out(c.output), args.rtol, args.atol)
             diffs[label], equal[label] = diff, ok
-    backend_reports = summarize(list(te_torch.backend.reports))
-    order = ["inductor", "inductor", "eager", "freezing", "tensor_eqsat"] + (
-        ["inductor_again"] if again else []
-    )
-    times, medians = time_callables(
-        [lambda *a, f=fns[k]: f(*a) for k in order], inputs, device, runs=args.runs, blocks=args.blocks
-    )
-    ms = {k: statistics.median(times[i]) for i, k in enumerate(order) if i != 1}
-    ind_ms = ms["inductor"] = statistics.median(times[0] + times[1])
-    self_noise = abs(statistics.median(times[0]) - statistics.median(times[1])) / ind_ms * 100
-    ind_blocks = [(a + b) / 2 for a, b in zip(medians[0], medians[1], strict=True)]
-    ratios = [t / i for i, t in zip(ind_blocks, medians[4], strict=True)]
-    q = statistics.quantiles(ratios, n=4) if len(ratios) >= 4 else [1.0, 1.0, 1.0]
-    spread = (q[2] - q[0]) / 2 / statistics.median(ratios) * 100
-    between = abs(ms["inductor_again"] - ind_ms) / ind_ms * 100 if again else 0.0
-    te_ms, fr_ms = ms["tensor_eqsat"], ms["freezing"]
+        backend_reports = summarize(list(te_torch.backend.reports))
+        t = harness.time_arms(compiled, inputs, args.device, runs=args.runs, blocks=args.blocks)
+    said = harness.verify_arms(compiled)  # raises when an arm is not what its name says
+    torch._dynamo.reset()
     return {
-        "compile_s": compile_s,
+        "compile_s": {k: c.compile_s for k, c in compiled.items() if k != "eager"},
         "max_abs_diff_vs_eager": diffs,
         "equal_to_eager": equal,
+        "arms": said,
         "backend": backend_reports,
         "backend_verdicts": backend_reports["verdicts"],
         "backend_fallbacks": backend_reports["fallbacks"],
-        "ms": ms,
-        "gain_over_inductor_pct": (ind_ms - te_ms) / ind_ms * 100,
-        "gain_over_freezing_pct": (fr_ms - te_ms) / fr_ms * 100,
-        "freezing_over_inductor_pct": (ind_ms - fr_ms) / ind_ms * 100,
-        "noise_pct": max(self_noise, spread, between),
-        "self_noise_pct": self_noise,
-        "block_spread_pct": spread,
-        "between_compiles_pct": between if again else None,
+        "ms": t.ms,
+        "gain_over_inductor_pct": t.gain_pct("tensor_eqsat", "inductor"),
+        "gain_over_freezing_pct": t.gain_pct("tensor_eqsat", "freezing"),
+        "freezing_over_inductor_pct": t.gain_pct("freezing", "inductor"),
+        "noise_pct": t.noise_pct("tensor_eqsat", "inductor"),
+        "noise_vs_freezing_pct": t.noise_pct("tensor_eqsat", "freezing"),
+        "freezing_noise_pct": t.noise_pct("freezing", "inductor"),
+        "self_noise_pct": t.self_noise_pct,
+        "block_spread_pct": t.block_spread_pct("tensor_eqsat", "inductor"),
+        "between_compiles_pct": t.between_compiles_pct if again else None,
         "runs": args.runs,
+        "load": t.load,
     }
 
 
-def run_model(name: str, batch: int, args: argparse.Namespace) -> dict[str, Any]:
+def run_model(
+    name: str, batch: int, args: argparse.Namespace, attention: str | None = None
+) -> dict[str, Any]:
     local = "cuda" if args.device.startswith("cuda") else "torch-cpu"
     t0 = time.perf_counter()
-    model, inputs = build(name, args.quick, batch, DTYPES[args.dtype], args.device)
+    built = build(name, batch, args, attention)
+    model, inputs = built.model, built.inputs
     # Timed, the backend arm searches for the local target itself (its report is the local row).
     targets = ["h200"] if args.no_local or not args.no_time else ["h200", local]
     if not getattr(args, "h200_pass", True):  # (trimmed away to fit --max-minutes)
         targets.remove("h200")
     out: dict[str, Any] = {
         "model": name,
+        "attention": attention,
         "batch": batch,
         "device": args.device,
         "dtype": args.dtype,
         "threads": torch.get_num_threads(),
         "quick": args.quick,
+        "scale": built.scale,
+        "nonzero": built.nonzero,
         **(analyse(model, inputs, targets, args.time_budget) if targets else {}),
     }
     if not args.no_time:
@@ -336,6 +241,10 @@ def run_model(name: str, batch: int, args: argparse.Namespace) -> dict[str, Any]
             out[local] = out["timing"]["backend"]
     out["wall_s"] = time.perf_counter() - t0
     return out
+
+
+def _label(r: dict[str, Any]) -> str:
+    return r["model"] + (f" ({r['attention']})" if r.get("attention") else "")
 
 
 def _gains(g: list[float]) -> str:
@@ -348,7 +257,8 @@ def show(r: dict[str, Any], local: str) -> None:
     h = r["h200"]
     rules = h["rules_applied"]
     print(
-        f"{r['model']} b{r['batch']} [{r['dtype']}]: {h['graphs']} graph(s), FX calls mapped "
+        f"{_label(r)} b{r['batch']} [{r['dtype']}], output scale {r['scale']:.3g}: {h['graphs']} graph(s), "
+        f"FX calls mapped "
         f"{h['ops_mapped']} / opaque {h['ops_opaque']} ({h['mapped_pct']:.1f} % mapped), fallbacks "
         f"{len(h['fallbacks'])}; h200: {sum(rules.values())} rules, predicted "
         f"{_gains(h['predicted_gain_pct'])} %"
@@ -379,9 +289,10 @@ def show(r: dict[str, Any], local: str) -> None:
         print(
             f"  ms (median of {t['runs']}): eager {ms['eager']:.3f}, inductor {ms['inductor']:.3f}, "
             f"freezing {ms['freezing']:.3f}, tensor_eqsat {ms['tensor_eqsat']:.3f}: "
-            f"{t['gain_over_inductor_pct']:+.1f} % over inductor, {t['gain_over_freezing_pct']:+.1f} % "
-            f"over freezing (noise ±{t['noise_pct']:.1f} %; freezing {t['freezing_over_inductor_pct']:+.1f} "
-            f"% over inductor)",
+            f"{t['gain_over_inductor_pct']:+.1f} % over inductor (noise ±{t['noise_pct']:.1f} %), "
+            f"{t['gain_over_freezing_pct']:+.1f} % over freezing "
+            f"(noise ±{t['noise_vs_freezing_pct']:.1f} %); freezing {t['freezing_over_inductor_pct']:+.1f} % "
+            f"over inductor (noise ±{t['freezing_noise_pct']:.1f} %); arms: {t['arms']}",
             flush=True,
         )
         bad = [k for k, ok in t["equal_to_eager"].items() if not ok]
@@ -401,9 +312,9 @@ def _rules(d: dict[str, Any]) -> str:
 def markdown(results: list[dict[str, Any]], local: str) -> str:
     """The results as markdown tables: translation and search, then timing (when measured)."""
     lines = [
-        f"| model | batch | FX calls mapped / opaque | mapped | opaque calls | fallbacks | rules (h200) "
-        f"| predicted h200 | predicted {local} |",
-        "|---|---|---|---|---|---|---|---|---|",
+        f"| model | attention | batch | output scale | FX calls mapped / opaque | mapped | opaque calls "
+        f"| fallbacks | rules (h200) | predicted h200 | predicted {local} |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         lo = r.get(local)
@@ -411,7 +322,8 @@ def markdown(results: list[dict[str, Any]], local: str) -> str:
         priced = "h200" in r
         opaque = ", ".join(f"{k} x{v}" for k, v in h["opaque_ops"].items()) or "-"
         lines.append(
-            f"| {r['model']} | {r['batch']} | {h['ops_mapped']} / {h['ops_opaque']} "
+            f"| {r['model']} | {r.get('attention') or '-'} | {r['batch']} | {r['scale']:.3g} "
+            f"| {h['ops_mapped']} / {h['ops_opaque']} "
             f"| {h['mapped_pct']:.1f} % | {opaque} | {len(h['fallbacks'])} "
             f"| {sum(h['rules_applied'].values()) if priced else 'not priced'} "
             f"| {_gains(h['predicted_gain_pct']) + ' %' if priced else '-'} "
@@ -421,21 +333,26 @@ def markdown(results: list[dict[str, Any]], local: str) -> str:
     if timed:
         lines += [
             "",
-            "| model | batch | eager ms | Inductor ms | freezing ms | tensor_eqsat ms | vs Inductor "
-            "| vs freezing | noise | outputs = eager | backend verdict |",
-            "|---|---|---|---|---|---|---|---|---|---|---|",
+            "| model | attention | batch | output scale | eager ms | Inductor ms | freezing ms (frozen) "
+            "| tensor_eqsat ms | freezing vs Inductor | vs Inductor | vs freezing | outputs = eager "
+            "| backend verdict | load |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for r in timed:
             t, ms = r["timing"], r["timing"]["ms"]
+            load = "-" if not t.get("load") else f"{t['load'][0]:.1f}"
             lines.append(
-                f"| {r['model']} | {r['batch']} | {ms['eager']:.3f} | {ms['inductor']:.3f} "
-                f"| {ms['freezing']:.3f} | {ms['tensor_eqsat']:.3f} | {t['gain_over_inductor_pct']:+.1f} % "
-                f"| {t['gain_over_freezing_pct']:+.1f} % | ±{t['noise_pct']:.1f} % "
+                f"| {r['model']} | {r.get('attention') or '-'} | {r['batch']} | {r['scale']:.3g} "
+                f"| {ms['eager']:.3f} | {ms['inductor']:.3f} | {ms['freezing']:.3f} "
+                f"| {ms['tensor_eqsat']:.3f} "
+                f"| {t['freezing_over_inductor_pct']:+.1f} % ±{t['freezing_noise_pct']:.1f} "
+                f"| {t['gain_over_inductor_pct']:+.1f} % ±{t['noise_pct']:.1f} "
+                f"| {t['gain_over_freezing_pct']:+.1f} % ±{t['noise_vs_freezing_pct']:.1f} "
                 f"| {'yes' if all(t['equal_to_eager'].values()) else 'NO'} "
-                f"| {'; '.join(t['backend_verdicts'])} |"
+                f"| {'; '.join(t['backend_verdicts'])} | {load} |"
             )
     rules = [
-        f"* {r['model']} b{r['batch']}: {_rules(r['h200'])}"
+        f"* {_label(r)} b{r['batch']}: {_rules(r['h200'])}"
         for r in results
         if r.get("h200", {}).get("rules_applied")
     ]
@@ -456,6 +373,9 @@ def size_run(args: argparse.Namespace, p: argparse.ArgumentParser) -> sizing.Pla
             "--max-minutes: the time model is recorded on an H200 (GPU runs only); none exists for the CPU"
         )
     max_s = 60.0 * (6.0 if args.max_minutes is None else args.max_minutes)
+    missing = [m for m in args.models if m not in sizing.H200]
+    if missing:
+        p.error(f"--max-minutes: no recorded H200 figures for {', '.join(missing)} (real_models_sizing.py)")
     runs = [(m, b) for m in args.models for b in args.batch]
     plan = sizing.Plan(runs, args.time_budget, args.runs, args.blocks, max_s)
     if args.dtype != "float32" or args.quick:
@@ -466,12 +386,23 @@ def size_run(args: argparse.Namespace, p: argparse.ArgumentParser) -> sizing.Pla
     args.again_arm, args.h200_pass = plan.again_arm, plan.h200_pass
     for line in plan.lines():
         print(line, flush=True)
+    if len(getattr(args, "attention", pm.ATTENTIONS)) > 1:
+        print(
+            "#   (per model and batch for one attention variant: eager runs the models with attention twice)"
+        )
     return plan
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("models", nargs="*", default=list(MODELS), help=f"default: all of {', '.join(MODELS)}")
+    p.add_argument("models", nargs="*", default=None, help=f"default: all of {', '.join(MODELS)}")
+    p.add_argument(
+        "--attention",
+        nargs="+",
+        choices=list(pm.ATTENTIONS),
+        default=list(pm.ATTENTIONS),
+        help="the attention variants of the models that have attention (default: sdpa, as loaded, and eager)",
+    )
     p.add_argument("--batch", type=int, nargs="+", default=[1, 8], help="batch sizes (default 1 8)")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--dtype", choices=list(DTYPES), default="float32")
@@ -500,16 +431,18 @@ def main(argv: list[str] | None = None) -> int:
         help="trim the run to fit this estimate (default on CUDA 6, CPU none; real_models_sizing.py)",
     )
     args = p.parse_args(argv)
+    gpu = args.device.startswith("cuda")
+    if args.models is None:  # on a GPU only the models with recorded figures (real_models_sizing.py)
+        args.models = [m for m in MODELS if not gpu or m in sizing.H200]
     for m in args.models:
-        if m not in MODELS:
-            p.error(f"unknown model {m!r} (models: {', '.join(MODELS)})")
+        if m not in pm.MODELS:
+            p.error(f"unknown model {m!r} (models: {', '.join(pm.MODELS)})")
     if args.cold_caches:
         import torch._functorch.config as functorch_config
         import torch._inductor.config as inductor_config
 
         inductor_config.fx_graph_cache = False
         functorch_config.enable_autograd_cache = False
-    gpu = args.device.startswith("cuda")
     args.time_budget = args.time_budget or (2.0 if args.quick else 3.0 if gpu else 10.0)
     args.runs = args.runs or (8 if args.quick else 20 if gpu else 40)
     args.blocks = args.blocks or (4 if args.quick else 5 if gpu else 8)
@@ -526,12 +459,16 @@ def main(argv: list[str] | None = None) -> int:
     plan = size_run(args, p)
     t0 = time.perf_counter()
     results = []
-    for name, batch in plan.runs if plan is not None else [(m, b) for m in args.models for b in args.batch]:
-        r = run_model(name, batch, args)
-        if plan is not None:
-            r["estimate_s"] = plan.seconds(name, batch)
-        results.append(r)
-        show(r, local)
+    pairs = plan.runs if plan is not None else [(m, b) for m in args.models for b in args.batch]
+    for name, batch in pairs:
+        for attention in pm.variants(name):
+            if attention is not None and attention not in args.attention:
+                continue
+            r = run_model(name, batch, args, attention)
+            if plan is not None:
+                r["estimate_s"] = plan.seconds(name, batch)
+            results.append(r)
+            show(r, local)
     print(f"# total {time.perf_counter() - t0:.0f} s", flush=True)
     if plan is not None:
         for r in results:

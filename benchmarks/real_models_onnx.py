@@ -5,8 +5,10 @@ optimized as ``tensor-eqsat optimize model.onnx`` does it, checked and timed in 
         [--time-budget 60] [--runs 40] [--blocks 8] [--no-h200] [--out-dir benchmarks/out/onnx]
         [--json benchmarks/out/real_models_onnx.json] [--markdown TABLES.md]
 
-Models: the same builders as ``real_models.py`` (HF ``transformers``, random init, eval mode,
-attention "eager", float32; ``--quick`` shrinks them). Per model and batch:
+Models: the rows of :mod:`tensor_eqsat.bench.public_models`, as ``real_models.py`` builds them
+(random init, eval mode, batch norms calibrated, float32; ``--quick`` shrinks them), with
+``--attention`` (default ``eager``, the attention these exports were first measured with; ``sdpa``
+is the models as loaded). Per model and batch:
 
 * **export**: ``torch.onnx.export`` (the dynamo exporter) through
   :func:`tensor_eqsat.io.from_torch.torch_to_onnx` with ``keep_batchnorm=True``: the exporter's
@@ -53,19 +55,19 @@ from typing import Any
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]  # (our transformers.py)
 sys.path.insert(0, str(_HERE.parent / "src"))
-sys.path.append(str(_HERE))  # real_models, for its model builders
 
 import onnx  # noqa: E402
-import real_models  # noqa: E402
 import torch  # noqa: E402
 
+from tensor_eqsat.bench import public_models as pm  # noqa: E402
 from tensor_eqsat.deliver import DeliveryConfig, deliver  # noqa: E402
 from tensor_eqsat.io.equivalence import verify  # noqa: E402
 from tensor_eqsat.io.from_torch import torch_to_onnx  # noqa: E402
 from tensor_eqsat.io.onnx_files import save_model  # noqa: E402
 from tensor_eqsat.target.runtime import make_runtime, time_alternating  # noqa: E402
 
-MODELS = real_models.MODELS
+MODELS = ("resnet50", "convnext_t", "mobilenet_v2", "efficientnet_b0", "bert", "vit", "gpt2", "llama")
+"""The models exported by default (any registry name can be given)."""
 
 
 def rule_names(result: Any) -> dict[str, int]:
@@ -134,14 +136,18 @@ def time_files(original: Path, optimized: Path, runs: int, blocks: int) -> dict[
 
 def run_model(name: str, batch: int, args: argparse.Namespace) -> dict[str, Any]:
     t0 = time.perf_counter()
-    model, inputs = real_models.build(name, args.quick, batch, torch.float32, "cpu")
+    attention = args.attention if pm.MODELS[name].attention else None
+    built = pm.build(name, quick=args.quick, batch=batch, attention=attention)
+    model, inputs = built.model, built.inputs
     stem = f"{name}{'_quick' if args.quick else ''}_b{batch}"
     path, out = args.out_dir / f"{stem}.onnx", args.out_dir / f"{stem}.opt.onnx"
     proto = torch_to_onnx(model, inputs, keep_batchnorm=True)
     save_model(proto, path)
-    del proto, model
+    scale = built.scale
+    del proto, model, built
     export_s = time.perf_counter() - t0
-    row: dict[str, Any] = {"model": name, "batch": batch, "quick": args.quick, "file": str(path)}
+    row: dict[str, Any] = {"model": name, "attention": attention, "batch": batch, "quick": args.quick}
+    row.update(file=str(path), scale=scale)
     row["export_s"] = round(export_s, 1)
     onnx_ops = Counter(n.op_type for n in onnx.load(str(path), load_external_data=False).graph.node)
     row["onnx_nodes"] = sum(onnx_ops.values())
@@ -297,6 +303,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch", type=int, nargs="+", default=[1], help="batch sizes (default 1)")
     p.add_argument("--quick", action="store_true", help="small configs and inputs (a smoke run)")
     p.add_argument(
+        "--attention", choices=list(pm.ATTENTIONS), default="eager", help="of the models with attention"
+    )
+    p.add_argument(
         "--time-budget", type=float, default=None, help="seconds per delivery (default 60; --quick 20)"
     )
     p.add_argument("--runs", type=int, default=40, help="timed runs per arm, guard and timing (default 40)")
@@ -317,8 +326,8 @@ def main(argv: list[str] | None = None) -> int:
         print(markdown([r for f in args.render for r in json.loads(f.read_text())]), end="")
         return 0
     for m in args.models:
-        if m not in MODELS:
-            p.error(f"unknown model {m!r} (models: {', '.join(MODELS)})")
+        if m not in pm.MODELS:
+            p.error(f"unknown model {m!r} (models: {', '.join(pm.MODELS)})")
     args.time_budget = args.time_budget or (20.0 if args.quick else 60.0)
     args.out_dir.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(1)

@@ -4,10 +4,11 @@
         [--rules taso-transformer] [--node-limit 2000] [--export-dir DIR]
         [--json benchmarks/out/transformers.json]
 
-Models (random weights from their Config classes, no downloads; needs the ``hf`` extra), each at
-its usual size: ``bert`` (BERT-base: 12 layers, hidden 768, sequence 128), ``gpt2`` (GPT-2 small,
-sequence 128), ``distilbert`` (sequence 128), ``vit`` (ViT-B/16 at 224x224). Each is exported
-with ``torch.onnx.export`` (dynamo), then per model:
+Models (the rows of :mod:`tensor_eqsat.bench.public_models`: random weights from their Config
+classes, attention as loaded, no downloads; needs the ``hf`` extra), each at its usual size:
+``bert`` (BERT-base: 12 layers, hidden 768, sequence 128), ``gpt2`` (GPT-2 small, sequence 128),
+``distilbert`` (sequence 128), ``vit`` (ViT-B/16 at 224x224). Each is exported with
+``torch.onnx.export`` (dynamo), then per model:
 
 * import time (ONNX -> IR) and op counts (opaque nodes among them);
 * for ``roofline:a100`` and ``roofline:cpu``: saturation (``--search``) with ``--rules``, the
@@ -52,29 +53,15 @@ SEQ = 128
 
 
 def build(name: str) -> tuple[Any, tuple[Any, ...], list[str]]:
-    """The model (random init, seeded), example inputs and input names."""
-    import torch
-    import transformers
+    """The registry's model (:mod:`tensor_eqsat.bench.public_models`: random init, seeded,
+    attention as loaded), example inputs and input names; BERT and DistilBERT with their mask."""
+    sys.path.insert(0, SRC)
+    from tensor_eqsat.bench import public_models as pm
 
-    torch.manual_seed(0)
-    gen = torch.Generator().manual_seed(0)
-    if name == "bert":
-        cfg = transformers.BertConfig()
-        ids = torch.randint(0, cfg.vocab_size, (1, SEQ), generator=gen)
-        return transformers.BertModel(cfg), (ids, torch.ones_like(ids)), ["input_ids", "attention_mask"]
-    if name == "gpt2":
-        cfg = transformers.GPT2Config(use_cache=False)
-        ids = torch.randint(0, cfg.vocab_size, (1, SEQ), generator=gen)
-        return transformers.GPT2Model(cfg), (ids,), ["input_ids"]
-    if name == "distilbert":
-        cfg = transformers.DistilBertConfig()
-        ids = torch.randint(0, cfg.vocab_size, (1, SEQ), generator=gen)
-        return transformers.DistilBertModel(cfg), (ids, torch.ones_like(ids)), ["input_ids", "attention_mask"]
-    if name == "vit":
-        cfg = transformers.ViTConfig()  # ViT-B/16, 224x224
-        pixels = torch.randn(1, 3, cfg.image_size, cfg.image_size, generator=gen)
-        return transformers.ViTModel(cfg), (pixels,), ["pixel_values"]
-    raise SystemExit(f"unknown model {name!r} (models: {', '.join(MODELS)})")
+    if name not in MODELS:
+        raise SystemExit(f"unknown model {name!r} (models: {', '.join(MODELS)})")
+    built = pm.build(name, mask=name in ("bert", "distilbert"))
+    return built.model, built.inputs, list(built.input_names)
 
 
 def export(name: str, path: Path) -> float:

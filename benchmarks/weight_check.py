@@ -29,8 +29,8 @@ sys.path.insert(0, str(_HERE.parent / "src"))
 sys.path.append(str(_HERE))
 
 import torch  # noqa: E402
-from real_models import build  # noqa: E402
 
+from tensor_eqsat.bench import public_models as pm  # noqa: E402
 from tensor_eqsat.torch.stamp import WeightStamp, sample_positions  # noqa: E402
 
 
@@ -61,7 +61,7 @@ def _median_us(fn: Any, calls: int, blocks: int = 20) -> float:
 
 
 def measure(name: str, calls: int) -> dict[str, Any]:
-    model, _ = build(name, quick=False, batch=1, dtype=torch.float32, device="cpu")
+    model = pm.build(name).model
     tensors = [*model.parameters(), *model.buffers()]
     sampled = WeightStamp(tensors)
     plain = WeightStamp(tensors, sample=False)

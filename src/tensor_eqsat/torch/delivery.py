@@ -62,8 +62,6 @@ class Delivery:
     compile_s: seconds spent in ``then``; guard_s: seconds timing.
     cacheable: the decision holds for any inputs of these shapes (False when the check failed on
         example inputs holding NaN or infinity: the next compile checks again). Default True.
-    unfrozen: the original is handed back as ``then`` gives it, without Inductor's freezing:
-        timed as a third arm of the guard, it ran faster than both frozen graphs. Default False.
     check: the check's verdict: what it compared with, at which tolerance, the largest
         difference (:meth:`Checked.describe`). Default "" (not checked).
     """
@@ -76,7 +74,6 @@ class Delivery:
     compile_s: float
     guard_s: float
     cacheable: bool = True
-    unfrozen: bool = False
     check: str = ""
 
 
@@ -166,12 +163,6 @@ def copy_graph(graph: Any) -> Any:
     value = out.graph_copy(graph, {})
     out.output(value)
     return out
-
-
-def compile_unfrozen(then: Any, gm: Any, example_inputs: Sequence[Any]) -> Callable[..., Any]:
-    """``gm`` handed to ``then`` as it gives it, without Inductor's freezing (the guard's third
-    arm where freezing is in play)."""
-    return compile_with(then, gm, example_inputs)
 
 
 def _flat(out: Any) -> list[Any]:
@@ -602,15 +593,10 @@ def deliver_fx(
         return Delivery(fast, False, reason, diff, None, compile_s, 0.0, check=check)
     tc = time.perf_counter()
     base = compile_with(cfg.then, original, args, frozen)
+    # Two arms, both handed on the same way (frozen or not). Freezing measured no slower than
+    # default Inductor on any model timed with the benchmarks' fixed harness (docs/results-real.md,
+    # issue 45), so the original without freezing is not timed as a third arm.
     candidates = [("rewritten graph", _one_call(fast, runs, device, mutable))]
-    plain = None
-    if frozen is not None:
-        # Freezing is not always faster (a Llama-style decoder at batch 1 ran 10.6 % slower
-        # frozen on a 2-core CPU, noise ±11.3 %; docs/torch.md): the original as ``then``
-        # gives it is a third arm, so that what is handed back is never slower than ``then``
-        # alone.
-        plain = compile_unfrozen(cfg.then, original, args)
-        candidates.append(("original, not frozen", _one_call(plain, runs, device, mutable)))
     compile_s += time.perf_counter() - tc
     tg = time.perf_counter()
     original_call = _one_call(base, runs, device, mutable)
@@ -633,15 +619,6 @@ def deliver_fx(
             f"{m.speedup_pct:+.1f} % (noise ±{m.noise_pct:.1f} %)"
         )
         return Delivery(fast, False, reason + unsettled, diff, m, compile_s, guard_s, settled, check=check)
-    if choice == 1 and plain is not None:
-        reason = (
-            f"measured on {target.name}: the original without freezing ran fastest "
-            f"(frozen {m.original_ms:.3f} ms, not frozen {m.optimized_ms:.3f} ms, {m.speedup_pct:+.1f} %, "
-            f"noise ±{m.noise_pct:.1f} %): original kept, not frozen"
-        )
-        return Delivery(
-            plain, True, reason + unsettled, diff, m, compile_s, guard_s, settled, unfrozen=True, check=check
-        )
     reason = (
         f"no measured gain: original kept ({m.speedup_pct:+.1f} %, noise ±{m.noise_pct:.1f} %; "
         f"{m.original_ms:.3f} ms on {target.name})"
@@ -708,7 +685,6 @@ __all__ = [
     "Delivery",
     "check_rewrite",
     "compare_outputs",
-    "compile_unfrozen",
     "compile_with",
     "deliver_fx",
     "time_callables",

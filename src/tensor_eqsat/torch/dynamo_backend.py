@@ -42,7 +42,7 @@ from tensor_eqsat.errors import GraphError, TensorEqsatError
 from tensor_eqsat.target.guard import graph_fingerprint
 from tensor_eqsat.torch.cache import CacheEntry, GraphCache, graph_key
 from tensor_eqsat.torch.config import TorchConfig
-from tensor_eqsat.torch.delivery import Delivery, compile_unfrozen, compile_with, deliver_fx
+from tensor_eqsat.torch.delivery import Delivery, compile_with, deliver_fx
 from tensor_eqsat.torch.fx_export import FROZEN_META, rebuild
 from tensor_eqsat.torch.fx_import import Translation, Unsupported, translate
 from tensor_eqsat.torch.report import BackendReport
@@ -312,11 +312,8 @@ def _compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> 
                 measured=old.measured,
                 reason=f"{old.reason} [cached]",
                 seconds=seconds,
-                unfrozen=old.unfrozen,
             )
             log.info(report.message)
-            if old.unfrozen:  # measured faster as ``then`` gives it, without freezing
-                return Compiled(compile_unfrozen(cfg.then, gm, inputs), report, original=gm)
             return handed_on(report)
         optimized, t_opt = served, 0.0
     else:
@@ -381,7 +378,6 @@ def _compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> 
         reason=delivery.reason,
         max_diff=delivery.max_diff,
         seconds=seconds,
-        unfrozen=delivery.unfrozen,
         check=delivery.check,
     )
     if cache is not None and hit is None and delivery.cacheable:
@@ -395,8 +391,9 @@ def _compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> 
         )
     log.info(report.message)
     if delivery.kept_original:
-        held = [] if delivery.unfrozen else frozen_all
-        return Compiled(delivery.compiled, report, original=gm, held=held, check_weights=cfg.check_weights)
+        return Compiled(
+            delivery.compiled, report, original=gm, held=frozen_all, check_weights=cfg.check_weights
+        )
     index = {p.name: i for i, p in enumerate(tr.placeholders)}
     frozen = [(index[name], tr.frozen[name]) for name in new_gm.meta[FROZEN_META]]
     return Compiled(

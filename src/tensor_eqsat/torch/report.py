@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 
@@ -26,8 +26,6 @@ class BackendReport:
         Empty when nothing was checked (a fallback, no rewrite, a rebuild error).
     seconds: time per phase (``translate``, ``optimize``, ``check``: the rebuild and the numeric
         check, ``compile``, ``guard``, ``total``).
-    unfrozen: the original was handed on without Inductor's freezing, measured faster than frozen
-        (:class:`~tensor_eqsat.torch.delivery.Delivery`); a cached decision keeps it so.
     rounds: the search rounds that ran within the time budget (``OptimizeConfig.rounds``: each
         searches the one before's best graph); fixpoint: whether the last gained nothing, so the
         graph is a fixpoint of the search (0 and False when nothing was searched).
@@ -47,7 +45,6 @@ class BackendReport:
     cache: str = "miss"
     max_diff: float | None = None
     seconds: dict[str, float] = field(default_factory=dict)
-    unfrozen: bool = False
     check: str = ""
     rounds: int = 0
     fixpoint: bool = False
@@ -74,7 +71,10 @@ class BackendReport:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> BackendReport:
-        return cls(**{k: v for k, v in data.items() if k != "message"})
+        # (only the fields this version has: an older cache entry may hold ``unfrozen``, from the
+        # guard's former third arm)
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
 
 
 __all__ = ["BackendReport"]

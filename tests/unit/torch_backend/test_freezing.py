@@ -59,7 +59,6 @@ def frozen_calls(monkeypatch):
         return gm
 
     monkeypatch.setattr(delivery, "compile_frozen", record)
-    monkeypatch.setattr(delivery, "compile_unfrozen", lambda then, gm, example_inputs: gm)
     return calls
 
 
@@ -213,8 +212,7 @@ def test_the_backend_then_inductor_is_frozen_and_equals_eager():
         for bn in (model.bn1, model.bn2):
             bn.running_mean.normal_()
             bn.running_var.uniform_(0.5, 2.0)
-    # The guard off: with it, the original without freezing (its third arm) may time fastest
-    # on a block this small and be handed back, unfrozen (test_the_original_without_freezing_...).
+    # The guard off: on a block this small the rewrite may time no faster and the original be kept.
     options = {**FAST, "then": "inductor", "guard": False, "target": "torch-cpu"}
     compiled = torch.compile(model, backend="tensor_eqsat", dynamic=False, options=options)
     got, code = _inductor_code(compiled, x)
@@ -249,61 +247,42 @@ def test_attention_rewritten_then_frozen_equals_eager(frozen_calls):
     assert not report.kept_original and frozen_calls  # the rewritten graph, handed on frozen
 
 
-def test_the_original_without_freezing_is_a_third_arm_and_wins_where_faster(monkeypatch):
-    # Freezing is not always faster (a Llama-style decoder at batch 1 ran 10.6 % slower frozen here):
-    # the guard also times the original as ``then`` gives it, and hands that back when it is the
-    # fastest, so the promise stays "never slower than ``then`` alone".
-    import time as clock
+def test_the_guard_times_the_original_and_the_rewrite_both_frozen(monkeypatch):
+    # Freezing measured no slower than default Inductor on any benchmark model with the fixed
+    # harness (issue 45), so the original without freezing is no longer a third arm: the guard
+    # times two arms compiled the same way, and a kept original is handed on frozen.
+    timed = []
+    real = delivery.guard
 
-    def slow_frozen(gm, example_inputs, frozen):
-        def call(*args):
-            clock.sleep(0.05)
-            return gm(*args)
+    def spy(original, candidates, *a, **kw):
+        timed.append([label for label, _ in candidates])
+        return real(original, candidates, *a, **kw)
 
-        return call
+    frozen = []
 
-    unfrozen = []
+    def record(gm, example_inputs, positions):
+        frozen.append(gm)
+        return gm
 
-    def plain(then, gm, example_inputs):
-        # a stand-in that costs nothing: the eager graph's result, remembered
-        unfrozen.append(gm)
-        with torch.no_grad():
-            out = gm(*example_inputs)
-        return lambda *args: out
-
-    monkeypatch.setattr(delivery, "compile_frozen", slow_frozen)
-    monkeypatch.setattr(delivery, "compile_unfrozen", plain)
+    monkeypatch.setattr(delivery, "guard", spy)
+    monkeypatch.setattr(delivery, "compile_frozen", record)
     model, x = BasicBlock().eval(), torch.randn(1, 8, 8, 8)
     gm, inputs = dynamo_graph(model, x)
-    frozen = [i for i, t in enumerate(inputs) if t is not x]
+    positions = [i for i, t in enumerate(inputs) if t is not x]
     cfg = TorchConfig(then="inductor", guard_runs=4, guard_blocks=2)
     with torch.no_grad():
-        d = delivery.deliver_fx(gm, gm, inputs, get_target("torch-cpu"), "cpu", cfg, frozen=frozen)
-        got = d.compiled(*inputs)
-    assert unfrozen == [gm]
-    assert d.kept_original and d.unfrozen and "not frozen" in d.reason, d.reason
-    assert d.compiled(*inputs) is got  # the original as then gives it, not a frozen one
-    out = got[0] if isinstance(got, (tuple, list)) else got
-    with torch.no_grad():
-        assert close(out, model(x))
+        d = delivery.deliver_fx(gm, gm, inputs, get_target("torch-cpu"), "cpu", cfg, frozen=positions)
+    # Against the original: two arms, no third (a guard too noisy to decide times again, the
+    # same two arms).
+    assert timed and all(arms == ["rewritten graph"] for arms in timed), timed
+    assert frozen == [gm, gm]  # both compiled frozen
+    assert not hasattr(delivery, "compile_unfrozen") and not hasattr(d, "unfrozen")
 
 
-def test_no_third_arm_without_freezing(frozen_calls, monkeypatch):
-    called = []
-    monkeypatch.setattr(delivery, "compile_unfrozen", lambda *a: called.append(a) or a[1])
-    model, x = BasicBlock().eval(), torch.randn(1, 8, 8, 8)
-    gm, inputs = dynamo_graph(model, x)
-    cfg = TorchConfig(then="eager", guard_runs=4, guard_blocks=2)
-    with torch.no_grad():
-        d = delivery.deliver_fx(gm, gm, inputs, get_target("torch-cpu"), "cpu", cfg)
-    assert called == [] and not d.unfrozen
-
-
-def test_a_cached_unfrozen_decision_is_handed_on_unfrozen(monkeypatch):
-    from tensor_eqsat.torch import dynamo_backend
+def test_a_cache_entry_of_the_former_third_arm_still_loads():
     from tensor_eqsat.torch.report import BackendReport
 
-    report = BackendReport("k", "torch-cpu", kept_original=True, reason="r", unfrozen=True)
-    assert BackendReport.from_dict(report.to_dict()).unfrozen
-    assert not BackendReport.from_dict({"graph_key": "k", "target": "t"}).unfrozen  # older entries
-    assert dynamo_backend.compile_unfrozen is delivery.compile_unfrozen
+    old = {"graph_key": "k", "target": "torch-cpu", "kept_original": True, "reason": "r", "unfrozen": True}
+    report = BackendReport.from_dict(old)
+    assert report.kept_original and report.reason == "r"
+    assert BackendReport.from_dict(report.to_dict()) == report
