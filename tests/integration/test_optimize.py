@@ -146,6 +146,7 @@ def test_save_run_writes_settings_stats_steps_and_graphs(tmp_path):
         "optimized.json",
         "original.dot",
         "original.json",
+        "rounds.json",
         "settings.json",
         "stats.json",
         "steps.json",

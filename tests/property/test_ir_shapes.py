@@ -292,6 +292,16 @@ def test_softmax_and_layernorm(shape, data):
     check(g, (z,))
 
 
+@given(st.lists(dims, min_size=2, max_size=4).map(tuple), st.data())
+def test_groupnorm(shape, data):
+    groups = data.draw(st.sampled_from([d for d in range(1, shape[1] + 1) if shape[1] % d == 0]))
+    g = Graph()
+    x = g.input(shape)
+    (y,) = g.add("groupnorm", [x, g.weight((shape[1],)), g.weight((shape[1],))], groups=groups, eps=1e-3)
+    check(g, (y,))
+    assert y.shape == shape
+
+
 @given(st.lists(dims, min_size=2, max_size=4).map(tuple))
 def test_batchnorm(shape):
     g = Graph()
@@ -453,7 +463,7 @@ def test_every_op_has_a_property_test():
         "attention",
         "opaque",  # tests/property/test_io_opaque.py (it needs onnx to build a payload)
         "silu", "hardsigmoid", "hardswish", "clip", "pow", "rsqrt", "pad", "slice", "expand", "mean",
-        "cast",
+        "cast", "groupnorm",
     }  # fmt: skip
     from tensor_eqsat.ir.ops import op_names
 
