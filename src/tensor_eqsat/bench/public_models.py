@@ -47,6 +47,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+__doctest_requires__ = ("torch",)  # the calibration doctests build torch modules
+
 SEQ = 128
 """The sequence length of the text models (``quick``: 16)."""
 
