@@ -14,7 +14,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from torch_models import FAST, InPlaceOnInput, fresh  # noqa: E402,F401 (fresh: an autouse fixture)
+from torch_models import FAST, InPlaceOnInput, capture, fresh  # noqa: E402,F401 (fresh: an autouse fixture)
 
 import tensor_eqsat.torch as te_torch  # noqa: E402
 from tensor_eqsat.errors import GraphError  # noqa: E402
@@ -143,22 +143,8 @@ def test_setitem_into_a_buffer_is_an_effect():
     assert reports and all(r.fallback is None for r in reports), [r.message for r in reports]
 
 
-def _capture(model, *inputs):
-    torch._dynamo.reset()
-    out: list = []
-
-    def grab(gm, example_inputs):
-        out.append((gm, list(example_inputs)))
-        return gm
-
-    with torch.no_grad():
-        torch.compile(model, backend=grab, dynamic=False, fullgraph=True)(*inputs)
-    torch._dynamo.reset()
-    return out[0]
-
-
 def test_an_updated_buffer_is_an_input_never_a_frozen_weight():
-    gm, ex = _capture(Counter().eval(), torch.randn(2, 8))
+    gm, ex = capture(Counter().eval(), torch.randn(2, 8))
     tr = translate(gm, ex)
     (steps,) = tr.mutable
     assert steps not in tr.frozen
@@ -167,7 +153,7 @@ def test_an_updated_buffer_is_an_input_never_a_frozen_weight():
 
 
 def test_reads_of_a_buffer_are_ordered_before_its_update():
-    gm, ex = _capture(CopyInPlace().eval(), torch.randn(2, 8))
+    gm, ex = capture(CopyInPlace().eval(), torch.randn(2, 8))
     tr = translate(gm, ex)
     graph = tr.graph
     live = {n.id for n in graph.nodes}
@@ -219,7 +205,7 @@ def test_a_view_of_a_buffer_taken_before_its_update_and_read_after_is_refused():
             self.s.add_(1.0)
             return v * x
 
-    gm, ex = _capture(Stale().eval(), torch.randn(2))
+    gm, ex = capture(Stale().eval(), torch.randn(2))
     with pytest.raises(Unsupported, match="read after"):
         translate(gm, ex)
 
@@ -234,7 +220,7 @@ def test_an_in_place_update_of_a_linear_on_a_3d_input_is_taken_functionally():
         w.mul_(2)
         return w
 
-    gm, ex = _capture(fn, torch.randn(2, 3, 8))
+    gm, ex = capture(fn, torch.randn(2, 3, 8))
     tr = translate(gm, ex)
     assert not tr.unmapped
     with torch.no_grad():

@@ -7,23 +7,10 @@ import pytest
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
+from torch_models import capture  # noqa: E402
+
 from tensor_eqsat.torch.fx_export import rebuild  # noqa: E402
 from tensor_eqsat.torch.fx_import import Unsupported, translate  # noqa: E402
-
-
-def capture(fn, *inputs):
-    """The Dynamo FX graph of ``fn`` and its example inputs."""
-    torch._dynamo.reset()
-    out: list = []
-
-    def grab(gm, example_inputs):
-        out.append((gm, list(example_inputs)))
-        return gm
-
-    with torch.no_grad():
-        torch.compile(fn, backend=grab, dynamic=False, fullgraph=True)(*inputs)
-    torch._dynamo.reset()
-    return out[0]
 
 
 def close(expected, got, tol=1e-6):

@@ -184,3 +184,18 @@ def run(model, x, **options):
         expected = model(x)
         got = compiled(x)
     return got, expected, list(te_torch.backend.reports)
+
+
+def capture(fn, *inputs):
+    """The Dynamo FX graph of ``fn`` and its example inputs."""
+    torch._dynamo.reset()
+    out: list = []
+
+    def grab(gm, example_inputs):
+        out.append((gm, list(example_inputs)))
+        return gm
+
+    with torch.no_grad():
+        torch.compile(fn, backend=grab, dynamic=False, fullgraph=True)(*inputs)
+    torch._dynamo.reset()
+    return out[0]
