@@ -42,7 +42,14 @@ from tensor_eqsat.target.guard import Measured, guard
 from tensor_eqsat.target.runtime import TorchRuntime, time_alternating
 from tensor_eqsat.target.targets import Target
 from tensor_eqsat.torch.config import TorchConfig
-from tensor_eqsat.torch.reference import ReferenceUnavailable, Verdict, float32_reference, model_dtype
+from tensor_eqsat.torch.reference import (
+    ReferenceUnavailable,
+    Verdict,
+    float32_reference,
+    float64_bytes,
+    float64_reference,
+    model_dtype,
+)
 from tensor_eqsat.torch.sym_shapes import hint_of
 
 log = logging.getLogger(__name__)
@@ -293,21 +300,29 @@ def check_rewrite(
         original, optimized = with_states(original, kept), with_states(optimized, kept)
     with torch.no_grad():
         got = optimized(*fresh_copies(args, mutable))
-    why = ""
-    try:
-        reference = float32_reference(original, fresh_copies(args, mutable))
-    except ReferenceUnavailable as exc:
-        log.info("tensor_eqsat: checking against the original in its own dtype: %s", exc)
-        reference, why = None, str(exc)
+    why = no_float64 = ""
+    wide = "float32"
+    if dtype == "float32":
+        # A float32 model is judged against float64 by the original's own float32 error
+        # (io/accuracy.py), where that reference can be afforded and run.
+        reference, no_float64 = _float64_reference(original, args, mutable, device, tf32)
+        wide = "float64" if reference is not None else wide
+    if wide == "float32":
+        try:
+            reference = float32_reference(original, fresh_copies(args, mutable))
+        except ReferenceUnavailable as exc:
+            log.info("tensor_eqsat: checking against the original in its own dtype: %s", exc)
+            reference, why = None, str(exc)
     like = _recorded_outputs(original)
-    # In reduced precision the original's own error against the float32 reference is the
-    # measure of the rewrite's (io/accuracy.py): the original runs in its dtype too.
-    own_rule = reference is not None and dtype != "float32"
+    # The original's own error against the wider reference is the measure of the rewrite's
+    # (io/accuracy.py): the original runs in its dtype too.
+    own_rule = reference is not None and (dtype != "float32" or wide == "float64")
     own: Any = None
     if reference is None or like is None or own_rule:
         with torch.no_grad():
             own = original(*fresh_copies(args, mutable))
-    verdict = Verdict("float32" if reference is not None else "same dtype", dtype, r, t, tf32, why, own_rule)
+    source = wide if reference is not None else "same dtype"
+    verdict = Verdict(source, dtype, r, t, tf32, why, own_rule, no_float64)
     ok, diff, what, used, own_error = _compare(
         reference if reference is not None else own,
         got,
@@ -318,6 +333,29 @@ def check_rewrite(
         dtype if own_rule else None,
     )
     return Checked(ok, diff, what, verdict, used, own_error)
+
+
+def _float64_reference(
+    original: Any, args: Sequence[Any], mutable: Sequence[int], device: str, tf32: bool
+) -> tuple[Any, str]:
+    """(the float64 reference of a float32 ``original`` on ``args``, "") or (None, why not):
+    float32 on TF32 kernels (its rounding is TF32's, which the tolerance covers), more memory
+    than the device can spare (:func:`~tensor_eqsat.io.accuracy.float64_unaffordable`), or a
+    node that cannot run in float64."""
+    from tensor_eqsat.io.accuracy import float64_unaffordable
+
+    if tf32:
+        return None, "float32 runs on TF32 kernels here"
+    dev = next((str(a.device) for a in args if hasattr(a, "device")), device)
+    why = float64_unaffordable(float64_bytes(original, args), dev)
+    if why is not None:
+        log.info("tensor_eqsat: no float64 reference: %s", why)
+        return None, why
+    try:
+        return float64_reference(original, fresh_copies(args, mutable)), ""
+    except ReferenceUnavailable as exc:
+        log.info("tensor_eqsat: no float64 reference: %s", exc)
+        return None, str(exc)
 
 
 def fresh_copies(args: Sequence[Any], mutable: Sequence[int]) -> list[Any]:
