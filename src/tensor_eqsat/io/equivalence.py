@@ -127,8 +127,11 @@ class VerifyReport:
     """The trials asked for, where the check's deadline stopped it after ``trials`` of them
     (:meth:`Reference.check`); None when every trial asked for ran."""
     own_rule: bool = False
-    """Judged by the original's own error in ``dtype`` against the float32 reference
-    (:mod:`tensor_eqsat.io.accuracy`), not by ``rtol`` / ``atol``."""
+    """Judged by the original's own error in ``dtype`` against the float32 reference (float64
+    for a float32 model: :mod:`tensor_eqsat.io.accuracy`), not by ``rtol`` / ``atol``."""
+    no_float64: str = ""
+    """Why a float32 model was judged by ``rtol`` / ``atol``, not against a float64 reference
+    (empty when it was, or when a tolerance was given)."""
 
     def summary(self) -> str:
         """One line for people: verdict, worst errors, where."""
@@ -145,9 +148,10 @@ class VerifyReport:
             tol += " of the output's scale"
         if self.own_rule:
             short = DType(self.dtype).short
+            wide = "float64" if self.dtype == "float32" else "float32"
             tol = (
                 f"{accuracy.MULTIPLE:g}x the original's own error + {accuracy.FLOOR_ULPS:g} ulps"
-                f" ({short} against a float32 reference)"
+                f" ({short} against a {wide} reference)"
             )
             own = max((o.own_error or 0.0 for o in self.outputs), default=0.0)
             err += f"; the original's own error {own:.3g}" if self.outputs else ""
@@ -155,6 +159,8 @@ class VerifyReport:
             tol += f" ({DType(self.dtype).short} against a float32 reference)"
         elif self.tf32:
             tol += " (float32 with TF32 kernels)"
+        if self.no_float64:
+            tol += f" (no float64 reference: {self.no_float64})"
         if self.ok:
             runs = f"{self.trials} trials"
             if self.planned is not None:
@@ -179,6 +185,7 @@ class VerifyReport:
             "scope": self.scope,
             "planned_trials": self.planned,
             "own_rule": self.own_rule,
+            "no_float64": self.no_float64,
             "outputs": [
                 {
                     "index": o.index,
@@ -344,20 +351,56 @@ class Reference:
         self.rtol = tol.rtol if rtol is None else rtol
         self.atol = tol.atol if atol is None else atol
         self.scale_floor = tol.scale_floor
-        self.own_rule = self.dtype is not DType.FLOAT32 and rtol is None and atol is None
-        """Judged by the original's own error (io/accuracy.py): reduced precision, no tolerance given."""
         self.trials, self.seed = trials, seed
         self.original = original
+        self.no_float64 = ""
+        """Why a float32 original is judged by ``rtol`` / ``atol`` instead of against a float64
+        reference (:meth:`_float64_side`); empty otherwise."""
+        wide: _Side | None = None
+        if self.dtype is DType.FLOAT32 and rtol is None and atol is None:
+            ir = model if isinstance(model, Graph) else graph if graph is not None else None
+            wide, self.no_float64 = self._float64_side(model, ir, device)
+        self.own_rule = rtol is None and atol is None and (self.dtype is not DType.FLOAT32 or wide is not None)
+        """Judged by the original's own error (io/accuracy.py): reduced precision, or float32 against
+        float64, no tolerance given."""
         if self.dtype is not DType.FLOAT32:
             ir = model if isinstance(model, Graph) else graph if graph is not None else _import(model)
             original = float32_reference(ir, seed)
             if backend == "auto" and not isinstance(model, Graph):
                 backend = _auto_backend(model)  # the ONNX model's, not the Graph's interpreter
-        self.side = _prepare(original, backend, seed, device)
+        self.side = wide if wide is not None else _prepare(original, backend, seed, device)
         self._outputs: dict[tuple[Any, ...], list[np.ndarray]] = {}
         self._own: dict[tuple[str, str], _Side] = {}
         self.seconds = 0.0
         """Seconds spent running the original so far (an estimate of what one check costs)."""
+
+    def _float64_side(self, model: Any, ir: Graph | None, device: str) -> tuple[_Side | None, str]:
+        """(the original in float64, "") for a float32 original, or (None, why not): float32 on
+        TF32 kernels, PyTorch missing (it runs the float64 reference), more memory than can be
+        spared (:func:`float64_unaffordable`), or a graph with no float64 program."""
+        import importlib.util
+
+        if self.tf32:
+            return None, "float32 runs on TF32 kernels"
+        if importlib.util.find_spec("torch") is None:
+            return None, "it runs in PyTorch, which is not installed"
+        try:
+            graph = ir if ir is not None else model if isinstance(model, Graph) else _import(model)
+            why = accuracy.float64_unaffordable(float64_bytes(graph), device)
+            if why is not None:
+                return None, why
+            from tensor_eqsat.io.torch_exec import TorchProgram, tf32_disabled, to_numpy
+
+            prog = TorchProgram(graph, device=device, seed=self.seed, float64_compute=True)
+        except TensorEqsatError as exc:
+            return None, f"the original has no float64 program: {exc}"
+
+        def run_float64(feed: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+            with tf32_disabled(prog.torch):
+                return [to_numpy(t) for t in prog(feed)]
+
+        specs = {graph.name_of(n.id): n.shapes[0] for n in graph.inputs()}
+        return _Side(specs, run_float64, "torch float64", graph_inputs(graph)), ""
 
     def feed(self, trial: int, infos: Mapping[str, InputInfo]) -> dict[str, np.ndarray]:
         """The inputs of ``trial``: seeded, float ones rounded to the model's precision (the
@@ -416,7 +459,10 @@ class Reference:
         a = self.side
         b = _prepare(optimized, backend, self.seed, device)
         own = self._own_side(backend, device) if self.own_rule else None
-        backends = (a.backend, b.backend)
+        # What ran the original: in float32 against float64, its own float32 run (the reference's
+        # float64 program is named by the summary).
+        first = own.backend if own is not None and self.dtype is DType.FLOAT32 else a.backend
+        backends = (first, b.backend)
         rtol, atol, seed = self.rtol, self.atol, self.seed
         trials, planned = self.trials, None
 
@@ -435,6 +481,7 @@ class Reference:
                 self.tf32,
                 planned=planned,
                 own_rule=own is not None,
+                no_float64=self.no_float64,
             )
 
         if a.inputs != b.inputs:
@@ -514,6 +561,15 @@ def _rel_error(got: np.ndarray, want: np.ndarray, atol: float) -> float:
     g64, w64 = got.astype(np.float64), want.astype(np.float64)
     big = np.isfinite(g64) & np.isfinite(w64) & (np.abs(w64) > atol)
     return float((np.abs(g64[big] - w64[big]) / np.abs(w64[big])).max(initial=0.0))
+
+
+def float64_bytes(graph: Graph) -> int:
+    """Bytes a float64 run of float32 ``graph`` holds at most: its weights and every tensor one
+    run computes (:func:`~tensor_eqsat.preflight.activation_bytes`, an upper bound: the program
+    frees each after its last reader), at twice their float32 bytes."""
+    from tensor_eqsat.preflight import activation_bytes, weight_bytes
+
+    return 2 * (weight_bytes(graph) + activation_bytes(graph))
 
 
 def float32_reference(graph: Graph, seed: int = 0) -> Graph:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -94,7 +94,8 @@ class TorchProgram:
         values (exact), nothing folded beforehand but the weights themselves (a weight transform
         computes in float64 too) and every cast to a float dtype read as float64: the higher-
         precision reference a float32 result is judged against (:mod:`tensor_eqsat.io.accuracy`).
-        Floating outputs are returned in float64. Default False.
+        Opaque and merged ops, run on the host by their numpy semantics, are fed float32. Floating
+        outputs are returned in float64. Default False.
 
     >>> g = Graph(); x = g.input((1, 2, 4, 4), name="x"); w = g.weight((3, 2, 3, 3))
     >>> g.output(g.conv2d(x, w, stride=(2, 2), activation="relu"))
@@ -145,8 +146,11 @@ class TorchProgram:
         held = {d: d for d in DTYPE_NAMES}
         if float32_compute:
             held.update({d.value: "float32" for d in FLOAT_DTYPES})
+        # Returned dtype per IR dtype: its own, float64 for every float when computing in float64.
+        wide = {d: d for d in DTYPE_NAMES}
         if float64_compute:
-            held.update({d.value: "float64" for d in FLOAT_DTYPES})
+            wide.update({d.value: "float64" for d in FLOAT_DTYPES})
+            held = wide
         for ref, arr in folded.items():
             self._consts[self._new_slot(ref)] = self._constant(arr, held[graph.dtype_of(ref)])
         self._input_dtypes = {graph.name_of(n.id): getattr(torch, n.dtypes[0]) for n in graph.inputs()}
@@ -160,10 +164,10 @@ class TorchProgram:
             # Each output in its IR dtype: a builder's float32 constant (an asymmetric avg pool's
             # scale) would otherwise promote a float16 result to float32.
             # (A view's values are its input's, rounded already: float32 compute rounds no view.)
-            self._out_dtypes.append([getattr(torch, held[d]) for d in n.dtypes])
+            self._out_dtypes.append([getattr(torch, wide[d]) for d in n.dtypes])
             self._rounds.append(float32_compute and n.spec.kind is not OpKind.VIEW)
         self._output_slots = [self._slot[r] for r in self.outputs]
-        self._output_dtypes = [getattr(torch, held[graph.dtype_of(r)]) for r in self.outputs]
+        self._output_dtypes = [getattr(torch, wide[graph.dtype_of(r)]) for r in self.outputs]
         # Release each intermediate after its last reader.
         keep = set(self._output_slots) | set(self._consts)
         last: dict[int, int] = {}
@@ -256,7 +260,21 @@ class TorchProgram:
         if self.float64_compute and n.op == "cast" and DType.parse(n.dtypes[0]).is_float:
             f64 = self.torch.float64
             return lambda x: (x[0].to(f64),)  # (a float64 reference rounds nowhere)
-        return TORCH_OPS[n.op](self._ctx, n.spec, n.attrs, in_shapes)
+        step = TORCH_OPS[n.op](self._ctx, n.spec, n.attrs, in_shapes)
+        if self.float64_compute and n.op in ("opaque", "merge"):
+            return _in_float32(self.torch, step)
+        return step
+
+
+def _in_float32(torch: Any, step: Step) -> Step:
+    """``step`` (an op run on the host by its numpy semantics, which may run onnxruntime on a
+    float32 model) fed float32 in a float64 program: the one place such a reference rounds."""
+
+    def run(x: Sequence[Any]) -> tuple[Any, ...]:
+        narrow = [t.float() if t.dtype == torch.float64 else t for t in x]
+        return tuple(step(narrow))
+
+    return run
 
 
 def _folded(graph: Graph, const: set[int]) -> set[int]:
