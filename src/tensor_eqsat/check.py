@@ -116,13 +116,19 @@ def _part_run_s(part: Any) -> float:
     return float(got)
 
 
-def check_sides(graph: Graph) -> int:
-    """Models a check of ``graph`` prepares and runs: the original (its float32 reference) and the
-    result, and in float16 or bfloat16 the original in its own precision too, whose error against
-    the reference is the measure of the result's (:mod:`tensor_eqsat.io.accuracy`)."""
+def check_sides(graph: Graph, device: str = "cpu") -> int:
+    """Models a check of ``graph`` prepares and runs, in float32 runs' worth: the original (its
+    float32 reference) and the result, and in float16 or bfloat16 the original in its own
+    precision too, whose error against the reference is the measure of the result's
+    (:mod:`tensor_eqsat.io.accuracy`); in float32, where its float64 reference runs
+    (:func:`~tensor_eqsat.io.equivalence.float64_planned`), the original in float32, the result
+    and that reference counted twice (it holds and moves twice the bytes)."""
+    from tensor_eqsat.io.equivalence import float64_planned
     from tensor_eqsat.ir.cast import precision
 
-    return 2 if precision(graph) is DType.FLOAT32 else 3
+    if precision(graph) is not DType.FLOAT32:
+        return 3
+    return 4 if float64_planned(graph, device) else 2
 
 
 def op_count(graph: Graph) -> int:
@@ -359,7 +365,7 @@ class Checker:
         self.backend, self.device, self.seed = backend, device, seed
         self.throughput = throughput or Throughput.load(f"{backend}:{device}")
         self.bytes, self.ops = weight_bytes(graph), op_count(graph)
-        self.sides = check_sides(graph)
+        self.sides = check_sides(graph, device)
         self.run_s = self.sides * run_seconds(graph)
         self._reference: Any = None
         self._changes_s: float | None = None

@@ -563,6 +563,18 @@ def _rel_error(got: np.ndarray, want: np.ndarray, atol: float) -> float:
     return float((np.abs(g64[big] - w64[big]) / np.abs(w64[big])).max(initial=0.0))
 
 
+def float64_planned(graph: Graph, device: str = "cpu") -> bool:
+    """Whether a check of float32 ``graph`` (no tolerance given) is planned to run its float64
+    reference: PyTorch installed and the reference's bytes affordable on ``device``
+    (:func:`~tensor_eqsat.io.accuracy.float64_unaffordable`). A graph that then has no float64
+    program falls back when the check runs."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        return False
+    return accuracy.float64_unaffordable(float64_bytes(graph), device) is None
+
+
 def float64_bytes(graph: Graph) -> int:
     """Bytes a float64 run of float32 ``graph`` holds at most: its weights and every tensor one
     run computes (:func:`~tensor_eqsat.preflight.activation_bytes`, an upper bound: the program
