@@ -161,7 +161,10 @@ def main() -> int:
     ap.add_argument("--json", metavar="OUT")
     args = ap.parse_args()
     rows: dict[str, list[dict[str, Any]]] = {"cli": [], "backend": [], "zoo": []}
-    print(f"rule: error <= {accuracy.MULTIPLE:g} x own + {accuracy.FLOOR_ULPS:g} ulp x max|ref|")
+    print(
+        f"rule: error <= {accuracy.MULTIPLE:g} x own + {accuracy.FLOOR_ULPS:g} ulp x max|ref| "
+        f"({accuracy.FLOAT32_FLOOR_ULPS:g} ulps in float32, against float64)"
+    )
     print("\ndropped bias, x @ W + c (max|y| ~ 2.5)")
     print(f"{'check':9s} {'dtype':9s} {'own error':>10s} {'caught':>9s} {'/own':>6s} {'old rule':>9s}")
     for dtype in DTYPES:

@@ -64,7 +64,19 @@ from tensor_eqsat.ir.dtypes import DType
 MULTIPLE = 4.0
 """A result may be this many times as far from the float32 reference as the original is."""
 FLOOR_ULPS = 1.0
-"""Plus this many ulps (of 1.0, in the model's dtype) of the reference's largest magnitude."""
+"""Plus this many ulps (of 1.0, in the model's dtype) of the reference's largest magnitude
+(float16, bfloat16; float32: :data:`FLOAT32_FLOOR_ULPS`)."""
+FLOAT32_FLOOR_ULPS = 8.0
+"""The floor in float32, against the float64 reference: see the module docstring."""
+
+
+def floor_ulps(dtype: DType | str) -> float:
+    """The floor of ``dtype``'s bound, in its ulps of the reference's largest magnitude.
+
+    >>> floor_ulps("bf16"), floor_ulps("float32")
+    (1.0, 8.0)
+    """
+    return FLOAT32_FLOOR_ULPS if DType.parse(dtype) is DType.FLOAT32 else FLOOR_ULPS
 FLOAT64_MEMORY_SHARE = 0.5
 """A float32 model is judged against a float64 reference only where that reference's bytes are
 at most this share of the memory available on its device (the check holds the float32 models
@@ -116,7 +128,7 @@ def bound(own_error: float, scale: float, dtype: DType | str) -> float:
     >>> round(bound(0.0078, 2.5, "bf16"), 4)
     0.0507
     """
-    return MULTIPLE * own_error + FLOOR_ULPS * ulp(dtype) * scale
+    return MULTIPLE * own_error + floor_ulps(dtype) * ulp(dtype) * scale
 
 
 def non_finite_mismatches(got: np.ndarray, want: np.ndarray, own: np.ndarray | None = None) -> int:
@@ -191,11 +203,13 @@ def judge(got: np.ndarray, reference: np.ndarray, own: np.ndarray, dtype: DType 
 
 __all__ = [
     "FLOAT64_MEMORY_SHARE",
+    "FLOAT32_FLOOR_ULPS",
     "FLOOR_ULPS",
     "MULTIPLE",
     "Judged",
     "bound",
     "float64_unaffordable",
+    "floor_ulps",
     "judge",
     "non_finite_mismatches",
     "ulp",

@@ -150,7 +150,7 @@ class VerifyReport:
             short = DType(self.dtype).short
             wide = "float64" if self.dtype == "float32" else "float32"
             tol = (
-                f"{accuracy.MULTIPLE:g}x the original's own error + {accuracy.FLOOR_ULPS:g} ulps"
+                f"{accuracy.MULTIPLE:g}x the original's own error + {accuracy.floor_ulps(self.dtype):g} ulps"
                 f" ({short} against a {wide} reference)"
             )
             own = max((o.own_error or 0.0 for o in self.outputs), default=0.0)

@@ -488,13 +488,13 @@ def _finite_diff(reference: Any, got: Any) -> tuple[float, float, int]:
 
 def _judged_what(j: Any, dtype: str) -> str:
     """Why a judged output fails, for the report."""
-    from tensor_eqsat.io.accuracy import FLOOR_ULPS, MULTIPLE
+    from tensor_eqsat.io.accuracy import MULTIPLE, floor_ulps
 
     if j.error <= j.limit:
         return "non-finite values differ"
     return (
         f"max |diff| {j.error:.3g} > {MULTIPLE:g} x the original's own {dtype} error {j.own_error:.3g}"
-        f" + {FLOOR_ULPS:g} ulps of {j.scale:.3g}"
+        f" + {floor_ulps(dtype):g} ulps of {j.scale:.3g}"
     )
 
 

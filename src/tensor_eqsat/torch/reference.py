@@ -76,9 +76,9 @@ class Verdict(NamedTuple):
             what = f"the {self.reference} reference (TF32 off)"
         of = f"{self.dtype}" + (" with TF32" if self.tf32 else "")
         if self.own:
-            from tensor_eqsat.io.accuracy import FLOOR_ULPS, MULTIPLE
+            from tensor_eqsat.io.accuracy import MULTIPLE, floor_ulps
 
-            rule = f"within {MULTIPLE:g}x the original's own {self.dtype} error + {FLOOR_ULPS:g} ulps"
+            rule = f"within {MULTIPLE:g}x the original's own {self.dtype} error + {floor_ulps(self.dtype):g} ulps"
             return f"vs {what} {rule}"
         text = f"vs {what} at {of}'s tolerance (rtol {self.rtol:g}, atol {self.atol:g})"
         if self.why:
