@@ -29,7 +29,14 @@ per dtype, :func:`~tensor_eqsat.ir.dtypes.tolerance`, let a dropped bias 26 time
 rounding error through; it still applies where ``rtol`` or ``atol`` is given). Comparing the
 optimized model with the original *in reduced precision* would fail correct rewrites: two
 float16 graphs that sum in another order differ by their rounding, not by a bug. A float16 or
-bfloat16 ONNX file is such a model too (:func:`onnx_precision`). PyTorch runs with TF32 off while checking
+bfloat16 ONNX file is such a model too (:func:`onnx_precision`). A float32 model is judged the
+same way against a **float64 reference** (the original run in PyTorch in float64 from the same
+weights: ``TorchProgram``'s ``float64_compute``), the original in float32 on the result's backend
+giving its own error; where PyTorch is missing, the float64 run would hold more than
+:data:`~tensor_eqsat.io.accuracy.FLOAT64_MEMORY_SHARE` of the memory available
+(:func:`float64_bytes`), the graph has no float64 program, TF32 is on, or ``rtol`` / ``atol``
+is given, the element-wise tolerance of :func:`verify` applies and the report says why
+(``no_float64``). PyTorch runs with TF32 off while checking
 (:func:`~tensor_eqsat.io.torch_exec.tf32_disabled`), so a CUDA check compares float32 with
 float32: TF32 convolutions (PyTorch's default) differ by 1e-3 from float32, which refused a correct
 MobileNet-v2 rewrite on an H200.
@@ -360,7 +367,9 @@ class Reference:
         if self.dtype is DType.FLOAT32 and rtol is None and atol is None:
             ir = model if isinstance(model, Graph) else graph if graph is not None else None
             wide, self.no_float64 = self._float64_side(model, ir, device)
-        self.own_rule = rtol is None and atol is None and (self.dtype is not DType.FLOAT32 or wide is not None)
+        self.own_rule = (
+            rtol is None and atol is None and (self.dtype is not DType.FLOAT32 or wide is not None)
+        )
         """Judged by the original's own error (io/accuracy.py): reduced precision, or float32 against
         float64, no tolerance given."""
         if self.dtype is not DType.FLOAT32:
@@ -626,7 +635,10 @@ def verify(
         element that cancels to nearly zero in a sum of terms of size 200 carries an error of the
         terms' size. A wrong rewrite is off by the values' own magnitude and still fails. For a
         float16 or bfloat16 original the defaults follow its dtype
-        (:func:`~tensor_eqsat.ir.dtypes.tolerance`) and the reference runs in float32.
+        (:func:`~tensor_eqsat.ir.dtypes.tolerance`) and the reference runs in float32. Left
+        None (both), a result is judged by the original's own error against the wider reference
+        instead (float64 for a float32 original, see the module docstring), and the tolerance
+        is the fallback where that reference cannot be run.
     trials: input draws. Default 3. seed: base seed. Default 0.
     backend: ``auto``, ``interpreter``, ``ort`` or ``torch`` (see the module docstring).
 

@@ -5,13 +5,15 @@ library's ``deliver`` / ``Runtime`` in one place:
 
 1. **check** (:func:`check_rewrite`): the rewritten GraphModule runs eagerly on the example
    inputs (the real weights are in it), the original runs in float32 from the same weights, TF32
-   off (:func:`~tensor_eqsat.torch.reference.float32_reference`), and every output must agree:
-   in float32 within ``atol + rtol * max|reference|`` (``TorchConfig.rtol`` / ``atol``; TF32: at
-   least :func:`~tensor_eqsat.ir.dtypes.tolerance`'s), in float16 and bfloat16 within a multiple
-   of the original's own error against the reference, the original run in its dtype too
-   (:mod:`tensor_eqsat.io.accuracy`), with the dtypes and shapes the original returns;
-   non-finite values must match exactly. The verdict names the reference and the rule. A failure
-   keeps the original. A decision served from the cache is checked the same way.
+   off (:func:`~tensor_eqsat.torch.reference.float32_reference`; a float32 model's in float64,
+   :func:`~tensor_eqsat.torch.reference.float64_reference`), and every output must be within a
+   multiple of the original's own error against that reference, the original run in its dtype
+   too (:mod:`tensor_eqsat.io.accuracy`), with the dtypes and shapes the original returns;
+   non-finite values must match exactly. A float32 model whose float64 reference cannot be run
+   (memory, an op without a float64 kernel) or that runs on TF32 kernels is held to
+   ``atol + rtol * max|reference|`` instead (``TorchConfig.rtol`` / ``atol``; TF32: at least
+   :func:`~tensor_eqsat.ir.dtypes.tolerance`'s), and the verdict says why. The verdict names the
+   reference and the rule. A failure keeps the original. A decision served from the cache is checked the same way.
 2. both are handed to ``then`` (Inductor by default; with ``TorchConfig.freezing``, Inductor with
    freezing: :func:`compile_frozen`);
 3. **guard** (a measurable target, ``torch-cpu`` or ``cuda``): the two compiled callables are
@@ -263,14 +265,16 @@ def check_rewrite(
 ) -> Checked:
     """Whether ``optimized`` computes what ``original`` does (GraphModules with one signature).
 
-    ``optimized`` runs as it is, in the model's dtype; ``original`` runs in float32 from the same
-    weights with TF32 off (:func:`~tensor_eqsat.torch.reference.float32_reference`). Each
-    floating output must be within ``atol + rtol * max|reference|``, the tolerance of the
-    precision the model runs in (:func:`~tensor_eqsat.torch.reference.model_dtype`): ``rtol`` /
-    ``atol`` for float32, raised to :func:`~tensor_eqsat.ir.dtypes.tolerance`'s for float32 on
-    TF32 kernels (``device`` is CUDA with TF32 on); in float16 and bfloat16 the original also runs
-    in its own dtype and each floating output is judged by its own error against the reference
-    (:func:`~tensor_eqsat.io.accuracy.judge`). Every output must
+    ``optimized`` runs as it is, in the model's dtype (:func:`~tensor_eqsat.torch.reference.model_dtype`);
+    ``original`` runs in a wider precision from the same weights with TF32 off: float32 for a
+    float16 or bfloat16 model (:func:`~tensor_eqsat.torch.reference.float32_reference`), float64
+    for a float32 one (:func:`~tensor_eqsat.torch.reference.float64_reference`), and in its own
+    dtype too; each floating output is judged by the original's own error against the reference
+    (:func:`~tensor_eqsat.io.accuracy.judge`). A float32 model is held to ``atol + rtol *
+    max|reference|`` of its float32 run instead where the float64 run is not afforded (over
+    :data:`~tensor_eqsat.io.accuracy.FLOAT64_MEMORY_SHARE` of the device's memory available),
+    a node cannot run in float64, or ``device`` is CUDA with TF32 on (then at least
+    :func:`~tensor_eqsat.ir.dtypes.tolerance`'s); the verdict says why. Every output must
     have the dtype and shape the original's has (recorded by Dynamo, else run); a non-floating
     output must equal the original's (in a reduced-precision model, the original run in its own
     dtype: a float32 reference could round an ``argmax`` differently).

@@ -78,7 +78,8 @@ class Verdict(NamedTuple):
         if self.own:
             from tensor_eqsat.io.accuracy import MULTIPLE, floor_ulps
 
-            rule = f"within {MULTIPLE:g}x the original's own {self.dtype} error + {floor_ulps(self.dtype):g} ulps"
+            floor = floor_ulps(self.dtype)
+            rule = f"within {MULTIPLE:g}x the original's own {self.dtype} error + {floor:g} ulps"
             return f"vs {what} {rule}"
         text = f"vs {what} at {of}'s tolerance (rtol {self.rtol:g}, atol {self.atol:g})"
         if self.why:
@@ -148,7 +149,9 @@ def _interpreter(torch: Any, gm: Any, wide: Any = None) -> Any:
 
     wide = torch.float32 if wide is None else wide
     name = "float64" if wide == torch.float64 else "float32"
-    methods = dict.fromkeys(("half", "bfloat16", "float"), "double") if name == "float64" else _NARROWING_METHODS
+    methods = (
+        dict.fromkeys(("half", "bfloat16", "float"), "double") if name == "float64" else _NARROWING_METHODS
+    )
 
     class Float32Interpreter(torch.fx.Interpreter):
         def run_node(self, n: Any) -> Any:
