@@ -13,7 +13,8 @@ library's ``deliver`` / ``Runtime`` in one place:
    (memory, an op without a float64 kernel) or that runs on TF32 kernels is held to
    ``atol + rtol * max|reference|`` instead (``TorchConfig.rtol`` / ``atol``; TF32: at least
    :func:`~tensor_eqsat.ir.dtypes.tolerance`'s), and the verdict says why. The verdict names the
-   reference and the rule. A failure keeps the original. A decision served from the cache is checked the same way.
+   reference and the rule. A failure keeps the original. A decision served from the cache is
+   checked the same way.
 2. both are handed to ``then`` (Inductor by default; with ``TorchConfig.freezing``, Inductor with
    freezing: :func:`compile_frozen`);
 3. **guard** (a measurable target, ``torch-cpu`` or ``cuda``): the two compiled callables are
