@@ -386,7 +386,12 @@ def deliver(
         # checked when the whole graph cannot be), and never leaves it less than the least
         # check that can run.
         checker = Checker(
-            src.reference(), src.graph, backend=check_backend, device=check_device, seed=cfg.seed
+            src.reference(),
+            src.graph,
+            backend=check_backend,
+            device=check_device,
+            seed=cfg.seed,
+            left=deadline.left(),
         )
         check_s = checker.reserve(deadline.left())
         least += checker.least_s(partitioned)

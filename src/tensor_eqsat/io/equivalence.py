@@ -326,8 +326,10 @@ class Reference:
     TF32 (an executor that cannot turn it off): the default tolerance is then TF32's. Default False.
     In float16 and bfloat16, without ``rtol`` or ``atol``, a result is judged by the original's
     own error: the original also runs in its own precision, on the optimized model's backend
-    (:mod:`tensor_eqsat.io.accuracy`). graph: an ONNX original already imported (it is imported
-    for its float32 reference otherwise). Default None.
+    (:mod:`tensor_eqsat.io.accuracy`); so is a float32 one against its float64 reference, unless
+    ``no_float64`` says why not (the caller's plan: no time to load PyTorch) or that reference
+    cannot be run (see the module docstring). graph: an ONNX original already imported (it is
+    imported for its float32 reference otherwise). Default None.
 
     >>> g = Graph(); x = g.input((4,), name="x"); g.output(g.relu(x))
     >>> ref = Reference(g)
@@ -348,6 +350,7 @@ class Reference:
         device: str = "cpu",
         tf32: bool = False,
         graph: Graph | None = None,
+        no_float64: str = "",
     ) -> None:
         if trials < 1:
             raise TensorEqsatError(f"trials must be >= 1, got {trials}")
@@ -360,11 +363,11 @@ class Reference:
         self.scale_floor = tol.scale_floor
         self.trials, self.seed = trials, seed
         self.original = original
-        self.no_float64 = ""
+        self.no_float64 = no_float64 if self.dtype is DType.FLOAT32 and rtol is None and atol is None else ""
         """Why a float32 original is judged by ``rtol`` / ``atol`` instead of against a float64
-        reference (:meth:`_float64_side`); empty otherwise."""
+        reference (``no_float64`` given, or :meth:`_float64_side`); empty otherwise."""
         wide: _Side | None = None
-        if self.dtype is DType.FLOAT32 and rtol is None and atol is None:
+        if self.dtype is DType.FLOAT32 and rtol is None and atol is None and not no_float64:
             ir = model if isinstance(model, Graph) else graph if graph is not None else None
             wide, self.no_float64 = self._float64_side(model, ir, device)
         self.own_rule = (
