@@ -151,7 +151,7 @@ def float64_why_not(graph: Graph, device: str, left: float | None) -> str:
         return ""
     if not float64_planned(graph, device):
         return "PyTorch is not installed, or the float64 run needs more memory than can be spared"
-    if "torch" not in sys.modules and left is not None and TORCH_IMPORT_S > IMPORT_SHARE * left:
+    if "torch" not in sys.modules and left is not None and IMPORT_SHARE * left < TORCH_IMPORT_S:
         return (
             f"no time to load PyTorch for it (about {TORCH_IMPORT_S:g} s, over "
             f"{IMPORT_SHARE:.0%} of the {left:.1f} s left)"
