@@ -48,9 +48,21 @@ STATIC_SHAPES = Setting(
 """How a message about running a model asks for static input shapes."""
 
 
-def input_specs(model: onnx.ModelProto, source: str = "model") -> list[InputSpec]:
-    """The model's real inputs (initializers excluded); FormatError naming ``source`` (the file)
-    and how to give static shapes on a symbolic dim."""
+def input_specs(
+    model: onnx.ModelProto, source: str = "model", point: Mapping[str, int] | None = None
+) -> list[InputSpec]:
+    """The model's real inputs (initializers excluded), at ``point`` where a dim is symbolic.
+
+    point: a size for each symbol (``dim_param``, by its IR name, io/onnx_dims.py); symbols it
+        does not name take the hints the model records (a model this tool wrote). Default None.
+
+    Raises FormatError naming ``source`` (the file) and how to give sizes for a symbolic dim
+    that has neither.
+    """
+    from tensor_eqsat.io.onnx_dims import dim_value, model_symbols
+
+    sizes = {name: s.hint for name, s in model_symbols(model).items()}
+    sizes.update(point or {})
     inits = {t.name for t in model.graph.initializer}
     out = []
     for vi in model.graph.input:
@@ -59,10 +71,11 @@ def input_specs(model: onnx.ModelProto, source: str = "model") -> list[InputSpec
         tt = vi.type.tensor_type
         dims = []
         for d in tt.shape.dim:
-            if not d.HasField("dim_value"):
-                head = f"{source}: input {vi.name!r} has a symbolic dim {d.dim_param!r}"
+            size = dim_value(d, sizes)
+            if size is None:
+                head = f"{source}: input {vi.name!r} has a symbolic dim {d.dim_param!r} and no size for it"
                 raise naming(FormatError, f"{head}; give static shapes with ", STATIC_SHAPES)
-            dims.append(int(d.dim_value))
+            dims.append(size)
         out.append(InputSpec(vi.name, tuple(dims), tt.elem_type))
     return out
 
