@@ -546,7 +546,8 @@ def probe_shapes(
         {n: base[n] + 7 + k for k, n in enumerate(names)},
     ]
     points = [*fit_points, *checks]
-    if any(symbols[n].hi is not None and p[n] > symbols[n].hi for p in points for n in names):
+    his = {n: symbols[n].hi for n in names}
+    if any(hi is not None and p[n] > hi for p in points for n, hi in his.items()):
         return {}  # a range too small to probe: the shapes stay unknown
     seen = _run_shapes(model, inputs, points)
     if not seen:

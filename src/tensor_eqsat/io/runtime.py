@@ -54,12 +54,14 @@ def input_specs(
     """The model's real inputs (initializers excluded), at ``point`` where a dim is symbolic.
 
     point: a size for each symbol (``dim_param``, by its IR name, io/onnx_dims.py); symbols it
-        does not name take the hints the model records (a model this tool wrote). Default None.
+        does not name take the hints the model records (a model this tool wrote), else the
+        default hints (:func:`~tensor_eqsat.io.onnx_dims.default_hint`: 1 for a batch-like name,
+        128 for others), as the importer gives them. Default None.
 
-    Raises FormatError naming ``source`` (the file) and how to give sizes for a symbolic dim
-    that has neither.
+    Raises FormatError naming ``source`` (the file) and how to give static shapes for a dim
+    with neither a size nor a name.
     """
-    from tensor_eqsat.io.onnx_dims import dim_value, model_symbols
+    from tensor_eqsat.io.onnx_dims import default_hint, dim_value, model_symbols, symbol_name
 
     sizes = {name: s.hint for name, s in model_symbols(model).items()}
     sizes.update(point or {})
@@ -72,8 +74,10 @@ def input_specs(
         dims = []
         for d in tt.shape.dim:
             size = dim_value(d, sizes)
+            if size is None and d.HasField("dim_param"):
+                size = default_hint(symbol_name(d.dim_param))
             if size is None:
-                head = f"{source}: input {vi.name!r} has a symbolic dim {d.dim_param!r} and no size for it"
+                head = f"{source}: input {vi.name!r} has a dim with neither a size nor a name"
                 raise naming(FormatError, f"{head}; give static shapes with ", STATIC_SHAPES)
             dims.append(size)
         out.append(InputSpec(vi.name, tuple(dims), tt.elem_type))

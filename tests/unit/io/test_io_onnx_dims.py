@@ -169,8 +169,11 @@ def test_fold_decides_over_the_range_or_refuses():
 
 def test_input_specs_take_a_point_or_the_recorded_hints():
     m = make_model([N("Relu", ["x"], ["y"])], {"x": ["batch", 4]}, {"y": None})
-    with pytest.raises(FormatError, match="symbolic dim 'batch' and no size"):
-        input_specs(m)
+    assert input_specs(m)[0].shape == (1, 4)  # the default hint, as the importer gives it
+    unnamed = make_model([N("Relu", ["x"], ["y"])], {"x": ["batch", 4]}, {"y": None})
+    unnamed.graph.input[0].type.tensor_type.shape.dim[0].Clear()
+    with pytest.raises(FormatError, match="'x' has a dim with neither a size nor a name"):
+        input_specs(unnamed)
     assert input_specs(m, point={"batch": 5})[0].shape == (5, 4)
     written = export_onnx(import_onnx(m, hints={"batch": 3}))
     assert input_specs(written)[0].shape == (3, 4)

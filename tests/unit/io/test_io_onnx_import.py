@@ -664,8 +664,7 @@ def test_names_of_inputs_and_weights_are_kept_and_unused_inputs_remain():
 
 
 def test_symbolic_dims_import_as_symbols_or_take_input_shapes():
-    m = make_model([N("Relu", ["x"], ["y"])], {"x": (1, 3)}, {"y": None})
-    m.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "batch"
+    m = make_model([N("Relu", ["x"], ["y"])], {"x": ("batch", 3)}, {"y": None})
     g = import_onnx(m)
     (batch,) = g.symbols().values()
     assert (batch.name, batch.hint, batch.lo, batch.hi) == ("batch", 1, 1, None)
