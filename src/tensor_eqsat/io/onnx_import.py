@@ -626,6 +626,8 @@ class Importer:
                 shape = self._probed().get(name)
             if shape is None or not elem:
                 head = f"{where}: ONNX shape inference gives no static shape and type for output {name!r}"
+                if self.symtab.symbols:  # (io/onnx_dims.py: probe_shapes)
+                    head += " and its size is no polynomial of the symbolic dims at the sizes run"
                 raise naming(
                     FormatError,
                     f"{head}; opaque nodes need them (give static input shapes with ",

@@ -185,3 +185,21 @@ def test_other_points_stay_in_range_and_differ_from_the_hints():
     points = other_points(g.symbols())
     assert len(points) == 3 and {"batch": 1, "seq": 128} not in points
     assert len({tuple(sorted(p.items())) for p in points}) == 3
+
+
+def test_an_opaque_shape_that_is_no_polynomial_is_a_clear_error_naming_the_node():
+    # Range(0, seq, 2) has ceil(seq / 2) elements: not a polynomial in seq, so no shape is fitted.
+    nodes = [
+        N("Shape", ["x"], ["shape"]),
+        _const("i1", [1]),
+        N("Gather", ["shape", "i1"], ["s1"]),
+        _const("axes", [0]),
+        N("Squeeze", ["s1", "axes"], ["s"]),
+        N("Constant", [], ["zero"], value=numpy_helper.from_array(np.array(0, np.int64), "zero")),
+        N("Constant", [], ["two"], value=numpy_helper.from_array(np.array(2, np.int64), "two")),
+        N("Range", ["zero", "s", "two"], ["pos"], name="halves"),
+        N("Cast", ["pos"], ["y"], to=TensorProto.FLOAT),
+    ]
+    m = make_model(nodes, {"x": ["batch", "seq"]}, {"y": None})
+    with pytest.raises(FormatError, match=r"'halves' \(Range\).*no static shape.*no polynomial"):
+        import_onnx(m)
