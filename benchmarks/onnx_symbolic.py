@@ -157,7 +157,7 @@ def run(name: str, out_dir: Path, budget: float, written: Path | None) -> dict[s
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("models", nargs="*", default=["bert", "resnet50"], choices=sorted(SHAPES))
+    p.add_argument("models", nargs="*", metavar="MODEL", help="bert, resnet50 (default: both)")
     p.add_argument("--time-budget", type=float, default=300.0)
     p.add_argument("--out-dir", type=Path, default=_HERE / "out" / "onnx_symbolic")
     p.add_argument("--json", type=Path, default=_HERE / "out" / "onnx_symbolic.json")
@@ -165,8 +165,11 @@ def main() -> None:
     args = p.parse_args()
     args.out_dir.mkdir(parents=True, exist_ok=True)
     given = dict(w.split("=", 1) for w in args.written)
+    unknown = sorted(set(args.models) - set(SHAPES))
+    if unknown:
+        p.error(f"unknown models {unknown} (choose from {', '.join(sorted(SHAPES))})")
     rows = []
-    for name in args.models:
+    for name in args.models or sorted(SHAPES):
         row = run(name, args.out_dir, args.time_budget, Path(given[name]) if name in given else None)
         print(json.dumps(row, indent=1), flush=True)
         rows.append(row)

@@ -93,7 +93,7 @@ def test_dynamic_bert_is_optimized_symbolically_and_runs_at_other_shapes(tmp_pat
             "optimize",
             str(src),
             "--target",
-            "cpu-roofline",
+            "a100",
             "--search",
             "saturate",
             "--node-limit",
