@@ -583,7 +583,7 @@ def _nothing_to_optimize(src: Source, egraph: Any, cfg: OptimizeConfig) -> str |
     nodes) leaves the rules nothing to match: saying so beats a search that reports 0 %."""
     from tensor_eqsat.rules.rewrites import to_rewrite
 
-    rule_set = rule_set_for(cfg.rules, src.model)  # the rules the search would use
+    rule_set = rule_set_for(cfg.rules, src.model, cfg.search)  # the rules the search would use
     if any(
         to_rewrite(rule).has_match(egraph) for rule in rule_set
     ):  # (made one by one: the first match ends it)
