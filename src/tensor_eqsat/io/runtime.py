@@ -108,12 +108,14 @@ def ort_session(
     threads: int = 1,
     optimization: str = "all",
     device: str = "cpu",
+    quiet: bool = False,
 ) -> Any:
     """An onnxruntime InferenceSession for a path, bytes, ModelProto or Graph.
 
     threads: intra-op threads. Default 1.
     optimization: graph optimization level, one of ``disable basic extended all``. Default "all".
     device: ``"cpu"`` or ``"cuda"`` (needs the CUDA execution provider). Default "cpu".
+    quiet: onnxruntime logs nothing, not even errors (whoever runs it handles them). Default False.
 
     Models over 2 GiB are written to a temporary directory with external data first.
     """
@@ -130,7 +132,7 @@ def ort_session(
         "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
         "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
     }[optimization]
-    opts.log_severity_level = 3
+    opts.log_severity_level = 4 if quiet else 3
     providers = _providers(ort, device)
     if isinstance(source, Graph):
         source = export_onnx(source)

@@ -203,3 +203,21 @@ def test_an_opaque_shape_that_is_no_polynomial_is_a_clear_error_naming_the_node(
     m = make_model(nodes, {"x": ["batch", "seq"]}, {"y": None})
     with pytest.raises(FormatError, match=r"'halves' \(Range\).*no static shape.*no polynomial"):
         import_onnx(m)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("batch", "expected NAME=SIZE pairs"),
+        ("batch=x", "is not an integer"),
+        ("batch=0", ">= 1"),
+        ("batch=1,batch=2", "given twice"),
+    ],
+)
+def test_bad_shapes_option_text_is_a_clear_error(text, message):
+    import argparse
+
+    from tensor_eqsat.commands._common import parse_shape_points
+
+    with pytest.raises(argparse.ArgumentTypeError, match=message):
+        parse_shape_points(text)
