@@ -14,6 +14,7 @@ two of them case-sensitive, and disagreed about ``M.ONNX``).
 from __future__ import annotations
 
 import enum
+import functools
 import importlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -195,10 +196,17 @@ class Source:
         assert self.path is not None
         if not self.input_shapes and not self.graph.is_symbolic:
             return str(self.path)
+        return self._reference_model
+
+    @functools.cached_property
+    def _reference_model(self) -> Any:
+        """The user's model with the static input shapes or the symbols' hints, made once (the
+        check and the guard both read it; BERT-base is 440 MB)."""
         from tensor_eqsat.io.inputs import with_input_shapes
         from tensor_eqsat.io.onnx_common import load_model
         from tensor_eqsat.io.onnx_dims import set_model_symbols
 
+        assert self.path is not None
         model = with_input_shapes(load_model(self.path), self.input_shapes, str(self.path))
         # The symbols' hints go with it: it is run, checked and timed at the representative shape.
         set_model_symbols(model, self.graph.symbols())
