@@ -377,6 +377,8 @@ class Checker:
     graph: the original graph (what results are compared with, part by part).
     backend, device: where the check runs. seed: the inputs' and weights' seed.
     throughput: this machine's (default: the remembered one for ``backend:device``).
+    points: for a graph with symbolic dims, the shapes besides the representative one that the
+    whole-graph check runs at too, one trial each (:class:`~tensor_eqsat.io.equivalence.Reference`).
     left: the seconds left when the check is planned (None: unbounded), which decide whether a
     float32 check loads PyTorch for its float64 reference (:func:`float64_why_not`).
     """
@@ -390,9 +392,10 @@ class Checker:
         device: str,
         seed: int,
         throughput: Throughput | None = None,
+        points: Sequence[Any] = (),
         left: float | None = None,
     ) -> None:
-        self.source, self.graph = reference, graph
+        self.source, self.graph, self.points = reference, graph, tuple(points)
         self.backend, self.device, self.seed = backend, device, seed
         self.throughput = throughput or Throughput.load(f"{backend}:{device}")
         self.bytes, self.ops = weight_bytes(graph), op_count(graph)
@@ -541,6 +544,7 @@ class Checker:
                 backend=self.backend,
                 device=self.device,
                 graph=graph,
+                points=self.points,
                 no_float64=self.no_float64,
             )
         verdict = self._reference.check(artifact, backend=self.backend, device=self.device, deadline=deadline)
