@@ -24,7 +24,8 @@ Soundness. Take the changes in topological order: if every change's optimized si
 obligations from its inputs as its original side does, paired inputs are equal by induction
 (they are computed by paired nodes from equal values), so every obligation holds and the
 outputs, paired, are equal. A change is checked on random inputs of its boundary shapes with the
-model's weights (weights keep their names, and the check draws a weight by name), so a wrong
+model's weights (weights keep their names, and the check draws a weight by name; a weight-only
+sub-expression it reads, such as a fused weight, is computed inside it from them), so a wrong
 rewrite inside one is caught as the whole check would catch it, at the cost of that change only.
 Changes equal up to weight values (:attr:`Change.key`) are checked once: rewrites never look at
 weight values, so a layer rewritten 96 times is checked once, with its first copy's weights.
@@ -436,7 +437,8 @@ class _Pairing:
         if got is None:
             got = set()
             for n in self.g[side].nodes:
-                if n.op == "weight" or (n.inputs and not n.spec.is_leaf and all(r[0] in got for r in n.inputs)):
+                computed = n.inputs and not n.spec.is_leaf
+                if n.op == "weight" or (computed and all(r[0] in got for r in n.inputs)):
                     got.add(n.id)
             self._weights_only[side] = got
         return got

@@ -129,3 +129,51 @@ def test_a_change_whose_boundary_values_depend_on_each_other_takes_their_link_in
     wrong = _embedded_block(True, wrong=True)
     assert not verify(orig, wrong).ok
     assert not check_all(changes(orig, wrong))  # still caught
+
+
+def _fused_attention(reassociated: bool, wrong: bool = False, tokens: int = 64, width: int = 256) -> Graph:
+    """Three pre-norm attention blocks over ``x = relu(image) + pos`` reading a fused
+    query/key/value weight ``concat(Wq, concat(Wk, Wv))``, as a re-optimized ViT-Large has them;
+    ``reassociated``: the residual additions as the re-optimization left them, the activations
+    and the biases summed apart (``wrong``: the last bias dropped)."""
+    g = Graph()
+    patches = g.relu(g.input((1, tokens, width), name="image"))
+    pos = g.weight((1, tokens, width), name="pos")
+    x = g.ewadd(patches, pos)
+    part, consts, last = patches, pos, 2
+    for i in range(last + 1):
+        ln = g.layernorm(x, g.weight((width,), name=f"s{i}"), g.weight((width,), name=f"c{i}"), axis=2)
+        kv = g.concat([g.weight((width, width), name=f"{n}{i}") for n in "kv"], axis=1)
+        qkv = g.concat([g.weight((width, width), name=f"q{i}"), kv], axis=1)
+        q, kv_out = g.split(g.matmul(ln, qkv), axis=2, sizes=(width, 2 * width))
+        k, v = g.split(kv_out, axis=2, sizes=(width, width))
+        scores = g.matmul(g.sdiv(q, float(width) ** 0.5), g.transpose(k, (0, 2, 1)))
+        o = g.matmul(g.matmul(g.softmax(scores, axis=2), v), g.weight((width, width), name=f"o{i}"))
+        b = g.weight((width,), name=f"b{i}")
+        if not reassociated:
+            x = g.ewadd(x, g.ewadd(o, b))
+        elif i < last:
+            part, consts = g.ewadd(part, o), g.ewadd(consts, b)
+            x = g.ewadd(consts, part)
+        else:
+            x = g.ewadd(o, g.ewadd(part, consts if wrong else g.ewadd(consts, b)))
+    g.output(x)
+    return g
+
+
+def test_a_change_computes_the_fused_weights_it_reads_as_the_model_does():
+    # A re-optimized ViT-Large's change read its fused query/key/value weight as a boundary
+    # input, drawn as an activation (32 times the weights' scale at width 1024): the attention
+    # then magnified the rounding of the reassociated residual additions, and a correct result
+    # was reported as differing (max error 0.77) where the whole check did not fit.
+    orig, opt = _fused_attention(False), _fused_attention(True)
+    assert verify(orig, opt).ok
+    parts = changes(orig, opt)
+    assert parts is not None and len(parts) == 1
+    assert check_all(parts)
+    for side in (parts[0].original, parts[0].optimized):
+        assert side.op_counts()["concat"] == 6  # the fused weights, computed inside
+        assert all(n.shapes[0] == (1, 64, 256) for n in side.inputs())  # activations alone
+    wrong = _fused_attention(True, wrong=True)
+    assert not verify(orig, wrong).ok
+    assert not check_all(changes(orig, wrong))  # still caught
