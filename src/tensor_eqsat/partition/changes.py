@@ -390,9 +390,15 @@ class _Pairing:
         ]
 
     def _independent(self, nodes: tuple[list[int], list[int]]) -> tuple[list[int], list[int]]:
-        """``nodes`` (a change's, per side) grown until none of its boundary values is computed
-        from another of them or from a graph input it reads: for each such value, the side that
-        reads it takes its producer in, to a fixpoint. A change is checked on independent
+        """``nodes`` (a change's, per side) grown until none of the boundary values that only one
+        side reads is computed from another of them or from a graph input it reads: for each
+        such value, the side that reads it takes its producer in, to a fixpoint. A value both
+        sides read is left a boundary value: both compute from it alike, and taking it in would
+        grow the change through all it is computed from (the attention block before a
+        re-optimized ViT-Large's MLP, whose residual stream ``x`` one side read and ``x``'s
+        ``patches`` the other: the change outgrew its cap, kept all three values apart and
+        differed by 7.46; taking in the one addition ``x = patches + pos`` closes it). A change
+        is checked on independent
         random inputs, so a boundary of dependent values claims more than the graphs need:
         ViT-Large's residual addition reassociated (``x + attn(ln(x))`` against
         ``attn(ln(x)) + (patches + (pos + bias))``, where ``x = patches + pos``) differed on an
@@ -417,6 +423,8 @@ class _Pairing:
             grow = False
             for value, refs in reads.items():
                 o = origin[value]
+                if None not in refs:
+                    continue  # both sides compute from it alike: its link to the others claims nothing
                 if o is None or self.leaf(0, o) or not (self._upstream(o[0], ancestors) & (found - {o[0]})):
                     continue
                 for side, read in enumerate(refs):
