@@ -2,11 +2,18 @@
 cached, per model of ``benchmarks/real_models.py`` (issue 42, item 5).
 
     PYTHONPATH=src python benchmarks/compile_time.py [MODEL ...] [--quick] [--time-budget S]
-        [--json benchmarks/out/compile_time.json]
+        [--new-tokens 8] [--json benchmarks/out/compile_time.json]
 
-Per model (built by the registry, :mod:`tensor_eqsat.bench.public_models`: random init, batch
-norms calibrated, batch 1, float32, on the CPU), four compiles, each ``torch.compile`` and its
-first call, timed whole:
+MODEL: a row of ``benchmarks/real_models.py`` (built by the registry,
+:mod:`tensor_eqsat.bench.public_models`: random init, batch norms calibrated, batch 1, float32, on
+the CPU), or ``generate:NAME`` for a decoder of ``benchmarks/generate.py`` (``llama``, ``qwen2``,
+``mistral``, ``gpt2``) generating ``--new-tokens`` greedily with the default dynamic cache from a
+prompt of 16 tokens (``--quick``: 8 tokens, 3 new ones), ``model.forward`` compiled as a user
+does (prefill, first decode step, one symbolic decode graph: every graph of the generation is
+counted). Default: every real model, then ``generate:llama``.
+
+Per model, four compiles, each ``torch.compile`` and its first call (for a decoder: the whole
+``generate``), timed whole:
 
 * ``freezing cold``: Inductor with ``torch._inductor.config.freezing = True`` set while Dynamo
   traces (:func:`compile_arm`), in a fresh Inductor cache folder;
@@ -93,9 +100,52 @@ def _freezing_backend() -> Any:
     return inductor_freezing
 
 
-def _backend_arm(model: Any, inputs: tuple[Any, ...], options: dict[str, Any]) -> dict[str, Any]:
+class Decoder:
+    """A decoder of ``benchmarks/generate.py`` and its prompt, run as the compile arms run a model:
+    :meth:`compiled` is ``generate`` with ``model.forward`` compiled by a backend."""
+
+    def __init__(self, name: str, quick: bool, new_tokens: int) -> None:
+        import generate
+
+        self.generate = generate
+        self.model = generate.build_model(name, torch.float32, "cpu")
+        length = 8 if quick else 16
+        g = torch.Generator().manual_seed(length)
+        self.ids = torch.randint(1, generate.VOCAB, (1, length), generator=g)
+        self.new_tokens = 3 if quick else new_tokens
+
+    def compiled(self, backend: Any, options: Any) -> Any:
+        model = self.model
+        original = type(model).forward.__get__(model)
+        if options == FREEZING:
+            import torch._inductor.config as inductor_config
+
+            with inductor_config.patch(freezing=True):
+                return self._run(torch.compile(original, backend=backend))
+        return self._run(torch.compile(original, backend=backend, options=options))
+
+    def _run(self, forward: Any) -> Any:
+        self.model.forward = forward
+        try:
+            return self.generate._generate(self.model, self.ids, "dynamic", self.new_tokens)
+        finally:
+            del self.model.forward
+
+
+def _timed_any(subject: Any, backend: Any, options: Any) -> float:
+    """:func:`_timed` for a model (a (model, inputs) pair) or a :class:`Decoder`."""
+    if not isinstance(subject, Decoder):
+        return _timed(subject[0], subject[1], backend, options)
+    t = time.perf_counter()
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        subject.compiled(backend, options)
+    return time.perf_counter() - t
+
+
+def _backend_arm(subject: Any, options: dict[str, Any]) -> dict[str, Any]:
     te_torch.backend.reports.clear()
-    wall = _timed(model, inputs, "tensor_eqsat", options)
+    wall = _timed_any(subject, "tensor_eqsat", options)
     reports = list(te_torch.backend.reports)
     phases = {p: sum(r.seconds.get(p, 0.0) for r in reports) for p in PHASES}
     return {
@@ -105,28 +155,33 @@ def _backend_arm(model: Any, inputs: tuple[Any, ...], options: dict[str, Any]) -
         "cache": sorted({r.cache for r in reports}),
         "kept_original": sum(r.kept_original for r in reports),
         "fallbacks": [r.fallback for r in reports if r.fallback],
+        "predicted_gain_pct": [r.predicted_gain_pct for r in reports],
         "verdicts": [r.reason for r in reports],
     }
 
 
-def measure(name: str, quick: bool, time_budget: float | None) -> dict[str, Any]:
-    built = pm.build(name, quick=quick)  # the registry's model, batch 1, float32, on the CPU
-    model, inputs = built.model, built.inputs
+def measure(name: str, quick: bool, time_budget: float | None, new_tokens: int = 8) -> dict[str, Any]:
+    subject: Any
+    if name.startswith("generate:"):
+        subject = Decoder(name.removeprefix("generate:"), quick, new_tokens)
+    else:
+        built = pm.build(name, quick=quick)  # the registry's model, batch 1, float32, on the CPU
+        subject = (built.model, built.inputs)
     row: dict[str, Any] = {"model": name, "load_before": os.getloadavg()[0]}
     _fresh_inductor_cache()
     torch._dynamo.reset()
-    row["freezing_cold_s"] = _timed(model, inputs, _freezing_backend(), FREEZING)
+    row["freezing_cold_s"] = _timed_any(subject, _freezing_backend(), FREEZING)
     torch._dynamo.reset()
-    row["freezing_warm_s"] = _timed(model, inputs, _freezing_backend(), FREEZING)
+    row["freezing_warm_s"] = _timed_any(subject, _freezing_backend(), FREEZING)
     _fresh_inductor_cache()
     os.environ["TENSOR_EQSAT_CACHE_DIR"] = tempfile.mkdtemp(prefix="backend-", dir=_SCRATCH.name)
     graph_cache(None).clear_memory()
     options: dict[str, Any] = {} if time_budget is None else {"time_budget": time_budget}
     torch._dynamo.reset()
-    row["backend_cold"] = _backend_arm(model, inputs, options)
+    row["backend_cold"] = _backend_arm(subject, options)
     torch._dynamo.reset()
     graph_cache(None).clear_memory()
-    row["backend_warm"] = _backend_arm(model, inputs, options)
+    row["backend_warm"] = _backend_arm(subject, options)
     torch._dynamo.reset()
     cold, warm = row["backend_cold"]["wall_s"], row["backend_warm"]["wall_s"]
     row["cold_limit_s"] = 1.5 * row["freezing_cold_s"] + 10.0
@@ -150,19 +205,30 @@ def show(r: dict[str, Any]) -> None:
     )
 
 
+def _decoders() -> tuple[str, ...]:
+    import generate
+
+    return tuple(generate.MODELS)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("models", nargs="*", default=list(MODELS))
+    p.add_argument("models", nargs="*", default=[*MODELS, "generate:llama"])
     p.add_argument("--quick", action="store_true", help="the models shrunk to a layer or two (a smoke run)")
     p.add_argument(
         "--time-budget", type=float, default=None, help="the backend's time_budget (default its own)"
     )
+    p.add_argument("--new-tokens", type=int, default=8, help="tokens a decoder generates (default 8)")
     p.add_argument("--json", type=Path, default=None)
     args = p.parse_args(argv)
+    known = {*MODELS, *(f"generate:{m}" for m in _decoders())}
+    unknown = [m for m in args.models if m not in known]
+    if unknown:
+        p.error(f"unknown model {unknown[0]!r}; known: {', '.join(sorted(known))}")
     torch.manual_seed(0)
     rows = []
     for name in args.models:
-        rows.append(measure(name, args.quick, args.time_budget))
+        rows.append(measure(name, args.quick, args.time_budget, args.new_tokens))
         show(rows[-1])
         if args.json is not None:
             args.json.parent.mkdir(parents=True, exist_ok=True)
