@@ -18,12 +18,17 @@ Per model, four compiles, each ``torch.compile`` and its first call (for a decod
 * ``freezing cold``: Inductor with ``torch._inductor.config.freezing = True`` set while Dynamo
   traces (:func:`compile_arm`), in a fresh Inductor cache folder;
 * ``freezing warm``: the same again after ``torch._dynamo.reset()`` and Inductor's in-memory
-  caches emptied: Inductor's own cached compile, as a new process finds it;
+  caches emptied, over its cold compile's disk cache: Inductor's own cached compile, as a new
+  process finds it (with freezing, Inductor bypasses its FX graph cache: the graph is lowered
+  again, the kernels come from the disk);
 * ``backend cold``: the backend with its default options (``then="inductor"``, freezing), in a
   fresh Inductor cache folder and a fresh backend cache: translate, search, check, guard and the
   Inductor compiles, as its reports give them (summed over the model's graphs);
 * ``backend warm``: the same again after ``torch._dynamo.reset()`` with the backend's memory cache
   cleared: every graph served from its disk cache, over Inductor's cache of the cold compile.
+
+The two warm arms alternate ``--warm-reps`` times (default 3), the order rotating, and each is
+their median (the first backend warm compile's phases are shown).
 
 Before the first row, a small unrelated model is compiled once through each arm (in caches of its
 own), so that what a process pays once is charged to no row; before each arm, Dynamo is reset
@@ -39,6 +44,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -196,7 +202,9 @@ def _backend_arm(subject: Any, options: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def measure(name: str, quick: bool, time_budget: float | None, new_tokens: int = 8) -> dict[str, Any]:
+def measure(
+    name: str, quick: bool, time_budget: float | None, new_tokens: int = 8, warm_reps: int = 3
+) -> dict[str, Any]:
     subject: Any
     if name.startswith("generate:"):
         subject = Decoder(name.removeprefix("generate:"), quick, new_tokens)
@@ -204,19 +212,31 @@ def measure(name: str, quick: bool, time_budget: float | None, new_tokens: int =
         built = pm.build(name, quick=quick)  # the registry's model, batch 1, float32, on the CPU
         subject = (built.model, built.inputs)
     row: dict[str, Any] = {"model": name, "load_before": os.getloadavg()[0]}
-    _fresh_inductor_cache()
+    freezing_dir = _fresh_inductor_cache()
     row["freezing_cold_s"] = _timed_any(subject, _freezing_backend(), FREEZING)
-    _as_a_new_process()
-    row["freezing_warm_s"] = _timed_any(subject, _freezing_backend(), FREEZING)
-    _fresh_inductor_cache()
+    backend_dir = _fresh_inductor_cache()
     os.environ["TENSOR_EQSAT_CACHE_DIR"] = tempfile.mkdtemp(prefix="backend-", dir=_SCRATCH.name)
     graph_cache(None).clear_memory()
     options: dict[str, Any] = {} if time_budget is None else {"time_budget": time_budget}
     row["backend_cold"] = _backend_arm(subject, options)
-    _as_a_new_process()
-    graph_cache(None).clear_memory()
-    row["backend_warm"] = _backend_arm(subject, options)
+    # Warm: each arm over its own cold compile's caches, as a new process finds them, the two
+    # alternating (the order rotating) ``warm_reps`` times: medians, on a machine whose load drifts.
+    freezing_warm: list[float] = []
+    backend_warm: list[dict[str, Any]] = []
+    for k in range(warm_reps):
+        for arm in ("freezing", "backend") if k % 2 == 0 else ("backend", "freezing"):
+            os.environ["TORCHINDUCTOR_CACHE_DIR"] = freezing_dir if arm == "freezing" else backend_dir
+            _as_a_new_process()
+            graph_cache(None).clear_memory()
+            if arm == "freezing":
+                freezing_warm.append(_timed_any(subject, _freezing_backend(), FREEZING))
+            else:
+                backend_warm.append(_backend_arm(subject, options))
     torch._dynamo.reset()
+    walls = [w["wall_s"] for w in backend_warm]
+    row["freezing_warm_all_s"] = freezing_warm
+    row["freezing_warm_s"] = statistics.median(freezing_warm)
+    row["backend_warm"] = {**backend_warm[0], "wall_s": statistics.median(walls), "walls_s": walls}
     cold, warm = row["backend_cold"]["wall_s"], row["backend_warm"]["wall_s"]
     row["cold_limit_s"] = 1.5 * row["freezing_cold_s"] + 10.0
     row["warm_limit_s"] = row["freezing_warm_s"] + 1.0
@@ -253,17 +273,22 @@ def main(argv: list[str] | None = None) -> int:
         "--time-budget", type=float, default=None, help="the backend's time_budget (default its own)"
     )
     p.add_argument("--new-tokens", type=int, default=8, help="tokens a decoder generates (default 8)")
+    p.add_argument(
+        "--warm-reps", type=int, default=3, help="cached compiles per arm, alternating (default 3: medians)"
+    )
     p.add_argument("--json", type=Path, default=None)
     args = p.parse_args(argv)
     known = {*MODELS, *(f"generate:{m}" for m in _decoders())}
     unknown = [m for m in args.models if m not in known]
+    if args.warm_reps < 1:
+        p.error(f"--warm-reps must be at least 1, got {args.warm_reps}")
     if unknown:
         p.error(f"unknown model {unknown[0]!r}; known: {', '.join(sorted(known))}")
     torch.manual_seed(0)
     warm_up()
     rows = []
     for name in args.models:
-        rows.append(measure(name, args.quick, args.time_budget, args.new_tokens))
+        rows.append(measure(name, args.quick, args.time_budget, args.new_tokens, args.warm_reps))
         show(rows[-1])
         if args.json is not None:
             args.json.parent.mkdir(parents=True, exist_ok=True)

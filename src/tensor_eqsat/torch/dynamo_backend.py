@@ -9,7 +9,11 @@ folded once (:mod:`tensor_eqsat.torch.fx_export`), and delivers it through
 :func:`tensor_eqsat.torch.delivery.deliver_fx` (check, ``then``, never-slower guard). With
 ``then="inductor"`` and ``TorchConfig.freezing`` (the default), what is handed on, the original
 graph or the rewritten one, is compiled by Inductor with freezing, its parameters and buffers as
-constants (:func:`~tensor_eqsat.torch.delivery.compile_frozen`). The callable
+constants (:func:`~tensor_eqsat.torch.delivery.compile_frozen`). Where the guard times, a
+search predicting less than ``min_gain_pct`` hands the original on compiled once (no second
+compile, no timing). Every decision is cached, an inconclusive guard's too (the original kept,
+the rewrite beside it for ``retime_noisy``), so that a cached compile is the lookup and one
+compile of what it hands on. The callable
 it returns carries a :class:`~tensor_eqsat.torch.report.BackendReport` (``.report``); the last
 one is also ``backend.report``.
 
