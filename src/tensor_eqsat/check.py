@@ -343,6 +343,8 @@ class Checker:
     graph: the original graph (what results are compared with, part by part).
     backend, device: where the check runs. seed: the inputs' and weights' seed.
     throughput: this machine's (default: the remembered one for ``backend:device``).
+    points: for a graph with symbolic dims, the shapes besides the representative one that the
+    whole-graph check runs at too, one trial each (:class:`~tensor_eqsat.io.equivalence.Reference`).
     """
 
     def __init__(
@@ -354,8 +356,9 @@ class Checker:
         device: str,
         seed: int,
         throughput: Throughput | None = None,
+        points: Sequence[Any] = (),
     ) -> None:
-        self.source, self.graph = reference, graph
+        self.source, self.graph, self.points = reference, graph, tuple(points)
         self.backend, self.device, self.seed = backend, device, seed
         self.throughput = throughput or Throughput.load(f"{backend}:{device}")
         self.bytes, self.ops = weight_bytes(graph), op_count(graph)
@@ -491,7 +494,12 @@ class Checker:
             # from that, not from a second import.
             graph = None if isinstance(self.source, Graph) else self.graph
             self._reference = Reference(
-                self.source, seed=self.seed, backend=self.backend, device=self.device, graph=graph
+                self.source,
+                seed=self.seed,
+                backend=self.backend,
+                device=self.device,
+                graph=graph,
+                points=self.points,
             )
         verdict = self._reference.check(artifact, backend=self.backend, device=self.device, deadline=deadline)
         seconds = time.perf_counter() - t0

@@ -62,6 +62,7 @@ from tensor_eqsat.ir.dtypes import DType, graph_dtype, round_to, tolerance, wide
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.ir.interpreter import leaf_values, run_all
 from tensor_eqsat.ir.serialize import load as load_json
+from tensor_eqsat.ir.symbolic import concrete
 from tensor_eqsat.ir.types import Shape
 
 BACKENDS = ("auto", "interpreter", "ort", "torch")
@@ -207,6 +208,11 @@ class _Side:
     run: Runner
     backend: str
     infos: dict[str, InputInfo] = field(default_factory=dict)
+    at: Callable[[Mapping[str, int]], dict[str, Shape]] | None = None
+    """The input shapes at a point of the symbols (a symbolic model); None: static inputs."""
+
+    def inputs_at(self, point: Mapping[str, int] | None) -> dict[str, Shape]:
+        return self.inputs if not point or self.at is None else self.at(point)
 
 
 def load_any(source: Any) -> Any:
@@ -255,6 +261,9 @@ def _prepare(source: Any, backend: str, seed: int, device: str = "cpu") -> _Side
         sess = ort_session(source if from_file else proto)
         specs = {s.name: s.shape for s in input_specs(proto, describe_source(source))}
 
+        def ort_at(point: Mapping[str, int]) -> dict[str, Shape]:
+            return {s.name: s.shape for s in input_specs(proto, describe_source(source), point)}
+
         def run_ort(feed: Mapping[str, np.ndarray]) -> list[np.ndarray]:
             try:
                 return [np.asarray(o) for o in sess.run(None, dict(feed))]
@@ -262,9 +271,13 @@ def _prepare(source: Any, backend: str, seed: int, device: str = "cpu") -> _Side
                 text = " ".join(str(exc).split())  # onnxruntime's message spans lines
                 raise TensorEqsatError(f"onnxruntime failed to run the model: {text}") from exc
 
-        return _Side(specs, run_ort, "onnxruntime", model_inputs(proto))
+        return _Side(specs, run_ort, "onnxruntime", model_inputs(proto), ort_at)
     graph = model if isinstance(model, Graph) else _import(model)
-    specs = {graph.name_of(n.id): n.shapes[0] for n in graph.inputs()}
+    specs = {graph.name_of(n.id): concrete(n.shapes[0]) for n in graph.inputs()}
+
+    def graph_at(point: Mapping[str, int]) -> dict[str, Shape]:
+        return {graph.name_of(n.id): concrete(n.shapes[0], point) for n in graph.inputs()}
+
     if backend == "torch":
         from tensor_eqsat.io.torch_exec import TorchProgram
 
@@ -278,7 +291,7 @@ def _prepare(source: Any, backend: str, seed: int, device: str = "cpu") -> _Side
             with tf32_disabled(prog.torch):
                 return [to_numpy(t) for t in prog(feed)]
 
-        return _Side(specs, run_torch, "torch", graph_inputs(graph))
+        return _Side(specs, run_torch, "torch", graph_inputs(graph), graph_at)
     if backend != "interpreter":
         raise TensorEqsatError(f"unknown backend {backend!r} (expected one of {', '.join(BACKENDS)})")
     outs = observable_outputs(graph)
@@ -289,7 +302,7 @@ def _prepare(source: Any, backend: str, seed: int, device: str = "cpu") -> _Side
         return [values[r] for r in outs]
 
     # run_all computes what graph.outputs need, which covers the noops' inputs.
-    return _Side(specs, interpret, "interpreter", graph_inputs(graph))
+    return _Side(specs, interpret, "interpreter", graph_inputs(graph), graph_at)
 
 
 def _import(model: Any) -> Graph:
@@ -313,7 +326,9 @@ class Reference:
     In float16 and bfloat16, without ``rtol`` or ``atol``, a result is judged by the original's
     own error: the original also runs in its own precision, on the optimized model's backend
     (:mod:`tensor_eqsat.io.accuracy`). graph: an ONNX original already imported (it is imported
-    for its float32 reference otherwise). Default None.
+    for its float32 reference otherwise). Default None. points: for a model with symbolic dims,
+    the shapes besides the representative one (the hints) to check at, one trial each after the
+    first (a size for each symbol, by name; ``trials`` grows to cover them). Default none.
 
     >>> g = Graph(); x = g.input((4,), name="x"); g.output(g.relu(x))
     >>> ref = Reference(g)
@@ -334,6 +349,7 @@ class Reference:
         device: str = "cpu",
         tf32: bool = False,
         graph: Graph | None = None,
+        points: Sequence[Mapping[str, int]] = (),
     ) -> None:
         if trials < 1:
             raise TensorEqsatError(f"trials must be >= 1, got {trials}")
@@ -346,7 +362,10 @@ class Reference:
         self.scale_floor = tol.scale_floor
         self.own_rule = self.dtype is not DType.FLOAT32 and rtol is None and atol is None
         """Judged by the original's own error (io/accuracy.py): reduced precision, no tolerance given."""
-        self.trials, self.seed = trials, seed
+        self.points = (({}), *(dict(p) for p in points)) if points else ()
+        """Where a symbolic model's trials run: trial k at point k (the first the representative
+        shape, the hints), later trials at the representative shape."""
+        self.trials, self.seed = max(trials, len(self.points)), seed
         self.original = original
         if self.dtype is not DType.FLOAT32:
             ir = model if isinstance(model, Graph) else graph if graph is not None else _import(model)
@@ -362,7 +381,8 @@ class Reference:
     def feed(self, trial: int, infos: Mapping[str, InputInfo]) -> dict[str, np.ndarray]:
         """The inputs of ``trial``: seeded, float ones rounded to the model's precision (the
         reference sees what the reduced-precision model sees)."""
-        feed = make_feed(self.side.inputs, infos, self.seed + trial)
+        point = self.points[trial] if trial < len(self.points) else None
+        feed = make_feed(self.side.inputs_at(point), infos, self.seed + trial)
         if self.dtype is DType.FLOAT32:
             return feed
         return {k: widen(round_to(v, self.dtype)) for k, v in feed.items()}
