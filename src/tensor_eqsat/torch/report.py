@@ -29,6 +29,9 @@ class BackendReport:
     rounds: the search rounds that ran within the time budget (``OptimizeConfig.rounds``: each
         searches the one before's best graph); fixpoint: whether the last gained nothing, so the
         graph is a fixpoint of the search (0 and False when nothing was searched).
+    settled: False when the guard found no gain at a noise above ±25 % (an inconclusive timing):
+        the original is kept, and cached so with the rewritten graph beside it
+        (``TorchConfig.retime_noisy`` times it again). Default True.
     """
 
     graph_key: str
@@ -48,6 +51,7 @@ class BackendReport:
     check: str = ""
     rounds: int = 0
     fixpoint: bool = False
+    settled: bool = True
 
     @property
     def message(self) -> str:
