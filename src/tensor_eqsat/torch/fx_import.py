@@ -410,8 +410,9 @@ class _Translator:
             all(isinstance(v, Const) for v in values)
             and fx_ops.foldable(node)
             and not symbolic
-            and not any(_symbolic_const(v) for v in values)
-        ):  # (a symbolic size as an operand, ``arange(1) + s0``: a run-time value, never folded)
+            # A tensor computed from a symbolic size (``arange(1) + s0``) is a run-time value.
+            and not (isinstance(ev, torch.Tensor) and any(_symbolic_const(v) for v in values))
+        ):
             value = self.fold(node, node_args, node_kwargs)
         elif _is_static(ev):
             # A shape, size or dtype of a run-time tensor: static, since shapes are specialised.

@@ -92,3 +92,31 @@ def test_hf_models_compiled_with_dynamic_true_through_inductor(name):
             assert close(compiled(x).last_hidden_state, model(x).last_hidden_state, 1e-4)
     (report,) = te_torch.backend.reports  # one compile (a Dynamo restart is no compile)
     assert report.fallback is None and not report.kept_original and report.rules_applied
+
+
+class PositionFromInt(torch.nn.Module):
+    """Positions from a Python int that Dynamo makes symbolic once it changes, as Mistral's
+    sliding-window static cache computes them (``arange(1) + cumulative_length_int``); two
+    projections of one input beside it (merged by the rules)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = torch.nn.Linear(8, 8)
+        self.b = torch.nn.Linear(8, 8)
+
+    def forward(self, x, seen: int):
+        pos = (torch.arange(1) + seen).unsqueeze(0)[..., None].float()
+        return self.a(x) * pos + self.b(x)
+
+
+def test_a_symbolic_python_int_added_to_a_constant_tensor_is_read_at_run_time():
+    model = PositionFromInt().eval()
+    compiled = torch.compile(model, backend="tensor_eqsat", options=FAST)
+    x = torch.randn(1, 1, 8)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("error", te_torch.FallbackWarning)
+        for seen in (3, 5, 8, 13):
+            assert close(compiled(x, seen), model(x, seen)), seen
+    static, symbolic = te_torch.backend.reports  # the int specialised at 3, symbolic from 5 on
+    assert static.fallback is None and symbolic.fallback is None, symbolic.fallback
+    assert not symbolic.kept_original and symbolic.rules_applied
