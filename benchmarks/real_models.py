@@ -112,7 +112,11 @@ def _tensor_out(out: Any) -> torch.Tensor:
 
 # -- translation and search ----------------------------------------------------------------------
 def analyse(
-    model: Any, inputs: tuple[Any, ...], targets: list[str], time_budget: float
+    model: Any,
+    inputs: tuple[Any, ...],
+    targets: list[str],
+    time_budget: float,
+    search: dict[str, Any] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Translate and optimize every graph Dynamo captures from ``model(*inputs)`` once per target
     (the guard off, nothing compiled: what the search finds). The graphs are handled inside the
@@ -124,7 +128,14 @@ def analyse(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             for t in targets:
-                cfg = TorchConfig(target=t, then="eager", guard=False, cache=False, time_budget=time_budget)
+                cfg = TorchConfig(
+                    target=t,
+                    then="eager",
+                    guard=False,
+                    cache=False,
+                    time_budget=time_budget,
+                    search=search or {},
+                )
                 reports[t].append(compile_graph(gm, list(example_inputs), cfg).report)
         return gm.forward
 
@@ -133,6 +144,12 @@ def analyse(
         torch.compile(model, backend=record, dynamic=False)(*inputs)
     torch._dynamo.reset()
     return {t: summarize(r) for t, r in reports.items()}
+
+
+def _search(args: argparse.Namespace) -> dict[str, Any]:
+    """The backend's search settings the command line gives (``--rounds``)."""
+    rounds = getattr(args, "rounds", None)
+    return {} if rounds is None else {"rounds": rounds}
 
 
 def summarize(reports: list[Any]) -> dict[str, Any]:
@@ -156,6 +173,7 @@ def summarize(reports: list[Any]) -> dict[str, Any]:
         "predicted_gain_pct": [r.predicted_gain_pct for r in reports],
         "verdicts": [r.reason for r in reports],
         "search_s": sum(r.seconds.get("optimize", 0.0) for r in reports),
+        "rounds": [r.rounds for r in reports],
     }
 
 
@@ -171,6 +189,7 @@ def time_model(model: Any, inputs: tuple[Any, ...], local: str, args: argparse.N
         "guard_runs": args.runs,
         "guard_blocks": args.blocks,
         "cache": False,  # every run searches and guards afresh, never serves an earlier verdict
+        "search": _search(args),
     }
     again = getattr(args, "again_arm", True)  # (trimmed away to fit --max-minutes)
     arms = harness.standard_arms(options, again=again)
@@ -233,7 +252,7 @@ def run_model(
         "quick": args.quick,
         "scale": built.scale,
         "nonzero": built.nonzero,
-        **(analyse(model, inputs, targets, args.time_budget) if targets else {}),
+        **(analyse(model, inputs, targets, args.time_budget, _search(args)) if targets else {}),
     }
     if not args.no_time:
         out["timing"] = time_model(model, inputs, local, args)
@@ -245,6 +264,10 @@ def run_model(
 
 def _label(r: dict[str, Any]) -> str:
     return r["model"] + (f" ({r['attention']})" if r.get("attention") else "")
+
+
+def _rounds(h: dict[str, Any]) -> str:
+    return "/".join(str(n) for n in h.get("rounds", [])) or "-"
 
 
 def _gains(g: list[float]) -> str:
@@ -262,6 +285,7 @@ def show(r: dict[str, Any], local: str) -> None:
         f"{h['ops_mapped']} / opaque {h['ops_opaque']} ({h['mapped_pct']:.1f} % mapped), fallbacks "
         f"{len(h['fallbacks'])}; h200: {sum(rules.values())} rules, predicted "
         f"{_gains(h['predicted_gain_pct'])} %"
+        + (f" (search {h['search_s']:.1f} s, rounds {_rounds(h)})" if "search_s" in h else "")
         + (
             f"; {local}: {sum(r[local]['rules_applied'].values())} rules, predicted "
             f"{_gains(r[local]['predicted_gain_pct'])} %"
@@ -412,6 +436,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--time-budget", type=float, default=None, help="search seconds (default 10, on CUDA 3; --quick 2)"
     )
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=None,
+        help="search rounds per graph (default: the backend's, until a fixpoint; 1: one e-graph)",
+    )
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads on the CPU (default 1)")
     p.add_argument(
         "--runs", type=int, default=None, help="timed runs per arm (default 40, on CUDA 20; --quick 8)"
@@ -432,7 +462,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = p.parse_args(argv)
     gpu = args.device.startswith("cuda")
-    if args.models is None:  # on a GPU only the models with recorded figures (real_models_sizing.py)
+    if not args.models:  # on a GPU only the models with recorded figures (real_models_sizing.py)
         args.models = [m for m in MODELS if not gpu or m in sizing.H200]
     for m in args.models:
         if m not in pm.MODELS:

@@ -133,9 +133,9 @@ class OptimizeConfig:
         both, or with ``auto``). Default None: none for MCTS,
         ``runner.time_limit`` (TENSAT's 3600 s) for saturation, and ``ilp.time_limit`` for the
         final ILP.
-    rules: the rewrite rules: ``"default"`` (the model's rule set, see ``ModelInfo.rule_set``: the paper's 139
-        rules, the NASRNN variant for ``nasrnn``), a rule set name, the path of a rule file, a
-        RuleSet or RuleSpecs.
+    rules: the rewrite rules: ``"default"`` (the paper's 139 rules; for a search other than
+        ``auto``, the model's rule set, see ``ModelInfo.rule_set``: the NASRNN variant for
+        ``nasrnn``), a rule set name, the path of a rule file, a RuleSet or RuleSpecs.
         Default ``"default"``.
     model: the zoo name of the graph when it is a Graph built from the zoo (for k_multi and the
         rule set). Default None.

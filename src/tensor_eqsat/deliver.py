@@ -37,6 +37,7 @@ import copy
 import logging
 import time
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -288,6 +289,7 @@ def deliver(
     output: str | Path | None = None,
     run_dir: str | Path | None = None,
     input_shapes: dict[str, tuple[int, ...]] | None = None,
+    shapes: Sequence[Mapping[str, int]] = (),
     dtype: str | None = None,
     deadline: Deadline | None = None,
     progress: ProgressFn | None = None,
@@ -302,7 +304,8 @@ def deliver(
     output: write the model handed back here: ONNX for a path ending in ``.onnx`` (any case),
         else graph JSON. Checked for writability before any work. Default: not written.
     run_dir: write the run's settings, statistics, step log and both graphs here.
-    input_shapes: static shapes for ONNX inputs with symbolic dims.
+    input_shapes: static shapes for ONNX inputs with symbolic dims. shapes: sizes of the symbolic
+        dims kept otherwise (the first point the representative one, the others checked too).
     dtype: run the model in this precision (``fp16``, ``bf16``, ``fp32``): its floating inputs and
         weights cast to it, the check against its float32 reference with the dtype's tolerance.
         Default None: the model's own precision.
@@ -326,7 +329,8 @@ def deliver(
     out = _check_output(output)
     if run_dir is not None:
         _check_run_dir(run_dir, out)
-    src = Source.of(source, input_shapes=input_shapes, model=cfg.model, dtype=dtype)
+    src = Source.of(source, input_shapes=input_shapes, model=cfg.model, dtype=dtype, shapes=shapes)
+    notes: list[str] = [src.symbols_note()] if src.graph.is_symbolic and src.is_onnx else []
     _check_memory(src, dcfg, out)
     _check_write_time(src, out, deadline)
     target = cfg.resolved_target(str(src.path) if src.is_onnx else None)
@@ -336,7 +340,6 @@ def deliver(
 
         cfg = replace(cfg, rules=REAL_MODEL_SET)  # a real model: the inference rules apply
     guard_runtime = runtime
-    notes: list[str] = []
     if guard_runtime is None and dcfg.guard:
         why = target.unavailable(precision(src.graph))
         guard_runtime = target.runtime(dcfg.threads) if why is None else None
@@ -385,9 +388,8 @@ def deliver(
         # anything is prepared: the search is never skipped for the check (what changed is
         # checked when the whole graph cannot be), and never leaves it less than the least
         # check that can run.
-        checker = Checker(
-            src.reference(), src.graph, backend=check_backend, device=check_device, seed=cfg.seed
-        )
+        checker = Checker(src.reference(), src.graph, backend=check_backend, device=check_device,
+                          seed=cfg.seed, points=src.check_points(), left=deadline.left())  # fmt: skip
         check_s = checker.reserve(deadline.left())
         least += checker.least_s(partitioned)
         after_search += max(check_s, least - write_s)  # (the check ends before the write)
@@ -509,8 +511,8 @@ def deliver(
             artifact = checked[1] if checked is not None and checked[0] is chosen else None
             written = _timed(phases, "write", _write, chosen, src, out, cfg.seed, artifact)
             if src.input_shapes:
-                shapes = ", ".join(f"{k}={','.join(map(str, v))}" for k, v in src.input_shapes.items())
-                notes.append(f"{out} has the static input shapes it was optimized for ({shapes})")
+                fixed = ", ".join(f"{k}={','.join(map(str, v))}" for k, v in src.input_shapes.items())
+                notes.append(f"{out} has the static input shapes it was optimized for ({fixed})")
     if run_dir is not None:
         save_run(result, run_dir)
     return Delivery(src, target, cfg, result, chosen, kept, verdict, guard_report, measured, written, None,
@@ -581,7 +583,7 @@ def _nothing_to_optimize(src: Source, egraph: Any, cfg: OptimizeConfig) -> str |
     nodes) leaves the rules nothing to match: saying so beats a search that reports 0 %."""
     from tensor_eqsat.rules.rewrites import to_rewrite
 
-    rule_set = rule_set_for(cfg.rules, src.model)  # the rules the search would use
+    rule_set = rule_set_for(cfg.rules, src.model, cfg.search)  # the rules the search would use
     if any(
         to_rewrite(rule).has_match(egraph) for rule in rule_set
     ):  # (made one by one: the first match ends it)

@@ -108,3 +108,24 @@ def test_real_models_sizes_a_gpu_run_to_six_minutes_and_leaves_the_cpu_run_alone
     assert "# estimate on one H200/H100" in printed and "trimmed: gpt2 batch 8 not run" in printed
     with pytest.raises(SystemExit):  # no time model for the CPU
         rm.size_run(_args("cpu", max_minutes=6), parser)
+
+
+@pytest.mark.slow  # imports torch and the backend (about 10 s here)
+def test_real_models_without_model_names_runs_every_model_and_passes_rounds_to_the_search(monkeypatch):
+    rm = _real_models()
+    ran: list[tuple[str, int, dict]] = []
+
+    def fake_run(name, batch, args, attention):
+        ran.append((name, batch, rm._search(args)))
+        return {"model": name, "batch": batch, "attention": attention}
+
+    monkeypatch.setattr(rm, "run_model", fake_run)
+    monkeypatch.setattr(rm, "show", lambda r, local: None)
+    assert (
+        rm.main(["--no-time", "--batch", "1", "--attention", "sdpa", "--rounds", "1", "--device", "cpu"]) == 0
+    )
+    assert [n for n, _, _ in ran] == [m for m in rm.MODELS]  # argparse gives [] for no names: all of them
+    assert all(search == {"rounds": 1} for _, _, search in ran)
+    ran.clear()
+    rm.main(["resnet50", "--no-time", "--batch", "1", "--device", "cpu"])
+    assert ran == [("resnet50", 1, {})]  # no --rounds: the backend's default

@@ -224,6 +224,50 @@ def add_input_shape_argument(p: argparse.ArgumentParser) -> None:
     )
 
 
+def parse_shape_points(text: str) -> tuple[dict[str, int], ...]:
+    """``NAME=SIZE,NAME=SIZE;NAME=SIZE,...``: sizes of an ONNX model's symbolic dims (its
+    ``dim_param`` s), one point per ``;``-separated group; argparse reports the
+    ArgumentTypeError it raises.
+
+    >>> parse_shape_points("batch=1,seq=128;batch=8,seq=64")
+    ({'batch': 1, 'seq': 128}, {'batch': 8, 'seq': 64})
+    """
+    points = []
+    for group in text.split(";"):
+        point: dict[str, int] = {}
+        for pair in group.split(","):
+            name, sep, value = pair.strip().partition("=")
+            if not sep or not name.strip():
+                raise argparse.ArgumentTypeError(
+                    f"{text!r}: expected NAME=SIZE pairs separated by ',', points by ';' "
+                    "(e.g. batch=1,seq=128;batch=8,seq=64)"
+                )
+            try:
+                size = int(value)
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"{text!r}: size {value!r} is not an integer") from None
+            if size < 1:
+                raise argparse.ArgumentTypeError(f"{text!r}: every size must be >= 1")
+            if point.setdefault(name.strip(), size) != size:
+                raise argparse.ArgumentTypeError(f"{text!r}: {name.strip()} is given twice in one point")
+        points.append(point)
+    return tuple(points)
+
+
+def add_shapes_argument(p: argparse.ArgumentParser) -> None:
+    """The ``--shapes`` of commands that optimize ONNX with symbolic dims."""
+    p.add_argument(
+        "--shapes",
+        type=parse_shape_points,
+        default=(),
+        metavar="NAME=SIZE,...;...",
+        help="sizes of an ONNX model's symbolic dims (dim_params), kept symbolic in the result: the "
+        "first point is where it is priced, checked and measured, the others are checked too, e.g. "
+        "batch=1,seq=128;batch=8,seq=64 (default: 1 for batch-like names, else 128, and three other "
+        "shapes checked)",
+    )
+
+
 DTYPE_CHOICES = ("fp32", "fp16", "bf16", "float32", "float16", "bfloat16")
 
 

@@ -44,6 +44,7 @@ from tensor_eqsat.clock import Deadline
 from tensor_eqsat.commands._common import (
     add_dtype_argument,
     add_input_shape_argument,
+    add_shapes_argument,
     input_shapes_arg,
     print_json,
     stderr,
@@ -67,6 +68,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     :data:`~tensor_eqsat.commands._flags.FLAGS` (the settings), then where the result goes."""
     p.add_argument("graph", metavar="MODEL|FILE", help="zoo model name, graph JSON or ONNX file")
     add_input_shape_argument(p)
+    add_shapes_argument(p)
     add_dtype_argument(p)
     add_flags(p)
     p.add_argument(
@@ -194,6 +196,7 @@ def run(args: argparse.Namespace) -> int:
             output=args.output,
             run_dir=args.run_dir,
             input_shapes=input_shapes_arg(args) or None,
+            shapes=args.shapes,
             dtype=args.dtype,
             deadline=deadline,
             progress=line,

@@ -54,6 +54,7 @@ from tensor_eqsat.io.onnx_common import (
     ir_version_for,
     require_onnx,
 )
+from tensor_eqsat.io.onnx_dims import DimTensors, dim_sources, onnx_dims, set_model_symbols
 from tensor_eqsat.io.onnx_files import save_model
 from tensor_eqsat.io.opaque import convert_payload, decode_payload, payload_opset
 from tensor_eqsat.io.plan import fold_weights, live_nodes, observable_outputs, weight_only_nodes
@@ -171,6 +172,7 @@ class _Exporter:
     elem_types: dict[TensorRef, int] = field(default_factory=dict)
     opsets: dict[str, int] = field(default_factory=dict)
     functions: dict[tuple[str, str], Any] = field(default_factory=dict)
+    _dims: DimTensors | None = None
 
     def fresh(self, base: str) -> str:
         name, k = base, 1
@@ -237,6 +239,14 @@ class _Exporter:
         t.dims.extend(arr.shape)
         t.raw_data = np.ascontiguousarray(arr).tobytes()  # the one copy of the data
 
+    def dims(self, base: str, dims: Sequence[Any]) -> str:
+        """A 1-D int64 tensor of ``dims``: a constant, or computed from the inputs' shapes where
+        a dim is symbolic (io/onnx_dims.py)."""
+        if self._dims is None:
+            inputs = [(self.graph.name_of(n.id), n.shapes[0]) for n in self.graph.inputs()]
+            self._dims = DimTensors(dim_sources(inputs), self.node, self.const, self.fresh)
+        return self._dims.shape_tensor(base, dims)
+
     def dtype_in(self, n: Node) -> str:
         """The dtype of ``n``'s first input: what the float constants of its ONNX nodes take."""
         return self.graph.dtype_of(n.inputs[0])
@@ -292,7 +302,7 @@ class _Exporter:
                 name = g.name_of(n.id)
                 self.names[(n.id, 0)] = name
                 elem = infos[name].elem_type if name in infos else _elem_of(n.dtypes[0])
-                graph_inputs.append(helper.make_tensor_value_info(name, elem, list(n.shapes[0])))
+                graph_inputs.append(helper.make_tensor_value_info(name, elem, onnx_dims(n.shapes[0])))
         consumers = _live_consumers(g, live)
         for n in g.nodes:
             if n.id not in live or n.op == "input":
@@ -333,7 +343,7 @@ class _Exporter:
             done.add(ref)
             listed.add(name)
             elem = self.elem_types.get(ref) or _elem_of(g.dtype_of(ref))
-            graph_outputs.append(helper.make_tensor_value_info(name, elem, list(g.shape_of(ref))))
+            graph_outputs.append(helper.make_tensor_value_info(name, elem, onnx_dims(g.shape_of(ref))))
         # Without initializers: they are added in place, after the check (see add_initializers).
         onnx_graph = helper.make_graph(self.nodes, "tensor_eqsat", graph_inputs, graph_outputs)
         opset_imports = [helper.make_opsetid(d, v) for d, v in sorted(self.opsets.items())]
@@ -344,6 +354,7 @@ class _Exporter:
             producer_name="tensor-eqsat",
         )
         model.ir_version = ir_version_for(model.opset_import)
+        set_model_symbols(model, g.symbols())  # the hints and ranges, for whoever reads it next
         return model
 
 
@@ -524,13 +535,13 @@ def _concat(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
 @_emits("split")
 def _split(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
     a = n.attr_dict()
-    sizes = ctx.const(f"split_{n.id}_sizes", np.array(a["sizes"], dtype=np.int64))
+    sizes = ctx.dims(f"split_{n.id}_sizes", a["sizes"])
     ctx.node("Split", [ins[0], sizes], outs, axis=a["axis"])
 
 
 @_emits("reshape")
 def _reshape(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
-    shape = ctx.const(f"reshape_{n.id}_shape", np.array(n.attr_dict()["shape"], dtype=np.int64))
+    shape = ctx.dims(f"reshape_{n.id}_shape", n.attr_dict()["shape"])
     ctx.node("Reshape", [ins[0], shape], outs)
 
 
@@ -597,7 +608,7 @@ def _pad(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
 def _slice(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
     a = n.attr_dict()
     parts = [
-        ctx.const(f"slice_{n.id}_{k}", np.array([a[key]], dtype=np.int64))
+        ctx.dims(f"slice_{n.id}_{k}", [a[key]])
         for k, key in (("starts", "start"), ("ends", "end"), ("axes", "axis"), ("steps", "step"))
     ]
     ctx.node("Slice", [ins[0], *parts], outs)
@@ -605,7 +616,7 @@ def _slice(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
 
 @_emits("expand")
 def _expand(ctx: _Exporter, n: Node, ins: list[str], outs: list[str]) -> None:
-    shape = ctx.const(f"expand_{n.id}_shape", np.array(n.attr_dict()["shape"], dtype=np.int64))
+    shape = ctx.dims(f"expand_{n.id}_shape", n.attr_dict()["shape"])
     ctx.node("Expand", [ins[0], shape], outs)
 
 

@@ -43,12 +43,23 @@ from tensor_eqsat.io.onnx_common import (
     require_ort,
     widen_const,
 )
+from tensor_eqsat.io.onnx_dims import (
+    NotFoldable,
+    SymbolTable,
+    as_values,
+    concrete_array,
+    fold,
+    has_symbols,
+    out_elem_type,
+    probe_shapes,
+)
 from tensor_eqsat.io.onnx_files import LARGE_MODEL_BYTES, model_bytes
 from tensor_eqsat.io.onnx_gelu import find_gelu
 from tensor_eqsat.io.onnx_ops import ACTIVATIONS, HANDLERS, Ins, OnnxAttrs, Unsupported, Value
 from tensor_eqsat.io.opaque import ConstSlot, Slot, TensorSlot, build_opaque
 from tensor_eqsat.ir.dtypes import DTypeError
 from tensor_eqsat.ir.graph import Graph, Tensor
+from tensor_eqsat.ir.symbolic import UndecidedDim
 from tensor_eqsat.ir.types import Shape, volume
 
 if TYPE_CHECKING:
@@ -73,18 +84,22 @@ def import_onnx(
     *,
     strict: bool = False,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
+    hints: Mapping[str, int] | None = None,
 ) -> Graph:
     """Import an ONNX model (a path, bytes or an ``onnx.ModelProto``) as a Graph.
 
     strict: raise :class:`UnsupportedOpError` for any operator the IR does not model instead of
         keeping it as an opaque node. Default False.
     input_shapes: static shapes for inputs whose ONNX shape has symbolic dims (e.g. the batch).
+        Without it, a ``dim_param`` becomes a symbolic dim (see :mod:`tensor_eqsat.io.onnx_dims`).
+    hints: the representative size of each symbol, by name (the default: 1 for a batch-like
+        name, 128 for others; :func:`~tensor_eqsat.io.onnx_dims.default_hint`).
 
     Initializers become weights carrying their data, so the Graph computes the model's function.
     Inputs of any element type are accepted; the nodes reading a non-float input become opaque
     (see :mod:`tensor_eqsat.io.inputs`).
-    Raises FormatError (unreadable or invalid model, inconsistent shapes, dynamic shapes),
-    UnsupportedOpError under strict.
+    Raises FormatError (unreadable or invalid model, inconsistent shapes, a dim with neither a
+    value nor a name, a hint for no symbol of the model), UnsupportedOpError under strict.
 
     >>> import onnx
     >>> from onnx import helper, TensorProto as T
@@ -97,7 +112,7 @@ def import_onnx(
     {'relu': 1}
     """
     model = load_model(source)
-    return Importer(model, describe_source(source), strict, dict(input_shapes or {})).run()
+    return Importer(model, describe_source(source), strict, dict(input_shapes or {}), hints).run()
 
 
 def onnx_output_names(source: Any) -> list[str]:
@@ -116,11 +131,17 @@ class Importer:
     """
 
     def __init__(
-        self, model: onnx.ModelProto, source: str, strict: bool, input_shapes: dict[str, Sequence[int]]
+        self,
+        model: onnx.ModelProto,
+        source: str,
+        strict: bool,
+        input_shapes: dict[str, Sequence[int]],
+        hints: Mapping[str, int] | None = None,
     ) -> None:
         self.onnx = require_onnx()
         self.source = source
         self.strict = strict
+        self.symtab = SymbolTable(hints)
         # Protobuf cannot serialize more than 2 GiB, which the checker and shape inference need:
         # for big models they see a skeleton whose large initializers are declared graph inputs.
         self.detached: dict[str, Any] = {}
@@ -146,7 +167,9 @@ class Importer:
             for name in n.output:
                 if name:
                     self.producer[name] = i
+        self._input_symbols()
         self.info = self._shape_info()
+        self.probed: dict[str, Shape] | None = None
 
     # -- preparation ---------------------------------------------------------------------------
     def _detach_large_initializers(self, model: onnx.ModelProto) -> onnx.ModelProto:
@@ -200,6 +223,26 @@ class Importer:
             ) from shape_error
         return inferred
 
+    def _input_symbols(self) -> None:
+        """The symbols of the inputs' ``dim_param`` s (io/onnx_dims.py), in order."""
+        g = self.model.graph
+        inits = {t.name for t in g.initializer} | set(self.detached)
+        for inp in g.input:
+            if inp.name in inits or not inp.type.HasField("tensor_type"):
+                continue
+            for k, d in enumerate(inp.type.tensor_type.shape.dim):
+                if d.HasField("dim_param") and d.dim_param:
+                    self.symtab.symbol(d.dim_param)
+                elif not d.HasField("dim_value"):
+                    head = f"{self.source}: input {inp.name!r} has a dim {k} with neither a size nor a name"
+                    raise naming(FormatError, f"{head}; give static shapes with ", INPUT_SHAPES)
+        self.symtab.check_hints(self.source)
+
+    def _dim(self, d: Any) -> Any:
+        if d.HasField("dim_value"):
+            return int(d.dim_value)
+        return self.symtab.known(d.dim_param) if d.HasField("dim_param") else None
+
     def _shape_info(self) -> dict[str, tuple[int, Shape | None]]:
         info: dict[str, tuple[int, Shape | None]] = {}
         g = self.model.graph
@@ -209,9 +252,9 @@ class Importer:
                 continue
             shape: Shape | None = None
             if tt.HasField("shape"):
-                dims = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
+                dims = [self._dim(d) for d in tt.shape.dim]
                 if all(d is not None for d in dims):
-                    shape = tuple(int(d) for d in dims if d is not None)
+                    shape = tuple(dims)
             if vi.name not in info or info[vi.name][1] is None:
                 info[vi.name] = (tt.elem_type, shape)
         return info
@@ -251,6 +294,10 @@ class Importer:
                 outs.append(v.tensor)
             elif v.const is not None and is_float_array(v.const):
                 outs.append(self.tensor(v, o.name))
+            elif v.sym is not None:
+                self._materialize(o.name, v)
+                assert v.tensor is not None
+                outs.append(v.tensor)
             else:
                 raise FormatError(f"{self.source}: graph output {o.name!r} is a non-float constant")
         for t in outs:
@@ -275,12 +322,7 @@ class Importer:
         tt = inp.type.tensor_type
         if not inp.type.HasField("tensor_type"):
             raise FormatError(f"{self.source}: input {inp.name!r} is not a tensor")
-        dims = []
-        for d in tt.shape.dim:
-            if not d.HasField("dim_value"):
-                head = f"{self.source}: input {inp.name!r} has a symbolic dim {d.dim_param!r}"
-                raise naming(FormatError, f"{head}; give static shapes with ", INPUT_SHAPES)
-            dims.append(int(d.dim_value))
+        dims = [self._dim(d) for d in tt.shape.dim]  # (every dim has a value or a symbol)
         t = self.g.input(tuple(dims), name=inp.name, dtype=_ir_dtype(self.onnx, tt.elem_type))
         self.used.add(inp.name)
         # An input of another type (token ids, a mask) can only feed opaque nodes, whose payloads
@@ -320,8 +362,17 @@ class Importer:
         present = [v for v in ins if v is not None]
         default_domain = node.domain in ("", "ai.onnx")
         if default_domain and node.op_type in ("Shape", "Size") and present:
-            # Static shapes make these constants, so the shape arithmetic after them folds too.
+            # Static shapes make these constants, so the shape arithmetic after them folds too;
+            # symbolic dims make them shape values, which fold on (io/onnx_dims.py).
             self._shape_const(node, present[0], _attrs(self.onnx, node))
+            return
+        on_shapes = any(v.sym is not None for v in present)
+        if (
+            default_domain
+            and on_shapes
+            and all(v.const is not None or v.sym is not None for v in present)
+            and self._fold_shapes(node, ins)
+        ):
             return
         if (present and all(v.const is not None for v in present)) or (
             node.op_type == "Constant" and default_domain
@@ -339,7 +390,9 @@ class Importer:
                 reason = str(exc)
             except UnsupportedOpError:
                 raise
-            except DTypeError as exc:  # floats of different dtypes meet (around a Cast): opaque
+            except (DTypeError, UndecidedDim) as exc:
+                # Floats of different dtypes meet (around a Cast), or a shape rule's answer
+                # depends on a symbol's value (a split of a symbolic dim): opaque.
                 reason = str(exc)
             except TensorEqsatError as exc:
                 raise FormatError(f"{where}: {exc}") from exc
@@ -391,7 +444,8 @@ class Importer:
             if v.elem_type not in FLOAT_ELEM_DTYPES:
                 raise Unsupported(f"{name!r} has element type {elem_type_name(v.elem_type)}, not a float")
             return v.tensor
-        assert v.const is not None
+        if v.const is None:
+            raise Unsupported(f"{name!r} is a shape value, not a float tensor")
         if not is_float_array(v.const):
             raise Unsupported(f"constant {name!r} has element type {v.const.dtype}, not a float")
         v.tensor = self.weight(name, v.const)
@@ -440,12 +494,57 @@ class Importer:
     def _shape_const(self, node: onnx.NodeProto, v: Value, a: OnnxAttrs) -> None:
         rank = len(v.shape)
         if node.op_type == "Size":
-            arr = np.array(volume(v.shape), dtype=np.int64)
+            dims = np.array(volume(v.shape), dtype=object)
         else:
             start, end = int(a.get("start", 0)), int(a.get("end", rank))
             start, end = (max(0, min(rank, k + rank if k < 0 else k)) for k in (start, end))
-            arr = np.array(v.shape[start:end], dtype=np.int64)
+            dims = np.array(list(v.shape[start:end]), dtype=object)
+        if has_symbols(dims):
+            self.values[node.output[0]] = Value(7, tuple(dims.shape), sym=dims)
+            return
+        arr = dims.astype(np.int64)
         self.values[node.output[0]] = Value(7, tuple(arr.shape), const=arr)
+
+    def _fold_shapes(self, node: onnx.NodeProto, ins: Ins) -> bool:
+        """Fold a node on shape values (io/onnx_dims.py); False when it does not fold."""
+        try:
+            arrays = [None if v is None else _shape_value(v) for v in ins]
+            outs = fold(node.op_type, arrays, _attrs(self.onnx, node))
+        except NotFoldable as exc:
+            log.debug("%s: %s", node.op_type, exc)
+            return False
+        elems = [v.elem_type for v in ins if v is not None]
+        elem = out_elem_type(node.op_type, elems[0], _attrs(self.onnx, node), elems)
+        for name, arr in zip([n for n in node.output if n], outs, strict=False):
+            if has_symbols(arr):
+                self.values[name] = Value(elem, tuple(arr.shape), sym=arr)
+            else:
+                const = concrete_array(arr, elem)
+                self.values[name] = Value(elem, tuple(const.shape), const=const)
+        return True
+
+    def _probed(self) -> dict[str, Shape]:
+        """The symbolic shapes ONNX could not name, fitted once (io/onnx_dims.py)."""
+        if self.probed is None:
+            inits = {t.name for t in self.model.graph.initializer} | set(self.detached)
+            inputs = {
+                vi.name: tuple(self._dim(d) for d in vi.type.tensor_type.shape.dim)
+                for vi in self.model.graph.input
+                if vi.name not in inits
+            }
+            self.probed = probe_shapes(self.model, self.symtab.symbols, inputs)
+        return self.probed
+
+    def _materialize(self, name: str, v: Value) -> None:
+        """Give a shape value an IR tensor: opaque copies of the nodes that computed it, run at
+        run time (its consumer cannot take it folded)."""
+        j = self.producer.get(name)
+        if j is None:
+            raise FormatError(f"{self.source}: shape value {name!r} has no producing node")
+        node = self.nodes[j]
+        ins = [self.values.get(n) if n else None for n in node.input]
+        made = self._opaque(j, node, ins, "a shape value read at run time", self.where(j, node), store=False)
+        v.tensor = made[name].tensor
 
     def _fold(self, i: int, node: onnx.NodeProto, ins: Ins, where: str) -> None:
         onnx = self.onnx
@@ -493,7 +592,9 @@ class Importer:
             arr = np.asarray(arr)
             self.values[name] = Value(_elem_type(onnx, arr), tuple(arr.shape), const=arr)
 
-    def _opaque(self, i: int, node: onnx.NodeProto, ins: Ins, reason: str, where: str) -> None:
+    def _opaque(
+        self, i: int, node: onnx.NodeProto, ins: Ins, reason: str, where: str, store: bool = True
+    ) -> dict[str, Value]:
         if self.strict:
             raise UnsupportedOpError(f"{where}: {reason}; strict import allows no opaque nodes")
         slots: list[Slot] = []
@@ -501,6 +602,12 @@ class Importer:
         for name, v in zip(node.input, ins, strict=True):
             if v is None:
                 slots.append(None)
+            elif v.sym is not None:
+                if v.tensor is None:
+                    self._materialize(name, v)
+                assert v.tensor is not None
+                slots.append(TensorSlot(v.elem_type, v.shape))
+                tensors.append(v.tensor)
             elif v.const is not None and (not is_float_array(v.const) or v.const.size <= EMBED_LIMIT):
                 slots.append(ConstSlot(v.const))
             else:
@@ -515,8 +622,12 @@ class Importer:
                 outputs.append(None)
                 continue
             elem, shape = self.info.get(name, (0, None))
+            if shape is None and self.symtab.symbols:
+                shape = self._probed().get(name)
             if shape is None or not elem:
                 head = f"{where}: ONNX shape inference gives no static shape and type for output {name!r}"
+                if self.symtab.symbols:  # (io/onnx_dims.py: probe_shapes)
+                    head += " and its size is no polynomial of the symbolic dims at the sizes run"
                 raise naming(
                     FormatError,
                     f"{head}; opaque nodes need them (give static input shapes with ",
@@ -529,9 +640,13 @@ class Importer:
         results = self.g.add("opaque", tensors, **attrs)
         self.opaque_ops.append(node.op_type)
         present = [(name, out) for name, out in zip(node.output, outputs, strict=True) if name]
+        made = {}
         for (name, out), t in zip(present, results, strict=True):
             assert out is not None
-            self.values[name] = Value(out[0], t.shape, tensor=t)
+            made[name] = Value(out[0], t.shape, tensor=t)
+        if store:
+            self.values.update(made)
+        return made
 
     def explicit_pad(
         self, i: int, node: onnx.NodeProto, x: Tensor, pads: Sequence[int], value: float
@@ -548,6 +663,14 @@ class Importer:
 # ---------------------------------------------------------------------------------------------
 # Small helpers
 # ---------------------------------------------------------------------------------------------
+
+
+def _shape_value(v: Value) -> np.ndarray:
+    """A shape value, or an integer constant as one (io/onnx_dims.py)."""
+    if v.sym is not None:
+        return v.sym
+    assert v.const is not None
+    return as_values(v.const)
 
 
 def _attrs(onnx: Any, node: Any) -> dict[str, Any]:

@@ -19,8 +19,9 @@ Mapping (exact unless noted; the full table is in docs/interop.md):
   ``smul``. Sub: ``x + (-c)`` with the constant negated, or ``a + smul(b, -1)`` (IEEE negation
   and ``a + (-b) == a - b`` are exact). Div by a constant whose elements are all equal:
   ``sdiv``; any other Div stays opaque (``x * (1/c)`` is not bit-exact).
-* Squeeze, Unsqueeze, Flatten, Reshape (static target) become ``reshape``; Gather with a
-  constant scalar or contiguous index range becomes ``split`` (+ ``reshape``).
+* Squeeze, Unsqueeze, Flatten, Reshape (a constant target, or a shape value: symbolic, see
+  io/onnx_dims.py) become ``reshape``; Gather with a constant scalar or contiguous index range
+  becomes ``split`` (+ ``reshape``).
 * A Relu/Sigmoid/Tanh that is the only reader of a bias-free Conv, MatMul, Gemm or pool output
   is fused into it. The Erf GELU pattern ``x * 0.5 * (1 + erf(x / sqrt 2))`` (any association,
   or ``erf(x * 1/sqrt 2)``) becomes one ``gelu``.
@@ -34,12 +35,10 @@ Mapping (exact unless noted; the full table is in docs/interop.md):
   ``strict=True`` it is an :class:`UnsupportedOpError` naming the op and the node instead.
 
 Float32, float16 and bfloat16 tensors and constants import in their own dtype (constants derived
-from a constant, such as Sub's negation, keep it); where floats of different dtypes meet (around a
-Cast to or from an integer type) the node stays opaque, with its payload's exact types.
-
-Alternatives rejected: mapping every explicit pad to SAME (wrong for PyTorch's stride-2 convs
-with pad 1); an opaque ``Pad`` for those pads (what this did before the IR had ``pad``: exact, but
-the search could not see through it).
+from a constant keep it); where floats of different dtypes meet (around a Cast to or from an
+integer type) the node stays opaque, with its payload's exact types. Alternatives rejected:
+mapping every explicit pad to SAME (wrong for PyTorch's stride-2 convs with pad 1); an opaque
+``Pad`` for those pads (exact, but the search could not see through it).
 """
 
 from __future__ import annotations
@@ -54,6 +53,7 @@ from tensor_eqsat.errors import FormatError
 from tensor_eqsat.io.onnx_common import FLOAT_ELEM_DTYPES, const_dtype, is_float_array, widen_const
 from tensor_eqsat.ir.graph import Tensor
 from tensor_eqsat.ir.ops import one_clipped_window, same_padding
+from tensor_eqsat.ir.symbolic import broadcast_shapes, is_symbolic
 from tensor_eqsat.ir.types import Activation, Shape, volume
 
 if TYPE_CHECKING:
@@ -74,6 +74,7 @@ class Value:
     shape: Shape
     tensor: Tensor | None = None
     const: np.ndarray | None = None
+    sym: np.ndarray | None = None  # a shape value: ints and symbolic dims (io/onnx_dims.py)
 
 
 Ins = list[Value | None]
@@ -115,8 +116,8 @@ def _const_ints(v: Value | None, what: str) -> list[int]:
     return [int(d) for d in np.asarray(v.const).reshape(-1)]
 
 
-def _broadcast(*shapes: Shape) -> Shape:
-    return tuple(int(d) for d in np.broadcast_shapes(*shapes))
+def _shape_ints(v: Value | None, what: str) -> list[Any]:  # a constant's, or a shape value's dims
+    return list(v.sym.reshape(-1)) if v is not None and v.sym is not None else _const_ints(v, what)
 
 
 @handles("Add")
@@ -141,7 +142,7 @@ def _mul(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value
     for k in (0, 1):
         data, c = _req(ins, k), _req(ins, 1 - k)
         scalar = c.const is not None and c.const.size == 1 and is_float_array(c.const)
-        if scalar and data.const is None and _broadcast(data.shape, c.shape) == data.shape:
+        if scalar and data.const is None and broadcast_shapes(data.shape, c.shape) == data.shape:
             assert c.const is not None
             x = _float_in(imp, node, ins, k)
             return [imp.new(imp.g.smul(x, float(c.const.reshape(-1)[0])))]
@@ -174,7 +175,7 @@ def _div(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value
     flat = c.reshape(-1)
     if flat.size == 0 or not np.all(flat == flat[0]) or flat[0] == 0:
         raise Unsupported("Div by a constant whose elements differ (or are zero) is not modelled")
-    if _broadcast(v0.shape, v1.shape) != v0.shape:
+    if broadcast_shapes(v0.shape, v1.shape) != v0.shape:
         raise Unsupported("Div whose divisor widens the shape is not modelled")
     return [imp.new(imp.g.sdiv(_float_in(imp, node, ins, 0), float(flat[0])))]
 
@@ -428,15 +429,15 @@ def _split(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Val
     return [imp.new(t) for t in parts]
 
 
-def _reshape_to(imp: Importer, node: Any, ins: Ins, shape: Sequence[int]) -> list[Value]:
-    x = _float_in(imp, node, ins, 0)
-    return [imp.new(imp.g.reshape(x, tuple(int(d) for d in shape)))]
+def _reshape_to(imp: Importer, node: Any, ins: Ins, shape: Sequence[Any]) -> list[Value]:
+    x, dims = _float_in(imp, node, ins, 0), tuple(d if is_symbolic(d) else int(d) for d in shape)
+    return [imp.new(imp.g.add("reshape", [x], shape=dims)[0])]
 
 
 @handles("Reshape")
 def _reshape(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
     xv = _req(ins, 0)
-    target = _const_ints(ins[1] if len(ins) > 1 else None, "Reshape's shape")
+    target = _shape_ints(ins[1] if len(ins) > 1 else None, "Reshape's shape")
     if int(a.get("allowzero", 0)) and 0 in target:
         raise Unsupported("Reshape to an empty tensor (allowzero with a 0 dim)")
     # Resolve 0 (copy the input dim) here: the builder does too, but only ONNX defines it for
@@ -459,9 +460,7 @@ def _raw_axes(ins: Ins, a: OnnxAttrs) -> list[int] | None:
     """Axes from the second input (opset 13+) or the ``axes`` attribute (older); None if absent."""
     if len(ins) > 1 and ins[1] is not None:
         return _const_ints(ins[1], "axes")
-    if "axes" in a:
-        return [int(v) for v in a["axes"]]
-    return None
+    return [int(v) for v in a["axes"]] if "axes" in a else None
 
 
 @handles("Squeeze")
@@ -610,7 +609,7 @@ def _const_scalar(v: Value | None, what: str) -> float:
 def _same_shape_as(x: Value, *others: Value | None) -> None:
     """Refuse constant operands that would widen ``x``'s shape by broadcasting."""
     for o in others:
-        if o is not None and _broadcast(x.shape, o.shape) != x.shape:
+        if o is not None and broadcast_shapes(x.shape, o.shape) != x.shape:
             raise Unsupported(f"an operand of shape {o.shape} broadcasts {x.shape} to a larger shape")
 
 
@@ -785,9 +784,9 @@ def _slice_node(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> lis
 @handles("Expand")
 def _expand(imp: Importer, i: int, node: Any, ins: Ins, a: OnnxAttrs) -> list[Value]:
     xv = _req(ins, 0)
-    target = _const_ints(ins[1] if len(ins) > 1 else None, "Expand's shape")
+    target = _shape_ints(ins[1] if len(ins) > 1 else None, "Expand's shape")
     try:
-        out = _broadcast(xv.shape, tuple(target))
+        out = broadcast_shapes(xv.shape, tuple(target))
     except ValueError as exc:
         raise FormatError(f"{imp.where(i, node)}: Expand of {xv.shape} to {target}: {exc}") from exc
     if out == xv.shape:

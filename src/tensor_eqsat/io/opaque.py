@@ -23,6 +23,7 @@ import numpy as np
 
 from tensor_eqsat.errors import FormatError
 from tensor_eqsat.io.onnx_common import default_opset, ir_version_for, require_onnx
+from tensor_eqsat.io.onnx_dims import onnx_dims
 from tensor_eqsat.ir.ops import encode_shapes
 from tensor_eqsat.ir.types import Shape
 
@@ -82,7 +83,7 @@ def build_opaque(
         elif isinstance(slot, TensorSlot):
             name = f"in{len(graph_inputs)}"
             in_names.append(name)
-            graph_inputs.append(helper.make_tensor_value_info(name, slot.elem_type, list(slot.shape)))
+            graph_inputs.append(helper.make_tensor_value_info(name, slot.elem_type, onnx_dims(slot.shape)))
             in_shapes.append(tuple(slot.shape))
         else:
             name = f"const{i}"
@@ -97,7 +98,7 @@ def build_opaque(
             continue
         name = f"out{j}"
         out_names.append(name)
-        graph_outputs.append(helper.make_tensor_value_info(name, out[0], list(out[1])))
+        graph_outputs.append(helper.make_tensor_value_info(name, out[0], onnx_dims(out[1])))
         out_shapes.append(tuple(out[1]))
     copy = onnx.NodeProto()
     copy.CopyFrom(node)

@@ -81,7 +81,7 @@ def fold_weights(graph: Graph, nodes: set[int], *, seed: int = 0) -> dict[Tensor
     Weights take their data, or the reference interpreter's seeded random values for their name
     (so every backend computes the function the interpreter computes with the same seed).
     """
-    leaves = leaf_values(graph, seed=seed)
+    leaves = leaf_values(graph.at(), seed=seed)  # (inputs at their hints: unread here)
     values: dict[TensorRef, np.ndarray] = {}
     computed: list[TensorRef] = []
     for n in graph.nodes:

@@ -48,9 +48,23 @@ STATIC_SHAPES = Setting(
 """How a message about running a model asks for static input shapes."""
 
 
-def input_specs(model: onnx.ModelProto, source: str = "model") -> list[InputSpec]:
-    """The model's real inputs (initializers excluded); FormatError naming ``source`` (the file)
-    and how to give static shapes on a symbolic dim."""
+def input_specs(
+    model: onnx.ModelProto, source: str = "model", point: Mapping[str, int] | None = None
+) -> list[InputSpec]:
+    """The model's real inputs (initializers excluded), at ``point`` where a dim is symbolic.
+
+    point: a size for each symbol (``dim_param``, by its IR name, io/onnx_dims.py); symbols it
+        does not name take the hints the model records (a model this tool wrote), else the
+        default hints (:func:`~tensor_eqsat.io.onnx_dims.default_hint`: 1 for a batch-like name,
+        128 for others), as the importer gives them. Default None.
+
+    Raises FormatError naming ``source`` (the file) and how to give static shapes for a dim
+    with neither a size nor a name.
+    """
+    from tensor_eqsat.io.onnx_dims import default_hint, dim_value, model_symbols, symbol_name
+
+    sizes = {name: s.hint for name, s in model_symbols(model).items()}
+    sizes.update(point or {})
     inits = {t.name for t in model.graph.initializer}
     out = []
     for vi in model.graph.input:
@@ -59,10 +73,13 @@ def input_specs(model: onnx.ModelProto, source: str = "model") -> list[InputSpec
         tt = vi.type.tensor_type
         dims = []
         for d in tt.shape.dim:
-            if not d.HasField("dim_value"):
-                head = f"{source}: input {vi.name!r} has a symbolic dim {d.dim_param!r}"
+            size = dim_value(d, sizes)
+            if size is None and d.HasField("dim_param"):
+                size = default_hint(symbol_name(d.dim_param))
+            if size is None:
+                head = f"{source}: input {vi.name!r} has a dim with neither a size nor a name"
                 raise naming(FormatError, f"{head}; give static shapes with ", STATIC_SHAPES)
-            dims.append(int(d.dim_value))
+            dims.append(size)
         out.append(InputSpec(vi.name, tuple(dims), tt.elem_type))
     return out
 
@@ -91,12 +108,14 @@ def ort_session(
     threads: int = 1,
     optimization: str = "all",
     device: str = "cpu",
+    quiet: bool = False,
 ) -> Any:
     """An onnxruntime InferenceSession for a path, bytes, ModelProto or Graph.
 
     threads: intra-op threads. Default 1.
     optimization: graph optimization level, one of ``disable basic extended all``. Default "all".
     device: ``"cpu"`` or ``"cuda"`` (needs the CUDA execution provider). Default "cpu".
+    quiet: onnxruntime logs nothing, not even errors (whoever runs it handles them). Default False.
 
     Models over 2 GiB are written to a temporary directory with external data first.
     """
@@ -113,7 +132,7 @@ def ort_session(
         "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
         "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
     }[optimization]
-    opts.log_severity_level = 3
+    opts.log_severity_level = 4 if quiet else 3
     providers = _providers(ort, device)
     if isinstance(source, Graph):
         source = export_onnx(source)

@@ -6,12 +6,15 @@ from collections import Counter
 from typing import Any
 
 from tensor_eqsat.ir.graph import Graph
+from tensor_eqsat.ir.symbolic import dim_to_json
 
 
 def summary(graph: Graph) -> dict[str, Any]:
     """Op counts, parameter count, inputs and outputs with shapes and dtypes, as a JSON-ready dict.
 
     ``weight_dtypes`` counts the weights of each dtype; ``output_dtypes`` has one entry per output.
+    A symbolic dim is its polynomial's text (``"batch"``), and ``symbols`` gives each symbol's
+    hint and range (empty for a static graph).
     """
     weight_dtypes: Counter[str] = Counter(n.dtypes[0] for n in graph.weights())
     return {
@@ -21,11 +24,16 @@ def summary(graph: Graph) -> dict[str, Any]:
         "weights": len(graph.weights()),
         "weight_dtypes": dict(weight_dtypes),
         "inputs": [
-            {"name": graph.name_of(n.id), "shape": list(n.shapes[0]), "dtype": n.dtypes[0]}
+            {
+                "name": graph.name_of(n.id),
+                "shape": [dim_to_json(d) for d in n.shapes[0]],
+                "dtype": n.dtypes[0],
+            }
             for n in graph.inputs()
         ],
-        "outputs": [list(graph.shape_of(r)) for r in graph.outputs],
+        "outputs": [[dim_to_json(d) for d in graph.shape_of(r)] for r in graph.outputs],
         "output_dtypes": [graph.dtype_of(r) for r in graph.outputs],
+        "symbols": {name: s.to_json() for name, s in sorted(graph.symbols().items())},
     }
 
 

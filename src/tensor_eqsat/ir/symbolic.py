@@ -438,11 +438,14 @@ def broadcast_dim(a: Any, b: Any) -> Any:
     """NumPy broadcasting of two dims: equal dims, or one of them 1. Raises ValueError (or
     UndecidedDim, a ValueError) otherwise, as ``numpy.broadcast_shapes`` does.
 
-    >>> s = SymDim.symbol("s", 4, lo=2)
-    >>> broadcast_dim(s, 1), broadcast_dim(1, s), broadcast_dim(s, s)
-    (s, s, s)
+    >>> s, b = SymDim.symbol("s", 4, lo=2), SymDim.symbol("b", 1)
+    >>> broadcast_dim(s, 1), broadcast_dim(1, s), broadcast_dim(s, s), broadcast_dim(1, b)
+    (s, s, s, b)
     """
     if a == b:
+        return a
+    # A literal 1 broadcasts against anything, whatever the other's range (a batch in [1, inf)).
+    if not isinstance(b, SymDim) and b == 1:
         return a
     if is_one(a):
         return b

@@ -61,10 +61,12 @@ class TorchConfig:
         slower beyond it), else all of them are timed; a decision whose noise stays above 25 %
         is timed again and not cached. Default 40 / 8.
     min_gain_pct: the smallest measured gain the guard accepts. Default 1.0.
-    rtol / atol: the check of the optimized graph against the original run in float32 from the
-        same weights (TF32 off) on the example inputs: every output within ``atol + rtol *
-        max|reference|``; a model that runs in float16 or bfloat16 (or in float32 on TF32 CUDA
-        kernels) at least at that precision's tolerance (:func:`tensor_eqsat.ir.dtypes.tolerance`;
+    rtol / atol: the check's fallback for a float32 model: every output within ``atol + rtol *
+        max|reference|`` of the original run in float32 (TF32 off), where no float64 reference
+        can be run (memory, an op without a float64 kernel) or on TF32 CUDA kernels (at least
+        float16's tolerance, :func:`tensor_eqsat.ir.dtypes.tolerance`). Otherwise a result is
+        judged by the original's own error against a wider reference (float64 for float32,
+        float32 for float16 and bfloat16: :mod:`tensor_eqsat.io.accuracy`,
         :func:`tensor_eqsat.torch.delivery.check_rewrite`). Default 1e-4 / 1e-5.
     cache: serve a graph already optimized (same structure, shapes, target and settings) from
         memory or from the disk cache. Default True.

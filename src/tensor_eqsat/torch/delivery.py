@@ -5,13 +5,16 @@ library's ``deliver`` / ``Runtime`` in one place:
 
 1. **check** (:func:`check_rewrite`): the rewritten GraphModule runs eagerly on the example
    inputs (the real weights are in it), the original runs in float32 from the same weights, TF32
-   off (:func:`~tensor_eqsat.torch.reference.float32_reference`), and every output must agree:
-   in float32 within ``atol + rtol * max|reference|`` (``TorchConfig.rtol`` / ``atol``; TF32: at
-   least :func:`~tensor_eqsat.ir.dtypes.tolerance`'s), in float16 and bfloat16 within a multiple
-   of the original's own error against the reference, the original run in its dtype too
-   (:mod:`tensor_eqsat.io.accuracy`), with the dtypes and shapes the original returns;
-   non-finite values must match exactly. The verdict names the reference and the rule. A failure
-   keeps the original. A decision served from the cache is checked the same way.
+   off (:func:`~tensor_eqsat.torch.reference.float32_reference`; a float32 model's in float64,
+   :func:`~tensor_eqsat.torch.reference.float64_reference`), and every output must be within a
+   multiple of the original's own error against that reference, the original run in its dtype
+   too (:mod:`tensor_eqsat.io.accuracy`), with the dtypes and shapes the original returns;
+   non-finite values must match exactly. A float32 model whose float64 reference cannot be run
+   (memory, an op without a float64 kernel) or that runs on TF32 kernels is held to
+   ``atol + rtol * max|reference|`` instead (``TorchConfig.rtol`` / ``atol``; TF32: at least
+   :func:`~tensor_eqsat.ir.dtypes.tolerance`'s), and the verdict says why. The verdict names the
+   reference and the rule. A failure keeps the original. A decision served from the cache is
+   checked the same way.
 2. both are handed to ``then`` (Inductor by default; with ``TorchConfig.freezing``, Inductor with
    freezing: :func:`compile_frozen`);
 3. **guard** (a measurable target, ``torch-cpu`` or ``cuda``): the two compiled callables are
@@ -42,7 +45,14 @@ from tensor_eqsat.target.guard import Measured, guard
 from tensor_eqsat.target.runtime import TorchRuntime, time_alternating
 from tensor_eqsat.target.targets import Target
 from tensor_eqsat.torch.config import TorchConfig
-from tensor_eqsat.torch.reference import ReferenceUnavailable, Verdict, float32_reference, model_dtype
+from tensor_eqsat.torch.reference import (
+    ReferenceUnavailable,
+    Verdict,
+    float32_reference,
+    float64_bytes,
+    float64_reference,
+    model_dtype,
+)
 from tensor_eqsat.torch.sym_shapes import hint_of
 
 log = logging.getLogger(__name__)
@@ -256,14 +266,16 @@ def check_rewrite(
 ) -> Checked:
     """Whether ``optimized`` computes what ``original`` does (GraphModules with one signature).
 
-    ``optimized`` runs as it is, in the model's dtype; ``original`` runs in float32 from the same
-    weights with TF32 off (:func:`~tensor_eqsat.torch.reference.float32_reference`). Each
-    floating output must be within ``atol + rtol * max|reference|``, the tolerance of the
-    precision the model runs in (:func:`~tensor_eqsat.torch.reference.model_dtype`): ``rtol`` /
-    ``atol`` for float32, raised to :func:`~tensor_eqsat.ir.dtypes.tolerance`'s for float32 on
-    TF32 kernels (``device`` is CUDA with TF32 on); in float16 and bfloat16 the original also runs
-    in its own dtype and each floating output is judged by its own error against the reference
-    (:func:`~tensor_eqsat.io.accuracy.judge`). Every output must
+    ``optimized`` runs as it is, in the model's dtype (:func:`~tensor_eqsat.torch.reference.model_dtype`);
+    ``original`` runs in a wider precision from the same weights with TF32 off: float32 for a
+    float16 or bfloat16 model (:func:`~tensor_eqsat.torch.reference.float32_reference`), float64
+    for a float32 one (:func:`~tensor_eqsat.torch.reference.float64_reference`), and in its own
+    dtype too; each floating output is judged by the original's own error against the reference
+    (:func:`~tensor_eqsat.io.accuracy.judge`). A float32 model is held to ``atol + rtol *
+    max|reference|`` of its float32 run instead where the float64 run is not afforded (over
+    :data:`~tensor_eqsat.io.accuracy.FLOAT64_MEMORY_SHARE` of the device's memory available),
+    a node cannot run in float64, or ``device`` is CUDA with TF32 on (then at least
+    :func:`~tensor_eqsat.ir.dtypes.tolerance`'s); the verdict says why. Every output must
     have the dtype and shape the original's has (recorded by Dynamo, else run); a non-floating
     output must equal the original's (in a reduced-precision model, the original run in its own
     dtype: a float32 reference could round an ``argmax`` differently).
@@ -293,21 +305,29 @@ def check_rewrite(
         original, optimized = with_states(original, kept), with_states(optimized, kept)
     with torch.no_grad():
         got = optimized(*fresh_copies(args, mutable))
-    why = ""
-    try:
-        reference = float32_reference(original, fresh_copies(args, mutable))
-    except ReferenceUnavailable as exc:
-        log.info("tensor_eqsat: checking against the original in its own dtype: %s", exc)
-        reference, why = None, str(exc)
+    why = no_float64 = ""
+    wide = "float32"
+    if dtype == "float32":
+        # A float32 model is judged against float64 by the original's own float32 error
+        # (io/accuracy.py), where that reference can be afforded and run.
+        reference, no_float64 = _float64_reference(original, args, mutable, device, tf32)
+        wide = "float64" if reference is not None else wide
+    if wide == "float32":
+        try:
+            reference = float32_reference(original, fresh_copies(args, mutable))
+        except ReferenceUnavailable as exc:
+            log.info("tensor_eqsat: checking against the original in its own dtype: %s", exc)
+            reference, why = None, str(exc)
     like = _recorded_outputs(original)
-    # In reduced precision the original's own error against the float32 reference is the
-    # measure of the rewrite's (io/accuracy.py): the original runs in its dtype too.
-    own_rule = reference is not None and dtype != "float32"
+    # The original's own error against the wider reference is the measure of the rewrite's
+    # (io/accuracy.py): the original runs in its dtype too.
+    own_rule = reference is not None and (dtype != "float32" or wide == "float64")
     own: Any = None
     if reference is None or like is None or own_rule:
         with torch.no_grad():
             own = original(*fresh_copies(args, mutable))
-    verdict = Verdict("float32" if reference is not None else "same dtype", dtype, r, t, tf32, why, own_rule)
+    source = wide if reference is not None else "same dtype"
+    verdict = Verdict(source, dtype, r, t, tf32, why, own_rule, no_float64)
     ok, diff, what, used, own_error = _compare(
         reference if reference is not None else own,
         got,
@@ -318,6 +338,29 @@ def check_rewrite(
         dtype if own_rule else None,
     )
     return Checked(ok, diff, what, verdict, used, own_error)
+
+
+def _float64_reference(
+    original: Any, args: Sequence[Any], mutable: Sequence[int], device: str, tf32: bool
+) -> tuple[Any, str]:
+    """(the float64 reference of a float32 ``original`` on ``args``, "") or (None, why not):
+    float32 on TF32 kernels (its rounding is TF32's, which the tolerance covers), more memory
+    than the device can spare (:func:`~tensor_eqsat.io.accuracy.float64_unaffordable`), or a
+    node that cannot run in float64."""
+    from tensor_eqsat.io.accuracy import float64_unaffordable
+
+    if tf32:
+        return None, "float32 runs on TF32 kernels here"
+    dev = next((str(a.device) for a in args if hasattr(a, "device")), device)
+    why = float64_unaffordable(float64_bytes(original, args), dev)
+    if why is not None:
+        log.info("tensor_eqsat: no float64 reference: %s", why)
+        return None, why
+    try:
+        return float64_reference(original, fresh_copies(args, mutable)), ""
+    except ReferenceUnavailable as exc:
+        log.info("tensor_eqsat: no float64 reference: %s", exc)
+        return None, str(exc)
 
 
 def fresh_copies(args: Sequence[Any], mutable: Sequence[int]) -> list[Any]:
@@ -450,13 +493,13 @@ def _finite_diff(reference: Any, got: Any) -> tuple[float, float, int]:
 
 def _judged_what(j: Any, dtype: str) -> str:
     """Why a judged output fails, for the report."""
-    from tensor_eqsat.io.accuracy import FLOOR_ULPS, MULTIPLE
+    from tensor_eqsat.io.accuracy import MULTIPLE, floor_ulps
 
     if j.error <= j.limit:
         return "non-finite values differ"
     return (
         f"max |diff| {j.error:.3g} > {MULTIPLE:g} x the original's own {dtype} error {j.own_error:.3g}"
-        f" + {FLOOR_ULPS:g} ulps of {j.scale:.3g}"
+        f" + {floor_ulps(dtype):g} ulps of {j.scale:.3g}"
     )
 
 

@@ -14,7 +14,8 @@ printed in the paper's Table 2 for the paper's own, unpublished definitions of t
 ``k_multi_provisional`` is True until they are re-derived on these definitions.
 
 ``rule_set`` is the other per-model fact ``optimize()`` reads: the paper's rules, or for NASRNN
-the variant in which one multi-pattern rule is replaced.
+the variant in which one multi-pattern rule is replaced (for the paper's searches: ``auto`` uses
+the paper's rules on every model, :func:`~tensor_eqsat.optimize.rule_set_for`).
 
 Alternatives rejected: a registration decorator in every builder module (the table would be
 spread over 10 files) and one builder per name for the ViT sizes (three copies of one
@@ -56,9 +57,10 @@ class ModelInfo:
     tensat: True for the nine models rebuilt exactly as TENSAT builds them.
     reference: where the definition comes from.
     presets: builder parameters fixed by this entry (e.g. the ViT size).
-    rule_set: the rule set ``optimize()`` uses for this model by default. Default ``taso`` (the
-        paper's 139 rules); NASRNN uses ``taso-nasrnn``, in which the paper replaced one
-        multi-pattern rule (TASO could not run its result).
+    rule_set: the rule set ``optimize()`` uses for this model by default in a search other than
+        ``auto`` (``mcts``, ``saturate``: the paper's). Default ``taso`` (the paper's 139 rules);
+        NASRNN uses ``taso-nasrnn``, in which the paper replaced one multi-pattern rule (TASO
+        could not run its result). ``auto`` uses ``taso`` on every model.
     """
 
     name: str

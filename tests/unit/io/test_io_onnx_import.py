@@ -663,12 +663,19 @@ def test_names_of_inputs_and_weights_are_kept_and_unused_inputs_remain():
     assert [g.name_of(n.id) for n in g.weights()] == ["w"]
 
 
-def test_symbolic_dims_need_input_shapes():
-    m = make_model([N("Relu", ["x"], ["y"])], {"x": (1, 3)}, {"y": None})
-    m.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "batch"
-    with pytest.raises(FormatError, match=r"symbolic dim 'batch'.*input_shapes") as info:
+def test_symbolic_dims_import_as_symbols_or_take_input_shapes():
+    m = make_model([N("Relu", ["x"], ["y"])], {"x": ("batch", 3)}, {"y": None})
+    g = import_onnx(m)
+    (batch,) = g.symbols().values()
+    assert (batch.name, batch.hint, batch.lo, batch.hi) == ("batch", 1, 1, None)
+    assert str(g.nodes[-1].shapes[0][0]) == "batch"
+    assert import_onnx(m, hints={"batch": 8}).symbols()["batch"].hint == 8
+    with pytest.raises(FormatError, match=r"--shapes names unknown symbols \['seq'\]"):
+        import_onnx(m, hints={"seq": 8})
+    # A dim with neither a size nor a name is refused, naming the input and the option.
+    m.graph.input[0].type.tensor_type.shape.dim[0].Clear()
+    with pytest.raises(FormatError, match=r"'x' has a dim 0 with neither a size nor a name") as info:
         import_onnx(m)
-    # The same error as the command line shows it names the option instead of the argument.
     assert "--input-shape NAME=D0,D1" in info.value.cli_text()
     assert "input_shapes" not in info.value.cli_text()
     g = import_onnx(m, input_shapes={"x": (4, 3)})

@@ -41,11 +41,14 @@ def test_session_options_and_errors(tmp_path):
         ort_session(tmp_path / "nope.onnx")
 
 
-def test_input_specs_need_static_shapes():
+def test_input_specs_size_symbolic_dims_or_refuse_unnamed_ones():
     m = make_model([helper.make_node("Relu", ["x"], ["y"])], {"x": (2, 3)}, {"y": None})
     assert [(s.name, s.shape) for s in input_specs(m)] == [("x", (2, 3))]
     m.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "n"
-    with pytest.raises(FormatError, match="symbolic"):
+    assert input_specs(m)[0].shape == (1, 3)  # "n" is batch-like: hint 1
+    assert input_specs(m, point={"n": 6})[0].shape == (6, 3)
+    m.graph.input[0].type.tensor_type.shape.dim[0].Clear()
+    with pytest.raises(FormatError, match="neither a size nor a name"):
         input_specs(m)
 
 
