@@ -155,6 +155,7 @@ def _check_inference(gm: Any, example_inputs: Sequence[Any]) -> None:
 
 
 def _rule_names(result: Any) -> dict[str, int]:
+    """Rule name -> times the search changed the e-graph with it (``rule_counts``)."""
     from tensor_eqsat.rules.sets import load_rule_set
 
     try:
@@ -326,6 +327,7 @@ def _compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> 
         cached_reason = old.reason
         base |= {
             "rules_applied": old.rules_applied,
+            "rules_fired": old.rules_fired,
             "predicted_gain_pct": old.predicted_gain_pct,
             "cache": where,
         }
@@ -353,7 +355,8 @@ def _compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> 
             raise KeyboardInterrupt
         optimized = result.graph
         base |= {
-            "rules_applied": _rule_names(result),
+            "rules_applied": result.rules_used,
+            "rules_fired": _rule_names(result),
             "predicted_gain_pct": result.speedup_pct,
             "cache": "miss" if cache is not None else "off",
             "rounds": len(result.rounds),
