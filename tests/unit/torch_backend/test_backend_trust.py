@@ -76,6 +76,7 @@ def plant(monkeypatch, rewrite):
             speedup_pct=5.0,
             settings=None,
             rule_counts={},
+            rules_used={},
             stats=None,
             stop_reason=None,
             rounds=(),
