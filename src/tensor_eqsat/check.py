@@ -116,13 +116,47 @@ def _part_run_s(part: Any) -> float:
     return float(got)
 
 
-def check_sides(graph: Graph) -> int:
-    """Models a check of ``graph`` prepares and runs: the original (its float32 reference) and the
-    result, and in float16 or bfloat16 the original in its own precision too, whose error against
-    the reference is the measure of the result's (:mod:`tensor_eqsat.io.accuracy`)."""
+def check_sides(graph: Graph, float64: bool = False) -> int:
+    """Models a check of ``graph`` prepares and runs, in float32 runs' worth: the original (its
+    float32 reference) and the result, and in float16 or bfloat16 the original in its own
+    precision too, whose error against the reference is the measure of the result's
+    (:mod:`tensor_eqsat.io.accuracy`); in float32 with its ``float64`` reference
+    (:func:`float64_why_not`), the original in float32, the result and that reference counted
+    twice (it holds and moves twice the bytes)."""
     from tensor_eqsat.ir.cast import precision
 
-    return 2 if precision(graph) is DType.FLOAT32 else 3
+    if precision(graph) is not DType.FLOAT32:
+        return 3
+    return 4 if float64 else 2
+
+
+TORCH_IMPORT_S = 4.0
+"""Seconds importing PyTorch takes here (2.2 s on an idle 2-core CPU, 4 s loaded)."""
+IMPORT_SHARE = 0.1
+"""A float32 check loads PyTorch for its float64 reference only where that takes at most this
+share of the time left when the check is planned (a 4 s budget would lose its search to it)."""
+
+
+def float64_why_not(graph: Graph, device: str, left: float | None) -> str:
+    """Why a check of float32 ``graph`` planned with ``left`` seconds does not run its float64
+    reference ("" where it does): PyTorch missing, memory
+    (:func:`~tensor_eqsat.io.equivalence.float64_planned`), or no time to import PyTorch
+    (:data:`TORCH_IMPORT_S` over :data:`IMPORT_SHARE` of ``left``, where it is not loaded yet)."""
+    import sys
+
+    from tensor_eqsat.io.equivalence import float64_planned
+    from tensor_eqsat.ir.cast import precision
+
+    if precision(graph) is not DType.FLOAT32:
+        return ""
+    if not float64_planned(graph, device):
+        return "PyTorch is not installed, or the float64 run needs more memory than can be spared"
+    if "torch" not in sys.modules and left is not None and IMPORT_SHARE * left < TORCH_IMPORT_S:
+        return (
+            f"no time to load PyTorch for it (about {TORCH_IMPORT_S:g} s, over "
+            f"{IMPORT_SHARE:.0%} of the {left:.1f} s left)"
+        )
+    return ""
 
 
 def op_count(graph: Graph) -> int:
@@ -345,6 +379,8 @@ class Checker:
     throughput: this machine's (default: the remembered one for ``backend:device``).
     points: for a graph with symbolic dims, the shapes besides the representative one that the
     whole-graph check runs at too, one trial each (:class:`~tensor_eqsat.io.equivalence.Reference`).
+    left: the seconds left when the check is planned (None: unbounded), which decide whether a
+    float32 check loads PyTorch for its float64 reference (:func:`float64_why_not`).
     """
 
     def __init__(
@@ -357,12 +393,18 @@ class Checker:
         seed: int,
         throughput: Throughput | None = None,
         points: Sequence[Any] = (),
+        left: float | None = None,
     ) -> None:
         self.source, self.graph, self.points = reference, graph, tuple(points)
         self.backend, self.device, self.seed = backend, device, seed
         self.throughput = throughput or Throughput.load(f"{backend}:{device}")
         self.bytes, self.ops = weight_bytes(graph), op_count(graph)
-        self.sides = check_sides(graph)
+        self.no_float64 = float64_why_not(graph, device, left)
+        """Why a float32 check does not run its float64 reference ("" where it does, or in
+        reduced precision): :func:`float64_why_not` at ``left`` seconds."""
+        from tensor_eqsat.ir.cast import precision
+
+        self.sides = check_sides(graph, float64=precision(graph) is DType.FLOAT32 and not self.no_float64)
         self.run_s = self.sides * run_seconds(graph)
         self._reference: Any = None
         self._changes_s: float | None = None
@@ -462,9 +504,12 @@ class Checker:
         part would otherwise learn as its weights' cost (a throughput factor of 28 on the next
         checks: ViT-Huge left unchecked), and which, paid after the search, came out of the check's
         own reserve (NASNet-A in bfloat16 beside two busy processes: 5.0 s left of the 7 s it
-        needed, the original kept)."""
-        module = {"torch": "torch", "ort": "onnxruntime"}.get(self.backend)
-        if module is not None:
+        needed, the original kept). A float32 check's float64 reference runs in PyTorch whatever
+        the backend: torch is imported then too."""
+        modules = {"torch": ["torch"], "ort": ["onnxruntime"]}.get(self.backend, [])
+        if self.sides == 4 and "torch" not in modules:  # a float32 check's float64 reference
+            modules.append("torch")
+        for module in modules:
             with contextlib.suppress(ImportError):  # (the check itself says what is missing)
                 importlib.import_module(module)
 
@@ -500,6 +545,7 @@ class Checker:
                 device=self.device,
                 graph=graph,
                 points=self.points,
+                no_float64=self.no_float64,
             )
         verdict = self._reference.check(artifact, backend=self.backend, device=self.device, deadline=deadline)
         seconds = time.perf_counter() - t0
@@ -519,7 +565,13 @@ class Checker:
             if left is not None and RUN_MARGIN * self._part_s(part) > max(left, CHEAP_CHECK_S):
                 return None
             t0 = time.perf_counter()
-            ref = Reference(part.original, seed=self.seed, backend=self.backend, device=self.device)
+            ref = Reference(
+                part.original,
+                seed=self.seed,
+                backend=self.backend,
+                device=self.device,
+                no_float64=self.no_float64,
+            )
             report = ref.check(part.optimized, backend=self.backend, device=self.device, deadline=deadline)
             share = self.sides / 2
             run_s = share * _part_run_s(part) * _ran(report)

@@ -389,7 +389,7 @@ def deliver(
         # checked when the whole graph cannot be), and never leaves it less than the least
         # check that can run.
         checker = Checker(src.reference(), src.graph, backend=check_backend, device=check_device,
-                          seed=cfg.seed, points=src.check_points())  # fmt: skip
+                          seed=cfg.seed, points=src.check_points(), left=deadline.left())  # fmt: skip
         check_s = checker.reserve(deadline.left())
         least += checker.least_s(partitioned)
         after_search += max(check_s, least - write_s)  # (the check ends before the write)

@@ -36,6 +36,7 @@ from tensor_eqsat.cost.bounded import bound_timing
 from tensor_eqsat.cost.model import CostModel
 from tensor_eqsat.egraph.egraph import EGraph
 from tensor_eqsat.egraph.enode import ENode
+from tensor_eqsat.egraph.origins import applications
 from tensor_eqsat.errors import ConfigError
 from tensor_eqsat.extract.egraph_problem import problem_from_egraph
 from tensor_eqsat.extract.ilp import IlpExtractor, IlpReward
@@ -175,7 +176,8 @@ class OptimizeResult:
     wall_s: total seconds (e-graph construction, every extraction, the final extraction, costing).
     stop_reason: why construction stopped.
     steps: the per-step log; rule_counts: rule id -> times applied (MCTS: steps that applied it;
-        saturation: iterations in which it changed the e-graph).
+        saturation: iterations in which it changed the e-graph), whether or not the graph
+        extracted uses the result (that is :attr:`rules_used`).
     settings: every setting as resolved; stats: timings and counters.
     alternatives: (label, graph) pairs, candidates for the never-slower guard: the extractions of
         the final e-graph by each of ``config.alternatives`` (labelled by extractor), and for an
@@ -207,6 +209,13 @@ class OptimizeResult:
         run on the graph handed back would find nothing either (with the same seed; a round
         cut short by the deadline does not count)."""
         return self.rounds_stop is RoundsStop.FIXPOINT
+
+    @property
+    def rules_used(self) -> dict[str, int]:
+        """Rule name -> the applications whose e-nodes :attr:`graph` holds: what it was rewritten
+        by, where :attr:`rule_counts` counts every change to the e-graph, chosen or not
+        (:mod:`tensor_eqsat.egraph.origins`; over search rounds, the rounds leading to it)."""
+        return dict(self.stats.final_extraction.get("rules_used", {}))
 
     @property
     def speedup_pct(self) -> float:
@@ -345,12 +354,12 @@ def _round(
         report = construction.construct(egraph, actions, seed=cfg.seed, deadline=stop_at, progress=progress)
     search_s = time.perf_counter() - ts
     _emit(progress, t0, "extract", step=len(report.steps), enodes=egraph.num_enodes)
-    optimized, extracted, final_s = _extract(egraph, cm, cfg, run_deadline.at, hint=hint)
+    optimized, extracted, final_s, used = _extract(egraph, cm, cfg, run_deadline.at, hint=hint)
     if extracted.stats.get("solver_status") == "userinterrupt":
         # SCIP caught the user's Ctrl-C and returned its incumbent: the run was interrupted, and
         # says so the same way in every phase (deliver() hands back the original).
         raise KeyboardInterrupt
-    final = _extraction_stats(cfg, extracted)
+    final = _extraction_stats(cfg, extracted, used)
     alternatives = _extract_alternatives(egraph, cm, cfg)
     tc = time.perf_counter()
     original_cost, optimized_cost = cm.graph_cost(source), cm.graph_cost(optimized)
@@ -506,8 +515,8 @@ def _finalizer(cm: CostModel, cfg: OptimizeConfig) -> Any:
     statistics a candidate reports."""
 
     def finalize(egraph: EGraph, deadline: float | None, hint: Graph | None) -> Extraction:
-        graph, result, seconds = _extract(egraph, cm, cfg, deadline, share=0.5, hint=hint)
-        stats = _extraction_stats(cfg, result)
+        graph, result, seconds, used = _extract(egraph, cm, cfg, deadline, share=0.5, hint=hint)
+        stats = _extraction_stats(cfg, result, used)
         if "hint_cost" in result.stats:
             stats["hint_cost"] = result.stats["hint_cost"]
         # SCIP catches Ctrl-C itself and returns its incumbent: pass the interrupt on.
@@ -525,12 +534,12 @@ def _extract(
     *,
     share: float = 1.0,
     hint: Graph | None = None,
-) -> tuple[Graph, ExtractionResult, float]:
+) -> tuple[Graph, ExtractionResult, float, dict[str, int]]:
     """The one final extraction of every search: ``cfg``'s final extractor on ``egraph`` priced by
     ``cm``; an ILP gets ``share`` of the time left before ``deadline`` (at least
     MIN_ILP_SECONDS, within a time budget MIN_BUDGET_ILP_SECONDS) and, given a ``hint`` graph,
-    starts from it where its nodes are in the e-graph. Returns the graph, the extractor's result
-    and the seconds it took.
+    starts from it where its nodes are in the e-graph. Returns the graph, the extractor's result,
+    the seconds it took and the rule applications the graph holds (``rules_used``).
 
     The solver runs even with no time left: its warm start alone (greedy-dag) misses the merges
     the ILP finds, and a partitioned search's regions each reach their final extraction with their
@@ -549,7 +558,10 @@ def _extract(
         result = extractor.extract(problem.problem, ilp_hint, starts=_main_start(problem.problem, cfg))
     else:
         result = extractor.extract(problem.problem)
-    return problem.to_graph(result), result, time.perf_counter() - tf
+    graph = problem.to_graph(result)
+    # The applications whose e-nodes the graph holds (egraph/origins.py): what it was rewritten by.
+    used = applications(egraph, problem.choice(result).values())
+    return graph, result, time.perf_counter() - tf, used
 
 
 def _main_start(problem: ExtractionProblem, cfg: OptimizeConfig) -> tuple[tuple[int, ...], ...]:
@@ -605,9 +617,12 @@ def _emit(progress: ProgressFn | None, t0: float, phase: str, **kw: Any) -> None
         progress(Progress(phase=phase, elapsed=time.perf_counter() - t0, **kw))
 
 
-def _extraction_stats(cfg: OptimizeConfig, result: ExtractionResult) -> dict[str, Any]:
-    """What a run reports of its final extraction (``stats["final_extraction"]``)."""
+def _extraction_stats(cfg: OptimizeConfig, result: ExtractionResult, used: dict[str, int]) -> dict[str, Any]:
+    """What a run reports of its final extraction (``stats["final_extraction"]``); ``rules_used``:
+    rule name -> the applications whose e-nodes the extracted graph holds
+    (:func:`~tensor_eqsat.egraph.origins.applications`)."""
     return {
+        "rules_used": dict(used),
         "extractor": cfg.extractor_name("final"),
         "status": result.status.value,
         "reported_cost": result.reported_cost,

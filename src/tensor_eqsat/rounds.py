@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+from tensor_eqsat.egraph.origins import merged_counts
 from tensor_eqsat.extract.registry import ExtractorKind
 from tensor_eqsat.search.construction import ProgressFn
 from tensor_eqsat.search.portfolio import ROUND_MIN_GAIN, combine_rounds
@@ -181,6 +182,7 @@ def _combine_rounds(
     portfolio = None
     alternatives = best.alternatives
     final = dict(best.stats.final_extraction)
+    final["rules_used"] = merged_counts(*(r.rules_used for r in chain))
     if all(r.portfolio is not None for r in results):
         portfolio = combine_rounds([r.portfolio for r in results if r.portfolio is not None])
         kinds = {k.value if isinstance(k, ExtractorKind) else str(k) for k in cfg.alternatives}

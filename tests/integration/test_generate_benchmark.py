@@ -21,3 +21,56 @@ def test_the_quick_generation_run_optimizes_the_static_cache_steps_and_keeps_the
     assert backend["fallbacks"] == [] and backend["graphs"] == backend["compiles"] <= 2  # prefill, decode
     assert backend["recompiles_warm"] == 0
     assert backend["merged_projections"] > 0
+
+
+@pytest.mark.slow
+@pytest.mark.hf
+def test_mistral_static_cache_decode_step_with_its_symbolic_int_is_optimized(tmp_path, monkeypatch):
+    """Mistral's sliding-window static cache layer carries ``cumulative_length_int``, a Python int
+    that Dynamo makes symbolic once it has changed. Where ``generate`` passes no
+    ``cache_position`` (a forward behind a wrapper whose signature it cannot read, as
+    benchmarks/generate.py's timing wrapper is), the decode step computes its positions as
+    ``arange(1) + s``: that must be translated with ``s`` read at run time, not folded."""
+    import warnings
+
+    import torch
+    import transformers as tf
+
+    import tensor_eqsat.torch as te_torch
+    from tensor_eqsat.torch.dynamo_backend import graph_cache
+
+    monkeypatch.setenv("TENSOR_EQSAT_CACHE_DIR", str(tmp_path / "cache"))
+    graph_cache(None).clear_memory()
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    config = tf.MistralConfig(
+        hidden_size=64, intermediate_size=128, num_hidden_layers=1, num_attention_heads=4,
+        num_key_value_heads=2, vocab_size=200, max_position_embeddings=64,
+    )  # fmt: skip
+    model = tf.MistralForCausalLM(config).eval()
+    ids = torch.randint(1, 200, (1, 8), generator=torch.Generator().manual_seed(0))
+    kwargs = {"max_new_tokens": 6, "min_new_tokens": 6, "do_sample": False, "disable_compile": True}
+    kwargs |= {"cache_implementation": "static", "pad_token_id": 0, "attention_mask": torch.ones_like(ids)}
+    original = type(model).forward.__get__(model)
+    with torch.no_grad():
+        model.forward = lambda *args, **kw: original(*args, **kw)
+        want = model.generate(ids, **kwargs)
+    reports = []
+
+    def backend(gm, example_inputs):
+        compiled = te_torch.backend(gm, example_inputs, {"time_budget": 2, "then": "eager", "guard": False})
+        reports.append(compiled.report)
+        return compiled
+
+    compiled_forward = torch.compile(original, backend=backend)
+    model.forward = lambda *args, **kw: compiled_forward(*args, **kw)
+    try:
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            got = [model.generate(ids, **kwargs) for _ in range(2)]
+    finally:
+        del model.forward
+        torch._dynamo.reset()
+    assert all(torch.equal(g, want) for g in got)
+    assert [r.fallback for r in reports] == [None] * len(reports), [r.fallback for r in reports]
+    assert len(reports) == 2  # the prefill, and one decode step for every later token

@@ -12,7 +12,9 @@ from tensor_eqsat.check import (
     WHOLE_SHARE,
     Checker,
     Throughput,
+    check_sides,
     distinct_parts,
+    float64_why_not,
     op_count,
     weight_bytes,
 )
@@ -21,6 +23,9 @@ from tensor_eqsat.ir.graph import Graph
 
 
 def checker(graph, factor: float) -> Checker:
+    # The factors were chosen for a check of two float32 runs; a float32 check that runs its
+    # float64 reference counts four (check_sides), so they are scaled to predict the same times.
+    factor *= 2 / check_sides(graph, float64=not float64_why_not(graph, "cpu", None))
     return Checker(graph, graph, backend="interpreter", device="cpu", seed=0,
                    throughput=Throughput("interpreter:cpu", factor, factor))  # fmt: skip
 
@@ -224,3 +229,24 @@ def test_a_factor_that_stops_every_check_is_forgotten_by_the_checks_it_stops(tmp
     for _ in range(3):
         t.forget(200_000_000, 0)  # three checks skipped for want of time
     assert Throughput.load("ort:cpu", tmp_path).predict(200_000_000, 0) < 2 * 2.0
+
+
+def test_a_float32_check_runs_its_float64_reference_where_loading_pytorch_fits_the_time_left(monkeypatch):
+    import importlib.util
+    import sys
+
+    g = layers(8)
+    if importlib.util.find_spec("torch") is None:
+        assert "not installed" in float64_why_not(g, "cpu", None)
+        return
+    assert Checker(g, g, backend="interpreter", device="cpu", seed=0).sides == 4
+    monkeypatch.delitem(sys.modules, "torch", raising=False)  # as if PyTorch were not loaded yet
+    assert float64_why_not(g, "cpu", 60.0) == "" and float64_why_not(g, "cpu", None) == ""
+    why = float64_why_not(g, "cpu", 4.0)
+    assert "no time to load PyTorch" in why and "of the 4.0 s left" in why
+    c = Checker(g, g, backend="interpreter", device="cpu", seed=0, left=4.0)
+    assert c.sides == 2 and c.no_float64 == why
+    monkeypatch.undo()
+    good = layers(8, {3: "good"})
+    verdict = c.check(good, good, None, Deadline.after(60.0)).verdict
+    assert verdict.ok and not verdict.own_rule and "no time to load PyTorch" in verdict.summary()

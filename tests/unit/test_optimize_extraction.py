@@ -33,7 +33,7 @@ def _saturated() -> EGraph:
 
 def test_within_a_budget_no_time_left_the_solver_still_runs():
     egraph, cfg = _saturated(), OptimizeConfig(search="saturate", time_budget=5.0, cost_model="roofline:a100")
-    graph, result, _ = _extract(egraph, cfg.cost_model_object(), cfg, time.perf_counter() - 1.0)
+    graph, result, _, _ = _extract(egraph, cfg.cost_model_object(), cfg, time.perf_counter() - 1.0)
     assert "solver_status" in result.stats and result.extractor == "ilp"  # with its 0.1 s floor
     assert cfg.cost_model_object().graph_cost(graph) < cfg.cost_model_object().graph_cost(chain())
 
@@ -52,13 +52,13 @@ def test_a_deep_partitioned_model_keeps_its_gain_with_little_time():
 
 def test_a_run_time_limit_used_up_still_solves():
     egraph, cfg = _saturated(), OptimizeConfig(search="saturate", time_limit=5.0, cost_model="roofline:a100")
-    _, result, _ = _extract(egraph, cfg.cost_model_object(), cfg, time.perf_counter() - 1.0)
+    _, result, _, _ = _extract(egraph, cfg.cost_model_object(), cfg, time.perf_counter() - 1.0)
     assert "solver_status" in result.stats  # the solver ran, with its 1 s floor
 
 
 def test_within_a_budget_with_time_left_the_solver_runs():
     egraph, cfg = _saturated(), OptimizeConfig(search="saturate", time_budget=5.0, cost_model="roofline:a100")
-    _, result, _ = _extract(egraph, cfg.cost_model_object(), cfg, time.perf_counter() + 30.0)
+    _, result, _, _ = _extract(egraph, cfg.cost_model_object(), cfg, time.perf_counter() + 30.0)
     assert "solver_status" in result.stats and result.status is SolveStatus.OPTIMAL
 
 
@@ -84,11 +84,11 @@ def test_a_solve_cut_short_hands_back_what_the_search_was_rewarded_for():
     cfg = OptimizeConfig(time_budget=5.0, cost_model="roofline:a100")
     cm = cfg.cost_model_object(layer)
     original = cm.graph_cost(layer)
-    dag, _, _ = _extract(egraph, cm, replace(cfg, final_extractor="greedy-dag"), None)
-    ocf, _, _ = _extract(egraph, cm, replace(cfg, final_extractor="greedy-ocf"), None)
+    dag, _, _, _ = _extract(egraph, cm, replace(cfg, final_extractor="greedy-dag"), None)
+    ocf, _, _, _ = _extract(egraph, cm, replace(cfg, final_extractor="greedy-ocf"), None)
     assert cm.graph_cost(dag) == pytest.approx(original)  # the warm start alone gains nothing
     assert cm.graph_cost(ocf) < 0.95 * original
-    graph, result, _ = _extract(egraph, cm, cfg, time.perf_counter() - 1.0)
+    graph, result, _, _ = _extract(egraph, cm, cfg, time.perf_counter() - 1.0)
     assert result.extractor == "ilp"
     assert cm.graph_cost(graph) <= cm.graph_cost(ocf) * (1 + 1e-9)
 

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 from tensor_eqsat.egraph.analysis import Analysis, TensorAnalysis
 from tensor_eqsat.egraph.enode import EClass, ENode
 from tensor_eqsat.egraph.internals import EGraphInternals
+from tensor_eqsat.egraph.origins import copy_spans
 from tensor_eqsat.egraph.unionfind import UnionFind
 
 if TYPE_CHECKING:
@@ -728,6 +729,7 @@ class EGraph:
             dst._sids = src._sids.copy()  # type: ignore[attr-defined]
         elif "_sids" in dst.__dict__:
             del dst._sids  # type: ignore[attr-defined]
+        copy_spans(dst, src)  # which rule application made each node (origins.py)
 
     def same_as(self, other: EGraph) -> bool:
         """Whether ``other`` is this e-graph with the same ids: the same nodes in the same order,

@@ -69,6 +69,18 @@ class EGraphInternals:
         """A counter that changes whenever a node is blacklisted (matches carry it as a stamp)."""
         return self._eg._blacklist_version
 
+    @property
+    def next_node(self) -> int:
+        """The index the next new node gets (indices are issued in order, never reused)."""
+        return len(self._eg._nodes)
+
+    def note_origin(self, start: int, rule: str) -> None:
+        """Record that ``rule``'s application added the nodes from index ``start`` on (up to
+        :attr:`next_node`; see :mod:`tensor_eqsat.egraph.origins`)."""
+        from tensor_eqsat.egraph.origins import record
+
+        record(self._eg, start, len(self._eg._nodes), rule)
+
     def match_context(self) -> tuple[Any, ...]:
         """The containers e-matching reads: (nodes, class nodes, blacklist, the e-graph)."""
         return self._eg._match_context()

@@ -29,7 +29,14 @@ per dtype, :func:`~tensor_eqsat.ir.dtypes.tolerance`, let a dropped bias 26 time
 rounding error through; it still applies where ``rtol`` or ``atol`` is given). Comparing the
 optimized model with the original *in reduced precision* would fail correct rewrites: two
 float16 graphs that sum in another order differ by their rounding, not by a bug. A float16 or
-bfloat16 ONNX file is such a model too (:func:`onnx_precision`). PyTorch runs with TF32 off while checking
+bfloat16 ONNX file is such a model too (:func:`onnx_precision`). A float32 model is judged the
+same way against a **float64 reference** (the original run in PyTorch in float64 from the same
+weights: ``TorchProgram``'s ``float64_compute``), the original in float32 on the result's backend
+giving its own error; where PyTorch is missing, the float64 run would hold more than
+:data:`~tensor_eqsat.io.accuracy.FLOAT64_MEMORY_SHARE` of the memory available
+(:func:`float64_bytes`), the graph has no float64 program, TF32 is on, or ``rtol`` / ``atol``
+is given, the element-wise tolerance of :func:`verify` applies and the report says why
+(``no_float64``). PyTorch runs with TF32 off while checking
 (:func:`~tensor_eqsat.io.torch_exec.tf32_disabled`), so a CUDA check compares float32 with
 float32: TF32 convolutions (PyTorch's default) differ by 1e-3 from float32, which refused a correct
 MobileNet-v2 rewrite on an H200.
@@ -128,8 +135,11 @@ class VerifyReport:
     """The trials asked for, where the check's deadline stopped it after ``trials`` of them
     (:meth:`Reference.check`); None when every trial asked for ran."""
     own_rule: bool = False
-    """Judged by the original's own error in ``dtype`` against the float32 reference
-    (:mod:`tensor_eqsat.io.accuracy`), not by ``rtol`` / ``atol``."""
+    """Judged by the original's own error in ``dtype`` against the float32 reference (float64
+    for a float32 model: :mod:`tensor_eqsat.io.accuracy`), not by ``rtol`` / ``atol``."""
+    no_float64: str = ""
+    """Why a float32 model was judged by ``rtol`` / ``atol``, not against a float64 reference
+    (empty when it was, or when a tolerance was given)."""
 
     def summary(self) -> str:
         """One line for people: verdict, worst errors, where."""
@@ -146,9 +156,10 @@ class VerifyReport:
             tol += " of the output's scale"
         if self.own_rule:
             short = DType(self.dtype).short
+            wide = "float64" if self.dtype == "float32" else "float32"
             tol = (
-                f"{accuracy.MULTIPLE:g}x the original's own error + {accuracy.FLOOR_ULPS:g} ulps"
-                f" ({short} against a float32 reference)"
+                f"{accuracy.MULTIPLE:g}x the original's own error + {accuracy.floor_ulps(self.dtype):g} ulps"
+                f" ({short} against a {wide} reference)"
             )
             own = max((o.own_error or 0.0 for o in self.outputs), default=0.0)
             err += f"; the original's own error {own:.3g}" if self.outputs else ""
@@ -156,6 +167,8 @@ class VerifyReport:
             tol += f" ({DType(self.dtype).short} against a float32 reference)"
         elif self.tf32:
             tol += " (float32 with TF32 kernels)"
+        if self.no_float64:
+            tol += f" (no float64 reference: {self.no_float64})"
         if self.ok:
             runs = f"{self.trials} trials"
             if self.planned is not None:
@@ -180,6 +193,7 @@ class VerifyReport:
             "scope": self.scope,
             "planned_trials": self.planned,
             "own_rule": self.own_rule,
+            "no_float64": self.no_float64,
             "outputs": [
                 {
                     "index": o.index,
@@ -325,10 +339,13 @@ class Reference:
     TF32 (an executor that cannot turn it off): the default tolerance is then TF32's. Default False.
     In float16 and bfloat16, without ``rtol`` or ``atol``, a result is judged by the original's
     own error: the original also runs in its own precision, on the optimized model's backend
-    (:mod:`tensor_eqsat.io.accuracy`). graph: an ONNX original already imported (it is imported
-    for its float32 reference otherwise). Default None. points: for a model with symbolic dims,
-    the shapes besides the representative one (the hints) to check at, one trial each after the
-    first (a size for each symbol, by name; ``trials`` grows to cover them). Default none.
+    (:mod:`tensor_eqsat.io.accuracy`); so is a float32 one against its float64 reference, unless
+    ``no_float64`` says why not (the caller's plan: no time to load PyTorch) or that reference
+    cannot be run (see the module docstring). graph: an ONNX original already imported (it is
+    imported for its float32 reference otherwise). Default None. points: for a model with
+    symbolic dims, the shapes besides the representative one (the hints) to check at, one trial
+    each after the first (a size for each symbol, by name; ``trials`` grows to cover them).
+    Default none.
 
     >>> g = Graph(); x = g.input((4,), name="x"); g.output(g.relu(x))
     >>> ref = Reference(g)
@@ -350,6 +367,7 @@ class Reference:
         tf32: bool = False,
         graph: Graph | None = None,
         points: Sequence[Mapping[str, int]] = (),
+        no_float64: str = "",
     ) -> None:
         if trials < 1:
             raise TensorEqsatError(f"trials must be >= 1, got {trials}")
@@ -360,23 +378,65 @@ class Reference:
         self.rtol = tol.rtol if rtol is None else rtol
         self.atol = tol.atol if atol is None else atol
         self.scale_floor = tol.scale_floor
-        self.own_rule = self.dtype is not DType.FLOAT32 and rtol is None and atol is None
-        """Judged by the original's own error (io/accuracy.py): reduced precision, no tolerance given."""
         self.points = (({}), *(dict(p) for p in points)) if points else ()
         """Where a symbolic model's trials run: trial k at point k (the first the representative
         shape, the hints), later trials at the representative shape."""
         self.trials, self.seed = max(trials, len(self.points)), seed
         self.original = original
+        self.no_float64 = no_float64 if self.dtype is DType.FLOAT32 and rtol is None and atol is None else ""
+        """Why a float32 original is judged by ``rtol`` / ``atol`` instead of against a float64
+        reference (``no_float64`` given, or :meth:`_float64_side`); empty otherwise."""
+        wide: _Side | None = None
+        if self.dtype is DType.FLOAT32 and rtol is None and atol is None and not no_float64:
+            ir = model if isinstance(model, Graph) else graph if graph is not None else None
+            wide, self.no_float64 = self._float64_side(model, ir, device)
+        self.own_rule = (
+            rtol is None and atol is None and (self.dtype is not DType.FLOAT32 or wide is not None)
+        )
+        """Judged by the original's own error (io/accuracy.py): reduced precision, or float32 against
+        float64, no tolerance given."""
         if self.dtype is not DType.FLOAT32:
             ir = model if isinstance(model, Graph) else graph if graph is not None else _import(model)
             original = float32_reference(ir, seed)
             if backend == "auto" and not isinstance(model, Graph):
                 backend = _auto_backend(model)  # the ONNX model's, not the Graph's interpreter
-        self.side = _prepare(original, backend, seed, device)
+        self.side = wide if wide is not None else _prepare(original, backend, seed, device)
         self._outputs: dict[tuple[Any, ...], list[np.ndarray]] = {}
         self._own: dict[tuple[str, str], _Side] = {}
         self.seconds = 0.0
         """Seconds spent running the original so far (an estimate of what one check costs)."""
+
+    def _float64_side(self, model: Any, ir: Graph | None, device: str) -> tuple[_Side | None, str]:
+        """(the original in float64, "") for a float32 original, or (None, why not): float32 on
+        TF32 kernels, PyTorch missing (it runs the float64 reference), more memory than can be
+        spared (:func:`float64_unaffordable`), or a graph with no float64 program."""
+        import importlib.util
+
+        if self.tf32:
+            return None, "float32 runs on TF32 kernels"
+        if importlib.util.find_spec("torch") is None:
+            return None, "it runs in PyTorch, which is not installed"
+        try:
+            graph = ir if ir is not None else model if isinstance(model, Graph) else _import(model)
+            why = accuracy.float64_unaffordable(float64_bytes(graph), device)
+            if why is not None:
+                return None, why
+            from tensor_eqsat.io.torch_exec import TorchProgram, tf32_disabled, to_numpy
+
+            prog = TorchProgram(graph, device=device, seed=self.seed, float64_compute=True)
+        except TensorEqsatError as exc:
+            return None, f"the original has no float64 program: {exc}"
+
+        def run_float64(feed: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+            with tf32_disabled(prog.torch):
+                return [to_numpy(t) for t in prog(feed)]
+
+        specs = {graph.name_of(n.id): concrete(n.shapes[0]) for n in graph.inputs()}
+
+        def graph_at(point: Mapping[str, int]) -> dict[str, Shape]:
+            return {graph.name_of(n.id): concrete(n.shapes[0], point) for n in graph.inputs()}
+
+        return _Side(specs, run_float64, "torch float64", graph_inputs(graph), graph_at), ""
 
     def feed(self, trial: int, infos: Mapping[str, InputInfo]) -> dict[str, np.ndarray]:
         """The inputs of ``trial``: seeded, float ones rounded to the model's precision (the
@@ -436,7 +496,10 @@ class Reference:
         a = self.side
         b = _prepare(optimized, backend, self.seed, device)
         own = self._own_side(backend, device) if self.own_rule else None
-        backends = (a.backend, b.backend)
+        # What ran the original: in float32 against float64, its own float32 run (the reference's
+        # float64 program is named by the summary).
+        first = own.backend if own is not None and self.dtype is DType.FLOAT32 else a.backend
+        backends = (first, b.backend)
         rtol, atol, seed = self.rtol, self.atol, self.seed
         trials, planned = self.trials, None
 
@@ -455,6 +518,7 @@ class Reference:
                 self.tf32,
                 planned=planned,
                 own_rule=own is not None,
+                no_float64=self.no_float64,
             )
 
         if a.inputs != b.inputs:
@@ -536,6 +600,27 @@ def _rel_error(got: np.ndarray, want: np.ndarray, atol: float) -> float:
     return float((np.abs(g64[big] - w64[big]) / np.abs(w64[big])).max(initial=0.0))
 
 
+def float64_planned(graph: Graph, device: str = "cpu") -> bool:
+    """Whether a check of float32 ``graph`` (no tolerance given) is planned to run its float64
+    reference: PyTorch installed and the reference's bytes affordable on ``device``
+    (:func:`~tensor_eqsat.io.accuracy.float64_unaffordable`). A graph that then has no float64
+    program falls back when the check runs."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        return False
+    return accuracy.float64_unaffordable(float64_bytes(graph), device) is None
+
+
+def float64_bytes(graph: Graph) -> int:
+    """Bytes a float64 run of float32 ``graph`` holds at most: its weights and every tensor one
+    run computes (:func:`~tensor_eqsat.preflight.activation_bytes`, an upper bound: the program
+    frees each after its last reader), at twice their float32 bytes."""
+    from tensor_eqsat.preflight import activation_bytes, weight_bytes
+
+    return 2 * (weight_bytes(graph) + activation_bytes(graph))
+
+
 def float32_reference(graph: Graph, seed: int = 0) -> Graph:
     """``graph`` made float32 with the weight values it holds in its own precision (weights
     without data take the interpreter's seeded values for ``seed``, rounded as the model rounds
@@ -578,7 +663,10 @@ def verify(
         element that cancels to nearly zero in a sum of terms of size 200 carries an error of the
         terms' size. A wrong rewrite is off by the values' own magnitude and still fails. For a
         float16 or bfloat16 original the defaults follow its dtype
-        (:func:`~tensor_eqsat.ir.dtypes.tolerance`) and the reference runs in float32.
+        (:func:`~tensor_eqsat.ir.dtypes.tolerance`) and the reference runs in float32. Left
+        None (both), a result is judged by the original's own error against the wider reference
+        instead (float64 for a float32 original, see the module docstring), and the tolerance
+        is the fallback where that reference cannot be run.
     trials: input draws. Default 3. seed: base seed. Default 0.
     backend: ``auto``, ``interpreter``, ``ort`` or ``torch`` (see the module docstring).
 

@@ -19,14 +19,14 @@ from __future__ import annotations
 
 import contextlib
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from tensor_eqsat.errors import GraphError, TensorEqsatError
 from tensor_eqsat.io.plan import fold_weights, live_nodes, observable_outputs, weight_only_nodes
-from tensor_eqsat.ir.dtypes import DTYPE_NAMES, FLOAT_DTYPES, round_values
+from tensor_eqsat.ir.dtypes import DTYPE_NAMES, FLOAT_DTYPES, DType, round_values
 from tensor_eqsat.ir.graph import Graph, Node, TensorRef
 from tensor_eqsat.ir.interpreter import random_inputs
 from tensor_eqsat.ir.torch_ops import TORCH_OPS, Step, TorchContext
@@ -90,6 +90,12 @@ class TorchProgram:
         steps read (a transposed dense weight) are then not folded but run as views (the program
         prepares faster; each run reads them strided). Default False: each op runs in its own
         dtype (PyTorch's reduced-precision kernels).
+    float64_compute: run every floating tensor in float64, weights widened from their stored
+        values (exact), nothing folded beforehand but the weights themselves (a weight transform
+        computes in float64 too) and every cast to a float dtype read as float64: the higher-
+        precision reference a float32 result is judged against (:mod:`tensor_eqsat.io.accuracy`).
+        Opaque and merged ops, run on the host by their numpy semantics, are fed float32. Floating
+        outputs are returned in float64. Default False.
 
     >>> g = Graph(); x = g.input((1, 2, 4, 4), name="x"); w = g.weight((3, 2, 3, 3))
     >>> g.output(g.conv2d(x, w, stride=(2, 2), activation="relu"))
@@ -99,7 +105,13 @@ class TorchProgram:
     """
 
     def __init__(
-        self, graph: Graph, *, device: str = "cpu", seed: int = 0, float32_compute: bool = False
+        self,
+        graph: Graph,
+        *,
+        device: str = "cpu",
+        seed: int = 0,
+        float32_compute: bool = False,
+        float64_compute: bool = False,
     ) -> None:
         torch = require_torch()
         self.torch = torch
@@ -110,7 +122,12 @@ class TorchProgram:
         self.outputs = observable_outputs(graph)
         live = live_nodes(graph, self.outputs)
         const = weight_only_nodes(graph) & live
-        if float32_compute:  # (a check: how fast it prepares matters more than a copy per run)
+        if float64_compute and float32_compute:
+            raise TensorEqsatError("float32_compute and float64_compute exclude each other")
+        self.float64_compute = float64_compute
+        if float64_compute:  # weight transforms run as steps, in float64
+            const = {i for i in const if graph.nodes[i].op == "weight"}
+        elif float32_compute:  # (a check: how fast it prepares matters more than a copy per run)
             const = _folded(graph, const)
         folded = fold_weights(graph, const, seed=seed)
         self.inputs = [(graph.name_of(n.id), n.shapes[0]) for n in graph.inputs()]
@@ -129,6 +146,11 @@ class TorchProgram:
         held = {d: d for d in DTYPE_NAMES}
         if float32_compute:
             held.update({d.value: "float32" for d in FLOAT_DTYPES})
+        # Returned dtype per IR dtype: its own, float64 for every float when computing in float64.
+        wide = {d: d for d in DTYPE_NAMES}
+        if float64_compute:
+            wide.update({d.value: "float64" for d in FLOAT_DTYPES})
+            held = wide
         for ref, arr in folded.items():
             self._consts[self._new_slot(ref)] = self._constant(arr, held[graph.dtype_of(ref)])
         self._input_dtypes = {graph.name_of(n.id): getattr(torch, n.dtypes[0]) for n in graph.inputs()}
@@ -142,10 +164,10 @@ class TorchProgram:
             # Each output in its IR dtype: a builder's float32 constant (an asymmetric avg pool's
             # scale) would otherwise promote a float16 result to float32.
             # (A view's values are its input's, rounded already: float32 compute rounds no view.)
-            self._out_dtypes.append([getattr(torch, d) for d in n.dtypes])
+            self._out_dtypes.append([getattr(torch, wide[d]) for d in n.dtypes])
             self._rounds.append(float32_compute and n.spec.kind is not OpKind.VIEW)
         self._output_slots = [self._slot[r] for r in self.outputs]
-        self._output_dtypes = [getattr(torch, graph.dtype_of(r)) for r in self.outputs]
+        self._output_dtypes = [getattr(torch, wide[graph.dtype_of(r)]) for r in self.outputs]
         # Release each intermediate after its last reader.
         keep = set(self._output_slots) | set(self._consts)
         last: dict[int, int] = {}
@@ -235,7 +257,24 @@ class TorchProgram:
         if n.op not in TORCH_OPS:
             raise GraphError(f"node {n.id} ({n.op}) has no PyTorch implementation")
         in_shapes = [self.graph.shape_of(r) for r in n.inputs]
-        return TORCH_OPS[n.op](self._ctx, n.spec, n.attrs, in_shapes)
+        if self.float64_compute and n.op == "cast" and DType.parse(n.dtypes[0]).is_float:
+            f64 = self.torch.float64
+            return lambda x: (x[0].to(f64),)  # (a float64 reference rounds nowhere)
+        step = TORCH_OPS[n.op](self._ctx, n.spec, n.attrs, in_shapes)
+        if self.float64_compute and n.op in ("opaque", "merge"):
+            return _in_float32(self.torch, step)
+        return step
+
+
+def _in_float32(torch: Any, step: Step) -> Step:
+    """``step`` (an op run on the host by its numpy semantics, which may run onnxruntime on a
+    float32 model) fed float32 in a float64 program: the one place such a reference rounds."""
+
+    def run(x: Sequence[Any]) -> tuple[Any, ...]:
+        narrow = [t.float() if t.dtype == torch.float64 else t for t in x]
+        return tuple(step(narrow))
+
+    return run
 
 
 def _folded(graph: Graph, const: set[int]) -> set[int]:

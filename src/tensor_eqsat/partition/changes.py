@@ -24,7 +24,8 @@ Soundness. Take the changes in topological order: if every change's optimized si
 obligations from its inputs as its original side does, paired inputs are equal by induction
 (they are computed by paired nodes from equal values), so every obligation holds and the
 outputs, paired, are equal. A change is checked on random inputs of its boundary shapes with the
-model's weights (weights keep their names, and the check draws a weight by name), so a wrong
+model's weights (weights keep their names, and the check draws a weight by name; a weight-only
+sub-expression it reads, such as a fused weight, is computed inside it from them), so a wrong
 rewrite inside one is caught as the whole check would catch it, at the cost of that change only.
 Changes equal up to weight values (:attr:`Change.key`) are checked once: rewrites never look at
 weight values, so a layer rewritten 96 times is checked once, with its first copy's weights.
@@ -155,6 +156,7 @@ class _Pairing:
         self._inputs: dict[int, tuple[TensorRef, ...]] = {}  # a paired optimized node's operands
         self.alias: tuple[dict[int, tuple[object, ...]], dict[int, tuple[object, ...]]] = ({}, {})
         self._by_cid: dict[int, TensorRef] | None = None  # the original's tensors by structural id
+        self._weights_only: list[set[int] | None] = [None, None]  # per side (_weight_only)
 
     def unchanged(self, side: int, ref: TensorRef) -> bool:
         return ref in self.same[side]
@@ -377,7 +379,7 @@ class _Pairing:
                 sorted(n for s, n in groups[root] if s == 0),
                 sorted(n for s, n in groups[root] if s == 1),
             )
-            change = self._change(self._independent(nodes), sorted(duties))
+            change = self._change(self._with_weight_exprs(self._independent(nodes)), sorted(duties))
             copies[change.key] = copies.get(change.key, 0) + 1
             if change.key not in found:
                 found[change.key] = change
@@ -388,9 +390,15 @@ class _Pairing:
         ]
 
     def _independent(self, nodes: tuple[list[int], list[int]]) -> tuple[list[int], list[int]]:
-        """``nodes`` (a change's, per side) grown until none of its boundary values is computed
-        from another of them or from a graph input it reads: for each such value, the side that
-        reads it takes its producer in, to a fixpoint. A change is checked on independent
+        """``nodes`` (a change's, per side) grown until none of the boundary values that only one
+        side reads is computed from another of them or from a graph input it reads: for each
+        such value, the side that reads it takes its producer in, to a fixpoint. A value both
+        sides read is left a boundary value: both compute from it alike, and taking it in would
+        grow the change through all it is computed from (the attention block before a
+        re-optimized ViT-Large's MLP, whose residual stream ``x`` one side read and ``x``'s
+        ``patches`` the other: the change outgrew its cap, kept all three values apart and
+        differed by 7.46; taking in the one addition ``x = patches + pos`` closes it). A change
+        is checked on independent
         random inputs, so a boundary of dependent values claims more than the graphs need:
         ViT-Large's residual addition reassociated (``x + attn(ln(x))`` against
         ``attn(ln(x)) + (patches + (pos + bias))``, where ``x = patches + pos``) differed on an
@@ -408,13 +416,15 @@ class _Pairing:
                 g = self.g[side]
                 for nid in inside[side]:
                     for ref in g.nodes[nid].inputs:
-                        if ref[0] not in inside[side] and g.nodes[ref[0]].op != "weight":
+                        if ref[0] not in inside[side] and ref[0] not in self._weight_only(side):
                             reads.setdefault(self._value(side, ref), [None, None])[side] = ref
             origin = {v: self._origin(v) for v in reads}
             found = {o[0] for o in origin.values() if o is not None}
             grow = False
             for value, refs in reads.items():
                 o = origin[value]
+                if None not in refs:
+                    continue  # both sides compute from it alike: its link to the others claims nothing
                 if o is None or self.leaf(0, o) or not (self._upstream(o[0], ancestors) & (found - {o[0]})):
                     continue
                 for side, read in enumerate(refs):
@@ -428,6 +438,43 @@ class _Pairing:
             size = len(nodes[0]) + len(nodes[1])
             if len(inside[0]) + len(inside[1]) > GROWTH_CAP * size + GROWTH_FLOOR:
                 return nodes  # a boundary linked far upstream (BERT's layers all read one scalar)
+
+    def _weight_only(self, side: int) -> set[int]:
+        """Ids of the nodes of ``side`` whose value depends on weights alone (weights included)."""
+        got = self._weights_only[side]
+        if got is None:
+            got = set()
+            for n in self.g[side].nodes:
+                computed = n.inputs and not n.spec.is_leaf
+                if n.op == "weight" or (computed and all(r[0] in got for r in n.inputs)):
+                    got.add(n.id)
+            self._weights_only[side] = got
+        return got
+
+    def _with_weight_exprs(self, nodes: tuple[list[int], list[int]]) -> tuple[list[int], list[int]]:
+        """``nodes`` (a change's, per side) with the weight-only sub-expressions they read taken
+        in, each side its own graph's (a weight concatenated by an earlier rewrite, a transposed
+        weight): a change draws each weight by its name, as the model has it, where a boundary
+        input is drawn as an activation. A re-optimized ViT-Large's fused query/key/value weight
+        ``concat(Wq, concat(Wk, Wv))`` drawn so, 32 times the scale of the weights it is made
+        of, made the attention logits about 1000 and the softmax nearly one-hot, and the float32
+        rounding of its reassociated residual additions then differed beyond the tolerance
+        (0.77 here, 7.46 elsewhere): a correct result was reported as differing where the whole
+        check did not fit. Each side computes what its graph computes from the same named
+        weights, so the change stays sound."""
+        out = []
+        for side in (0, 1):
+            g, only = self.g[side], self._weight_only(side)
+            inside = set(nodes[side])
+            stack = [r[0] for nid in inside for r in g.nodes[nid].inputs]
+            while stack:
+                nid = stack.pop()
+                if nid in inside or nid not in only or g.nodes[nid].spec.is_leaf:
+                    continue
+                inside.add(nid)
+                stack.extend(r[0] for r in g.nodes[nid].inputs)
+            out.append(sorted(inside))
+        return out[0], out[1]
 
     def _origin(self, value: object) -> TensorRef | None:
         """The original graph's tensor a boundary value stands for (see :meth:`kept_value`)."""

@@ -45,6 +45,7 @@ from typing import Any
 from tensor_eqsat.config import OptimizeConfig, Search
 from tensor_eqsat.cost.model import pass_cost
 from tensor_eqsat.egraph.egraph import EGraph
+from tensor_eqsat.egraph.origins import merged_counts
 from tensor_eqsat.ir.graph import Graph
 from tensor_eqsat.optimize import OptimizeResult, OptimizeStats, RoundsStop, optimize
 from tensor_eqsat.partition.changes import Change, region_changes
@@ -320,6 +321,10 @@ def _combine(
             "extractor": heaviest.stats.final_extraction.get("extractor"),
             "status": _weakest(r.stats.final_extraction.get("status") for r in results),
             "regions": [r.stats.final_extraction for r in results],
+            # Each distinct region's applications, once per copy of it in the graph.
+            "rules_used": merged_counts(
+                *({k: n * c for k, n in r.rules_used.items()} for r, c in zip(results, copies, strict=True))
+            ),
         },
         costing_s=report.stitch_s,
     )

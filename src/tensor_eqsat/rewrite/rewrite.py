@@ -343,6 +343,7 @@ def apply_each(
     v0 = egraph.version
     n0 = egraph.num_enodes
     stats = _Counts()
+    internals = egraph.internals
     for item in items:
         if node_budget is not None and egraph.num_enodes - n0 >= node_budget:
             stats.budget = True
@@ -351,7 +352,10 @@ def apply_each(
             stats.budget = True
             break
         stats.matches += 1
+        start = internals.next_node
         apply_one(egraph, item, stats)
+        if internals.next_node > start:  # one span per application (egraph/origins.py)
+            internals.note_origin(start, name)
     if rebuild:
         egraph.rebuild()
     return stats.report(name, egraph, v0, n0, t0)

@@ -30,11 +30,13 @@ from tensor_eqsat.torch.sym_shapes import has_symint
 log = logging.getLogger(__name__)
 
 FORMAT = "tensor-eqsat-torch-cache"
-VERSION = 3
+VERSION = 4
 """Bumped when what a cached result means changes: 2 since the backend searches with the
 ``taso-inference`` rules (a result found with the paper's rules alone is not served); 3 since
 the check compares with the float32 reference and each op is priced in its own dtype (a float16
-or bfloat16 rewrite refused against eager in its own dtype is not served)."""
+or bfloat16 rewrite refused against eager in its own dtype is not served); 4 since a report's
+``rules_applied`` names the applications the optimized graph holds (``rules_fired``, every
+change to the e-graph, is what it named before)."""
 
 
 @dataclass(frozen=True)

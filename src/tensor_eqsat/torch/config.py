@@ -58,13 +58,19 @@ class TorchConfig:
         Default True.
     guard_runs / guard_blocks: timed runs per arm, in alternating blocks; a first timing with half
         the runs decides where it is clear (a gain three times the noise, or every candidate
-        slower beyond it), else all of them are timed; a decision whose noise stays above 25 %
-        is timed again and not cached. Default 40 / 8.
-    min_gain_pct: the smallest measured gain the guard accepts. Default 1.0.
-    rtol / atol: the check of the optimized graph against the original run in float32 from the
-        same weights (TF32 off) on the example inputs: every output within ``atol + rtol *
-        max|reference|``; a model that runs in float16 or bfloat16 (or in float32 on TF32 CUDA
-        kernels) at least at that precision's tolerance (:func:`tensor_eqsat.ir.dtypes.tolerance`;
+        slower beyond it), else all of them are timed, unless that first timing found no gain
+        at a noise the full one could not bring under 25 % (above 25 % x sqrt(2)); no gain found
+        at a noise above 25 % is inconclusive: the original is kept and cached so (see
+        ``retime_noisy``). Default 40 / 8.
+    min_gain_pct: the smallest measured gain the guard accepts; where the guard times, a graph
+        whose predicted gain is below it is not compiled or timed (the original is handed on,
+        compiled once). Default 1.0.
+    rtol / atol: the check's fallback for a float32 model: every output within ``atol + rtol *
+        max|reference|`` of the original run in float32 (TF32 off), where no float64 reference
+        can be run (memory, an op without a float64 kernel) or on TF32 CUDA kernels (at least
+        float16's tolerance, :func:`tensor_eqsat.ir.dtypes.tolerance`). Otherwise a result is
+        judged by the original's own error against a wider reference (float64 for float32,
+        float32 for float16 and bfloat16: :mod:`tensor_eqsat.io.accuracy`,
         :func:`tensor_eqsat.torch.delivery.check_rewrite`). Default 1e-4 / 1e-5.
     cache: serve a graph already optimized (same structure, shapes, target and settings) from
         memory or from the disk cache. Default True.
@@ -79,6 +85,10 @@ class TorchConfig:
         (:mod:`tensor_eqsat.torch.stamp`: small weights whole, larger ones at distinct rows and
         columns; one gather for all of them, tens of microseconds per call on a CPU). Default
         True.
+    retime_noisy: a graph whose guard found no gain at a noise above ±25 % is cached as "original
+        kept", with the rewritten graph beside it; a cached compile serves the original (no
+        search, no timing). True: time that rewrite again instead (checked again, no search),
+        and cache the new decision (a quieter machine may settle it). Default False.
     """
 
     target: str | None = None
@@ -97,6 +107,7 @@ class TorchConfig:
     cache_dir: str | None = None
     seed: int = 0
     check_weights: bool = True
+    retime_noisy: bool = False
 
     def __post_init__(self) -> None:
         if self.target is not None and self.target not in TORCH_TARGETS:
@@ -110,8 +121,9 @@ class TorchConfig:
             and self.time_budget > 0
         ):
             raise ConfigError(f"time_budget must be a positive number of seconds, got {self.time_budget!r}")
-        if not isinstance(self.freezing, bool):
-            raise ConfigError(f"freezing must be True or False, got {self.freezing!r}")
+        for name in ("freezing", "retime_noisy"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"{name} must be True or False, got {getattr(self, name)!r}")
         if not (isinstance(self.then, str) or callable(self.then)):
             raise ConfigError(f"then must be a backend name or callable, got {self.then!r}")
         if not all(isinstance(v, int) for v in (self.guard_runs, self.guard_blocks)):

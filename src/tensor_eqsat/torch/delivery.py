@@ -5,13 +5,16 @@ library's ``deliver`` / ``Runtime`` in one place:
 
 1. **check** (:func:`check_rewrite`): the rewritten GraphModule runs eagerly on the example
    inputs (the real weights are in it), the original runs in float32 from the same weights, TF32
-   off (:func:`~tensor_eqsat.torch.reference.float32_reference`), and every output must agree:
-   in float32 within ``atol + rtol * max|reference|`` (``TorchConfig.rtol`` / ``atol``; TF32: at
-   least :func:`~tensor_eqsat.ir.dtypes.tolerance`'s), in float16 and bfloat16 within a multiple
-   of the original's own error against the reference, the original run in its dtype too
-   (:mod:`tensor_eqsat.io.accuracy`), with the dtypes and shapes the original returns;
-   non-finite values must match exactly. The verdict names the reference and the rule. A failure
-   keeps the original. A decision served from the cache is checked the same way.
+   off (:func:`~tensor_eqsat.torch.reference.float32_reference`; a float32 model's in float64,
+   :func:`~tensor_eqsat.torch.reference.float64_reference`), and every output must be within a
+   multiple of the original's own error against that reference, the original run in its dtype
+   too (:mod:`tensor_eqsat.io.accuracy`), with the dtypes and shapes the original returns;
+   non-finite values must match exactly. A float32 model whose float64 reference cannot be run
+   (memory, an op without a float64 kernel) or that runs on TF32 kernels is held to
+   ``atol + rtol * max|reference|`` instead (``TorchConfig.rtol`` / ``atol``; TF32: at least
+   :func:`~tensor_eqsat.ir.dtypes.tolerance`'s), and the verdict says why. The verdict names the
+   reference and the rule. A failure keeps the original. A decision served from the cache is
+   checked the same way.
 2. both are handed to ``then`` (Inductor by default; with ``TorchConfig.freezing``, Inductor with
    freezing: :func:`compile_frozen`);
 3. **guard** (a measurable target, ``torch-cpu`` or ``cuda``): the two compiled callables are
@@ -19,8 +22,13 @@ library's ``deliver`` / ``Runtime`` in one place:
    self-vs-self noise, the method of :mod:`tensor_eqsat.target.guard`
    (:func:`time_callables`); the rewritten one is kept only when its median beats the original's
    by more than the noise (the larger of the self-vs-self difference, the half interquartile
-   range of the per-block ratios, and ``min_gain_pct``). On an analytic target nothing is
-   timed and the report says so.
+   range of the per-block ratios, and ``min_gain_pct``). No gain found at a noise above
+   :data:`NOISE_CACHE_PCT` is inconclusive: the original is kept (:attr:`Delivery.settled`
+   False). On an analytic target nothing is timed and the report says so.
+
+Each graph is compiled once: the original compiled for the guard is what is handed back when it
+is kept. (The backend does not call this at all where the search predicts less than
+``min_gain_pct``: the original is compiled once, alone.)
 
 The guard compares the original *compiled by the same next backend, the same way* (both frozen
 or neither): the promise is "never slower than ``then`` alone" (by default, than Inductor with
@@ -30,6 +38,7 @@ freezing), not than eager PyTorch.
 from __future__ import annotations
 
 import logging
+import math
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -42,7 +51,14 @@ from tensor_eqsat.target.guard import Measured, guard
 from tensor_eqsat.target.runtime import TorchRuntime, time_alternating
 from tensor_eqsat.target.targets import Target
 from tensor_eqsat.torch.config import TorchConfig
-from tensor_eqsat.torch.reference import ReferenceUnavailable, Verdict, float32_reference, model_dtype
+from tensor_eqsat.torch.reference import (
+    ReferenceUnavailable,
+    Verdict,
+    float32_reference,
+    float64_bytes,
+    float64_reference,
+    model_dtype,
+)
 from tensor_eqsat.torch.sym_shapes import hint_of
 
 log = logging.getLogger(__name__)
@@ -62,6 +78,10 @@ class Delivery:
     compile_s: seconds spent in ``then``; guard_s: seconds timing.
     cacheable: the decision holds for any inputs of these shapes (False when the check failed on
         example inputs holding NaN or infinity: the next compile checks again). Default True.
+    settled: False when the guard found no gain at a noise above :data:`NOISE_CACHE_PCT`: the
+        original is kept, and the cache keeps the rewritten graph beside that decision (a
+        cached compile serves the original; ``TorchConfig.retime_noisy`` times it again).
+        Default True.
     check: the check's verdict: what it compared with, at which tolerance, the largest
         difference (:meth:`Checked.describe`). Default "" (not checked).
     """
@@ -75,6 +95,7 @@ class Delivery:
     guard_s: float
     cacheable: bool = True
     check: str = ""
+    settled: bool = True
 
 
 def compile_with(
@@ -256,14 +277,16 @@ def check_rewrite(
 ) -> Checked:
     """Whether ``optimized`` computes what ``original`` does (GraphModules with one signature).
 
-    ``optimized`` runs as it is, in the model's dtype; ``original`` runs in float32 from the same
-    weights with TF32 off (:func:`~tensor_eqsat.torch.reference.float32_reference`). Each
-    floating output must be within ``atol + rtol * max|reference|``, the tolerance of the
-    precision the model runs in (:func:`~tensor_eqsat.torch.reference.model_dtype`): ``rtol`` /
-    ``atol`` for float32, raised to :func:`~tensor_eqsat.ir.dtypes.tolerance`'s for float32 on
-    TF32 kernels (``device`` is CUDA with TF32 on); in float16 and bfloat16 the original also runs
-    in its own dtype and each floating output is judged by its own error against the reference
-    (:func:`~tensor_eqsat.io.accuracy.judge`). Every output must
+    ``optimized`` runs as it is, in the model's dtype (:func:`~tensor_eqsat.torch.reference.model_dtype`);
+    ``original`` runs in a wider precision from the same weights with TF32 off: float32 for a
+    float16 or bfloat16 model (:func:`~tensor_eqsat.torch.reference.float32_reference`), float64
+    for a float32 one (:func:`~tensor_eqsat.torch.reference.float64_reference`), and in its own
+    dtype too; each floating output is judged by the original's own error against the reference
+    (:func:`~tensor_eqsat.io.accuracy.judge`). A float32 model is held to ``atol + rtol *
+    max|reference|`` of its float32 run instead where the float64 run is not afforded (over
+    :data:`~tensor_eqsat.io.accuracy.FLOAT64_MEMORY_SHARE` of the device's memory available),
+    a node cannot run in float64, or ``device`` is CUDA with TF32 on (then at least
+    :func:`~tensor_eqsat.ir.dtypes.tolerance`'s); the verdict says why. Every output must
     have the dtype and shape the original's has (recorded by Dynamo, else run); a non-floating
     output must equal the original's (in a reduced-precision model, the original run in its own
     dtype: a float32 reference could round an ``argmax`` differently).
@@ -293,21 +316,29 @@ def check_rewrite(
         original, optimized = with_states(original, kept), with_states(optimized, kept)
     with torch.no_grad():
         got = optimized(*fresh_copies(args, mutable))
-    why = ""
-    try:
-        reference = float32_reference(original, fresh_copies(args, mutable))
-    except ReferenceUnavailable as exc:
-        log.info("tensor_eqsat: checking against the original in its own dtype: %s", exc)
-        reference, why = None, str(exc)
+    why = no_float64 = ""
+    wide = "float32"
+    if dtype == "float32":
+        # A float32 model is judged against float64 by the original's own float32 error
+        # (io/accuracy.py), where that reference can be afforded and run.
+        reference, no_float64 = _float64_reference(original, args, mutable, device, tf32)
+        wide = "float64" if reference is not None else wide
+    if wide == "float32":
+        try:
+            reference = float32_reference(original, fresh_copies(args, mutable))
+        except ReferenceUnavailable as exc:
+            log.info("tensor_eqsat: checking against the original in its own dtype: %s", exc)
+            reference, why = None, str(exc)
     like = _recorded_outputs(original)
-    # In reduced precision the original's own error against the float32 reference is the
-    # measure of the rewrite's (io/accuracy.py): the original runs in its dtype too.
-    own_rule = reference is not None and dtype != "float32"
+    # The original's own error against the wider reference is the measure of the rewrite's
+    # (io/accuracy.py): the original runs in its dtype too.
+    own_rule = reference is not None and (dtype != "float32" or wide == "float64")
     own: Any = None
     if reference is None or like is None or own_rule:
         with torch.no_grad():
             own = original(*fresh_copies(args, mutable))
-    verdict = Verdict("float32" if reference is not None else "same dtype", dtype, r, t, tf32, why, own_rule)
+    source = wide if reference is not None else "same dtype"
+    verdict = Verdict(source, dtype, r, t, tf32, why, own_rule, no_float64)
     ok, diff, what, used, own_error = _compare(
         reference if reference is not None else own,
         got,
@@ -318,6 +349,29 @@ def check_rewrite(
         dtype if own_rule else None,
     )
     return Checked(ok, diff, what, verdict, used, own_error)
+
+
+def _float64_reference(
+    original: Any, args: Sequence[Any], mutable: Sequence[int], device: str, tf32: bool
+) -> tuple[Any, str]:
+    """(the float64 reference of a float32 ``original`` on ``args``, "") or (None, why not):
+    float32 on TF32 kernels (its rounding is TF32's, which the tolerance covers), more memory
+    than the device can spare (:func:`~tensor_eqsat.io.accuracy.float64_unaffordable`), or a
+    node that cannot run in float64."""
+    from tensor_eqsat.io.accuracy import float64_unaffordable
+
+    if tf32:
+        return None, "float32 runs on TF32 kernels here"
+    dev = next((str(a.device) for a in args if hasattr(a, "device")), device)
+    why = float64_unaffordable(float64_bytes(original, args), dev)
+    if why is not None:
+        log.info("tensor_eqsat: no float64 reference: %s", why)
+        return None, why
+    try:
+        return float64_reference(original, fresh_copies(args, mutable)), ""
+    except ReferenceUnavailable as exc:
+        log.info("tensor_eqsat: no float64 reference: %s", exc)
+        return None, str(exc)
 
 
 def fresh_copies(args: Sequence[Any], mutable: Sequence[int]) -> list[Any]:
@@ -450,13 +504,13 @@ def _finite_diff(reference: Any, got: Any) -> tuple[float, float, int]:
 
 def _judged_what(j: Any, dtype: str) -> str:
     """Why a judged output fails, for the report."""
-    from tensor_eqsat.io.accuracy import FLOOR_ULPS, MULTIPLE
+    from tensor_eqsat.io.accuracy import MULTIPLE, floor_ulps
 
     if j.error <= j.limit:
         return "non-finite values differ"
     return (
         f"max |diff| {j.error:.3g} > {MULTIPLE:g} x the original's own {dtype} error {j.own_error:.3g}"
-        f" + {FLOOR_ULPS:g} ulps of {j.scale:.3g}"
+        f" + {floor_ulps(dtype):g} ulps of {j.scale:.3g}"
     )
 
 
@@ -529,8 +583,11 @@ def _one_call(
 
 
 NOISE_CACHE_PCT = 25.0
-"""Guard noise (percent) above which a decision is timed again and, still that noisy, not cached:
-the next compile, on a quieter machine, decides again (issue 44, item 18)."""
+"""Guard noise (percent) above which a timing that found no gain decides nothing: the original
+is kept, and cached as kept with the rewritten graph beside it and the noise recorded
+(:attr:`Delivery.settled` False), so that a cached compile neither searches nor times again,
+and ``TorchConfig.retime_noisy`` times the cached rewrite again on a quieter machine (issue
+44, item 18; issue 42, item 5: a compile re-searched at every process on a loaded machine)."""
 
 
 def deliver_fx(
@@ -601,29 +658,27 @@ def deliver_fx(
     tg = time.perf_counter()
     original_call = _one_call(base, runs, device, mutable)
     choice, report = _guard(original_call, candidates, target, device, cfg)
-    settled = report.measured.noise_pct <= NOISE_CACHE_PCT
-    if not settled:
-        # Noise that large (±427 % was seen on a loaded machine) decides nothing: time again,
-        # and cache the decision only when the second timing is steadier.
-        log.info("tensor_eqsat: guard noise ±%.0f %%: timing again", report.measured.noise_pct)
-        choice, report = _guard(original_call, candidates, target, device, cfg, sized=False)
-        settled = report.measured.noise_pct <= NOISE_CACHE_PCT
     m = report.measured
     guard_s = time.perf_counter() - tg
-    unsettled = (
-        "" if settled else f" (noise above ±{NOISE_CACHE_PCT:.0f} %: not cached, timed again next compile)"
-    )
     if choice == 0:
+        # A win beat the noise twice (the guard's confirmation), whatever the noise was.
         reason = (
             f"measured on {target.name}: {m.original_ms:.3f} -> {m.optimized_ms:.3f} ms, "
             f"{m.speedup_pct:+.1f} % (noise ±{m.noise_pct:.1f} %)"
         )
-        return Delivery(fast, False, reason + unsettled, diff, m, compile_s, guard_s, settled, check=check)
+        return Delivery(fast, False, reason, diff, m, compile_s, guard_s, check=check)
+    settled = m.noise_pct <= NOISE_CACHE_PCT
+    unsettled = (
+        ""
+        if settled
+        else f"; noise above ±{NOISE_CACHE_PCT:.0f} %: inconclusive, cached as kept with the rewrite "
+        "(retime_noisy=True times it again)"
+    )
     reason = (
         f"no measured gain: original kept ({m.speedup_pct:+.1f} %, noise ±{m.noise_pct:.1f} %; "
-        f"{m.original_ms:.3f} ms on {target.name})"
+        f"{m.original_ms:.3f} ms on {target.name}{unsettled})"
     )
-    return Delivery(base, True, reason + unsettled, diff, m, compile_s, guard_s, settled, check=check)
+    return Delivery(base, True, reason, diff, m, compile_s, guard_s, check=check, settled=settled)
 
 
 def _guard(
@@ -632,14 +687,12 @@ def _guard(
     target: Target,
     device: str,
     cfg: TorchConfig,
-    *,
-    sized: bool = True,
 ) -> tuple[int | None, Any]:
     """The library's never-slower guard (the original as two arms, the noise rule, a winner
     timed again) on the compiled callables, through the one alternating timer, its runs sized by
     the noise: a first timing with half of ``guard_runs``; only when it decides nothing clearly
     (a gain within :data:`DECISIVE_NOISE` times the noise of it, or a candidate not clearly
-    slower) are the full ``guard_runs`` timed. sized False: the full runs at once. Default True."""
+    slower) are the full ``guard_runs`` timed."""
     import torch
 
     runtime = TorchRuntime(device="cpu" if device == "cpu" else "cuda", threads=torch.get_num_threads())
@@ -657,9 +710,9 @@ def _guard(
             )
 
     short = max(cfg.guard_blocks, cfg.guard_runs // 2)
-    if sized and short < cfg.guard_runs:
+    if short < cfg.guard_runs:
         choice, report = timed(short)
-        if _decisive(choice, report):
+        if _decisive(choice, report) or _hopeless(choice, report, short, cfg.guard_runs):
             return choice, report
     return timed(cfg.guard_runs)
 
@@ -667,6 +720,18 @@ def _guard(
 DECISIVE_NOISE = 3.0
 """A short guard timing decides when the winner's gain is at least this many times the noise
 (and the minimum gain), or every candidate is slower by more than the noise."""
+
+
+def _hopeless(choice: int | None, report: Any, short: int, full: int) -> bool:
+    """Whether a short timing that found no gain is too noisy for the full one to settle: its
+    noise above :data:`NOISE_CACHE_PCT` times sqrt(full / short). Each block's median over
+    ``full / short`` times the runs narrows the spread of the per-block ratios (and of the two
+    original arms' medians) by about that square root, not more, so the full timing would end
+    inconclusive too: the original is kept at once, inconclusively (mobilenet_v2 at a load of 6
+    to 8 on 2 cores: ±80 % after the full timing, 86 s of guard for an 8 ms model; issue 42)."""
+    if choice is not None:
+        return False
+    return bool(report.measured.noise_pct > NOISE_CACHE_PCT * math.sqrt(full / short))
 
 
 def _decisive(choice: int | None, report: Any) -> bool:

@@ -9,7 +9,11 @@ folded once (:mod:`tensor_eqsat.torch.fx_export`), and delivers it through
 :func:`tensor_eqsat.torch.delivery.deliver_fx` (check, ``then``, never-slower guard). With
 ``then="inductor"`` and ``TorchConfig.freezing`` (the default), what is handed on, the original
 graph or the rewritten one, is compiled by Inductor with freezing, its parameters and buffers as
-constants (:func:`~tensor_eqsat.torch.delivery.compile_frozen`). The callable
+constants (:func:`~tensor_eqsat.torch.delivery.compile_frozen`). Where the guard times, a
+search predicting less than ``min_gain_pct`` hands the original on compiled once (no second
+compile, no timing). Every decision is cached, an inconclusive guard's too (the original kept,
+the rewrite beside it for ``retime_noisy``), so that a cached compile is the lookup and one
+compile of what it hands on. The callable
 it returns carries a :class:`~tensor_eqsat.torch.report.BackendReport` (``.report``); the last
 one is also ``backend.report``.
 
@@ -32,6 +36,7 @@ the compiled graph holds is checked, with Inductor's freezing all of them, sampl
 from __future__ import annotations
 
 import copy
+import dataclasses
 import logging
 import time
 import warnings
@@ -150,6 +155,7 @@ def _check_inference(gm: Any, example_inputs: Sequence[Any]) -> None:
 
 
 def _rule_names(result: Any) -> dict[str, int]:
+    """Rule name -> times the search changed the e-graph with it (``rule_counts``)."""
     from tensor_eqsat.rules.sets import load_rule_set
 
     try:
@@ -194,17 +200,28 @@ def _with_weights(graph: Any, source: Any) -> Any:
     return out
 
 
-def _served(hit: tuple[CacheEntry, str] | None, tr: Translation, key: str) -> tuple[Any, Any]:
+def _served(
+    hit: tuple[CacheEntry, str] | None, tr: Translation, key: str, retime: bool = False
+) -> tuple[Any, Any]:
     """(the cached graph with the translated graph's weights, the hit) for a hit holding a
-    rewritten graph; (None, None) when that graph reads a weight the translated graph lacks (an
-    entry edited or from another model: a miss, optimized again and rewritten)."""
-    if hit is None or hit[0].kept_original or hit[0].graph is None:
+    rewritten graph to deliver (or, with ``retime``, one kept beside an inconclusive guard's
+    decision: :func:`retimed`); (None, None) when that graph reads a weight the translated
+    graph lacks (an entry edited or from another model: a miss, optimized again and
+    rewritten)."""
+    if hit is None or hit[0].graph is None or (hit[0].kept_original and not (retime and retimed(hit[0]))):
         return None, hit
     try:
         return _with_weights(hit[0].graph, tr.graph), hit
     except GraphError as exc:
         log.warning("tensor_eqsat: ignoring cache entry %s: %s", key, exc)
         return None, None
+
+
+def retimed(entry: CacheEntry) -> bool:
+    """Whether a cache entry is an inconclusive guard's decision: the original kept at a noise
+    above :data:`~tensor_eqsat.torch.delivery.NOISE_CACHE_PCT`, the rewritten graph beside it
+    (``TorchConfig.retime_noisy`` times it again instead of serving the original)."""
+    return entry.kept_original and entry.graph is not None and entry.report.get("settled") is False
 
 
 def _interrupted(result: Any) -> bool:
@@ -264,7 +281,14 @@ def _compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> 
     target = cfg.resolve_target(device)
 
     def handed_on(report: BackendReport) -> Compiled:
+        # The original, compiled once (by Inductor with freezing, by default): the one compile.
+        tc = time.perf_counter()
         fn = compile_with(cfg.then, gm, inputs, frozen_args)
+        if report.seconds:
+            t_compile = time.perf_counter() - tc
+            seconds = {**report.seconds, "compile": t_compile}
+            seconds["total"] = seconds.get("total", 0.0) + t_compile
+            report = dataclasses.replace(report, seconds=seconds)
         return Compiled(fn, report, original=gm, held=frozen_all, check_weights=cfg.check_weights)
 
     frozen_args: list[int] | None = None
@@ -295,23 +319,28 @@ def _compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> 
         "opaque_ops": dict(tr.unmapped.most_common()),
     }
     cached_reason: str | None = None
-    served, hit = _served(hit, tr, key)
+    served, hit = _served(hit, tr, key, cfg.retime_noisy)
+    retiming = hit is not None and served is not None and hit[0].kept_original
     if hit is not None:
         entry, where = hit
         old = BackendReport.from_dict(entry.report)
         cached_reason = old.reason
         base |= {
             "rules_applied": old.rules_applied,
+            "rules_fired": old.rules_fired,
             "predicted_gain_pct": old.predicted_gain_pct,
             "cache": where,
         }
-        if entry.kept_original or entry.graph is None:
+        if served is None:
+            # The original kept (by the guard, for no predicted gain, or inconclusively at a
+            # noise the entry records): nothing searched, checked or timed, one compile.
             seconds = {"translate": t_translate, "total": time.perf_counter() - t0}
             report = BackendReport(
                 **base,
                 measured=old.measured,
                 reason=f"{old.reason} [cached]",
                 seconds=seconds,
+                settled=old.settled,
             )
             log.info(report.message)
             return handed_on(report)
@@ -326,16 +355,27 @@ def _compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> 
             raise KeyboardInterrupt
         optimized = result.graph
         base |= {
-            "rules_applied": _rule_names(result),
+            "rules_applied": result.rules_used,
+            "rules_fired": _rule_names(result),
             "predicted_gain_pct": result.speedup_pct,
             "cache": "miss" if cache is not None else "off",
             "rounds": len(result.rounds),
             "fixpoint": result.fixpoint,
         }
         same = graph_fingerprint(optimized) == graph_fingerprint(tr.graph)
-        if same or result.speedup_pct <= 0:
-            # Nothing predicted faster: timing an equal-cost variant would only spend compile time.
-            why = "no rewrite found" if same else f"no predicted gain ({result.speedup_pct:+.1f} %)"
+        floor = _resolvable_pct(cfg, target)
+        if same or result.speedup_pct <= 0 or result.speedup_pct < floor:
+            # Nothing predicted faster, or less than the guard can accept: compiling the rewrite
+            # and timing it would only spend compile time (the original is compiled once).
+            if same:
+                why = "no rewrite found"
+            elif result.speedup_pct <= 0:
+                why = f"no predicted gain ({result.speedup_pct:+.1f} %)"
+            else:
+                why = (
+                    f"predicted gain {result.speedup_pct:+.2f} % below the guard's {floor:g} % "
+                    "(min_gain_pct): not compiled or timed"
+                )
             seconds = {"translate": t_translate, "optimize": t_opt, "total": time.perf_counter() - t0}
             report = BackendReport(**base, reason=f"{why}: original kept", seconds=seconds)
             if cache is not None:
@@ -352,7 +392,7 @@ def _compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> 
             target,
             device,
             cfg,
-            trusted=hit is not None,
+            trusted=hit is not None and not retiming,
             cached_reason=cached_reason,
             frozen=frozen_args,
             mutable=[i for i, p in enumerate(tr.placeholders) if p.name in tr.mutable],
@@ -379,12 +419,16 @@ def _compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> 
         max_diff=delivery.max_diff,
         seconds=seconds,
         check=delivery.check,
+        settled=delivery.settled,
     )
-    if cache is not None and hit is None and delivery.cacheable:
+    if cache is not None and (hit is None or retiming) and delivery.cacheable:
+        # An inconclusive guard's "original kept" is cached with the rewrite beside it: served
+        # as kept (no search, no timing), timed again only with ``retime_noisy``.
+        kept_graph = not delivery.kept_original or not delivery.settled
         cache.put(
             key,
             CacheEntry(
-                None if delivery.kept_original else _structure(optimized),
+                _structure(optimized) if kept_graph else None,
                 delivery.kept_original,
                 report.to_dict(),
             ),
@@ -404,6 +448,15 @@ def _compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> 
         check_weights=cfg.check_weights,
         held=frozen_all,  # with Inductor's freezing: every parameter and buffer
     )
+
+
+def _resolvable_pct(cfg: TorchConfig, target: Any) -> float:
+    """The smallest predicted gain worth a second compile and the guard's timing: where the
+    guard times (on, and the target measurable here), ``min_gain_pct``, the least gain it ever
+    accepts; else 0 (the rewrite is handed on unmeasured)."""
+    if cfg.guard and target.unavailable() is None:
+        return float(cfg.min_gain_pct)
+    return 0.0
 
 
 def _freezes(cfg: TorchConfig) -> bool:

@@ -406,7 +406,13 @@ class _Translator:
             # Size arithmetic on symbolic sizes (``x.size()``, ``s0 * s1``): the recorded value, as
             # dims; the rebuilt graph computes the dims it needs from the symbols.
             value = Const(self.symtab.value(ev))
-        elif all(isinstance(v, Const) for v in values) and fx_ops.foldable(node) and not symbolic:
+        elif (
+            all(isinstance(v, Const) for v in values)
+            and fx_ops.foldable(node)
+            and not symbolic
+            # A tensor computed from a symbolic size (``arange(1) + s0``) is a run-time value.
+            and not (isinstance(ev, torch.Tensor) and any(_symbolic_const(v) for v in values))
+        ):
             value = self.fold(node, node_args, node_kwargs)
         elif _is_static(ev):
             # A shape, size or dtype of a run-time tensor: static, since shapes are specialised.
@@ -675,6 +681,12 @@ def _tensor_valued(ev: Any) -> bool:
     if isinstance(ev, torch.Tensor):
         return True
     return isinstance(ev, tuple | list) and bool(ev) and all(isinstance(x, torch.Tensor) for x in ev)
+
+
+def _symbolic_const(v: Value) -> bool:
+    """Whether a constant holds a symbolic size (a SymInt placeholder, ``x.size(1)``)."""
+    c = v.value if isinstance(v, Const) else None
+    return is_symbolic(c) or (isinstance(c, tuple | list) and any(is_symbolic(d) for d in c))
 
 
 def _is_static(ev: Any) -> bool:

@@ -51,11 +51,13 @@ _NARROWING_METHODS = {"half": "float", "bfloat16": "float"}
 
 class Verdict(NamedTuple):
     """What the check compared with, at which tolerance: ``reference`` is ``"float32"`` (the
-    float32 reference) or ``"same dtype"`` (the original in its own dtype, where no float32
-    reference could be run: ``why`` says why); ``dtype`` the precision the model runs in;
-    ``tf32``: the compared graph ran its float32 matmuls and convolutions on TF32 tensor cores.
-    ``own``: judged by the original's own error in ``dtype`` against the float32 reference
-    (:mod:`tensor_eqsat.io.accuracy`; ``rtol`` and ``atol`` unused), not by a tolerance."""
+    float32 reference), ``"float64"`` (the float64 reference of a float32 model) or ``"same
+    dtype"`` (the original in its own dtype, where no float32 reference could be run: ``why``
+    says why); ``dtype`` the precision the model runs in; ``tf32``: the compared graph ran its
+    float32 matmuls and convolutions on TF32 tensor cores. ``own``: judged by the original's own
+    error in ``dtype`` against the reference (:mod:`tensor_eqsat.io.accuracy`; ``rtol`` and
+    ``atol`` unused), not by a tolerance. ``no_float64``: why a float32 model was judged by the
+    tolerance instead (no float64 reference could be afforded or run); empty otherwise."""
 
     reference: str
     dtype: str
@@ -64,20 +66,26 @@ class Verdict(NamedTuple):
     tf32: bool = False
     why: str = ""
     own: bool = False
+    no_float64: str = ""
 
     def describe(self) -> str:
         """One phrase: ``vs the float32 reference (TF32 off) at bfloat16's tolerance (rtol 0.1,
         atol 0.01)``."""
-        what = "the float32 reference (TF32 off)" if self.reference == "float32" else "the original"
+        what = "the original"
+        if self.reference in ("float32", "float64"):
+            what = f"the {self.reference} reference (TF32 off)"
         of = f"{self.dtype}" + (" with TF32" if self.tf32 else "")
         if self.own:
-            from tensor_eqsat.io.accuracy import FLOOR_ULPS, MULTIPLE
+            from tensor_eqsat.io.accuracy import MULTIPLE, floor_ulps
 
-            rule = f"within {MULTIPLE:g}x the original's own {self.dtype} error + {FLOOR_ULPS:g} ulps"
+            floor = floor_ulps(self.dtype)
+            rule = f"within {MULTIPLE:g}x the original's own {self.dtype} error + {floor:g} ulps"
             return f"vs {what} {rule}"
         text = f"vs {what} at {of}'s tolerance (rtol {self.rtol:g}, atol {self.atol:g})"
         if self.why:
             text += f"; no float32 reference: {self.why}"
+        if self.no_float64:
+            text += f"; no float64 reference: {self.no_float64}"
         return text
 
 
@@ -112,24 +120,38 @@ def model_dtype(gm: Any, example_inputs: Sequence[Any] = ()) -> str:
     return graph_dtype(sorted(found)).value
 
 
-def _widen(torch: Any, value: Any) -> Any:
-    """``value`` with float16/bfloat16 tensors as float32 copies and those dtypes as float32."""
+def _widen(torch: Any, value: Any, wide: Any = None) -> Any:
+    """``value`` with its narrower floating tensors as copies in ``wide`` (default float32:
+    float16 and bfloat16 ones; float64: float32 ones too) and those dtypes read as ``wide``."""
     import torch.utils._pytree as pytree
 
-    narrow = (torch.float16, torch.bfloat16)
+    wide = torch.float32 if wide is None else wide
+    narrow = _narrower(torch, wide)
 
     def one(x: Any) -> Any:
         if isinstance(x, torch.Tensor) and x.dtype in narrow:
-            return x.detach().to(torch.float32)
+            return x.detach().to(wide)
         if isinstance(x, torch.dtype) and x in narrow:
-            return torch.float32
+            return wide
         return x
 
     return pytree.tree_map(one, value)
 
 
-def _interpreter(torch: Any, gm: Any) -> Any:
+def _narrower(torch: Any, wide: Any) -> tuple[Any, ...]:
+    """The floating dtypes a reference in ``wide`` (float32 or float64) widens."""
+    narrow = (torch.float16, torch.bfloat16)
+    return (*narrow, torch.float32) if wide == torch.float64 else narrow
+
+
+def _interpreter(torch: Any, gm: Any, wide: Any = None) -> Any:
     import torch.fx
+
+    wide = torch.float32 if wide is None else wide
+    name = "float64" if wide == torch.float64 else "float32"
+    methods = (
+        dict.fromkeys(("half", "bfloat16", "float"), "double") if name == "float64" else _NARROWING_METHODS
+    )
 
     class Float32Interpreter(torch.fx.Interpreter):
         def run_node(self, n: Any) -> Any:
@@ -139,40 +161,41 @@ def _interpreter(torch: Any, gm: Any) -> Any:
                 raise
             except Exception as exc:
                 raise ReferenceUnavailable(
-                    f"node {n.name} ({n.target}) fails in float32: {type(exc).__name__}: {exc}"
+                    f"node {n.name} ({n.target}) fails in {name}: {type(exc).__name__}: {exc}"
                 ) from exc
 
         def call_function(self, target: Any, args: Any, kwargs: Any) -> Any:
             if getattr(target, "__name__", "") in AUTOCAST_CALLS:
                 return None  # the region stays closed: float32 throughout
-            return super().call_function(target, _widen(torch, args), _widen(torch, kwargs))
+            return super().call_function(target, _widen(torch, args, wide), _widen(torch, kwargs, wide))
 
         def call_method(self, target: Any, args: Any, kwargs: Any) -> Any:
             if target == "view" and any(isinstance(a, torch.dtype) for a in (*args[1:], *kwargs.values())):
-                raise ReferenceUnavailable(f"a bit reinterpretation (.view({args[1]!r})) has no float32 form")
-            target = _NARROWING_METHODS.get(target, target)
-            return super().call_method(target, _widen(torch, args), _widen(torch, kwargs))
+                raise ReferenceUnavailable(f"a bit reinterpretation (.view({args[1]!r})) has no {name} form")
+            target = methods.get(target, target)
+            return super().call_method(target, _widen(torch, args, wide), _widen(torch, kwargs, wide))
 
         def call_module(self, target: Any, args: Any, kwargs: Any) -> Any:
             module = self.fetch_attr(target)
-            wide = _float32_module(torch, module)
-            return wide(*_widen(torch, args), **_widen(torch, kwargs))
+            widened = _wide_module(torch, module, wide)
+            return widened(*_widen(torch, args, wide), **_widen(torch, kwargs, wide))
 
         def get_attr(self, target: Any, args: Any, kwargs: Any) -> Any:
-            return _widen(torch, super().get_attr(target, args, kwargs))
+            return _widen(torch, super().get_attr(target, args, kwargs), wide)
 
     return Float32Interpreter(gm)
 
 
-def _float32_module(torch: Any, module: Any) -> Any:
-    """A float32 copy of a submodule with reduced-precision parameters or buffers (else itself)."""
+def _wide_module(torch: Any, module: Any, wide: Any) -> Any:
+    """A copy of a submodule in ``wide`` where it holds narrower parameters or buffers (else
+    itself)."""
     import copy
 
-    narrow = (torch.float16, torch.bfloat16)
+    narrow = _narrower(torch, wide)
     tensors = [*module.parameters(), *module.buffers()]
     if not any(t.dtype in narrow for t in tensors):
         return module
-    return copy.deepcopy(module).float()
+    return copy.deepcopy(module).to(wide)
 
 
 @contextlib.contextmanager
@@ -208,4 +231,65 @@ def float32_reference(gm: Any, example_inputs: Sequence[Any]) -> Any:
         return _interpreter(torch, gm).run(*args)
 
 
-__all__ = ["ReferenceUnavailable", "Verdict", "float32_reference", "model_dtype"]
+def float64_reference(gm: Any, example_inputs: Sequence[Any]) -> Any:
+    """What ``gm`` computes on ``example_inputs`` in float64: as :func:`float32_reference`, with
+    float32 tensors, dtypes and ``.float()`` widened to float64 as well. The reference a float32
+    model's result is judged against (:mod:`tensor_eqsat.io.accuracy`): it holds a float64 copy
+    of every floating argument (twice the float32 weights' bytes, :func:`float64_bytes`).
+
+    Raises :class:`ReferenceUnavailable` naming the node that cannot run in float64.
+
+    >>> import torch
+    >>> gm = torch.fx.symbolic_trace(torch.nn.Linear(2, 2))
+    >>> float64_reference(gm, [torch.ones(1, 2)]).dtype
+    torch.float64
+    """
+    import torch
+
+    from tensor_eqsat.io.torch_exec import tf32_disabled
+
+    args = _widen(torch, list(example_inputs), torch.float64)
+    with torch.no_grad(), _autocast_off(torch), tf32_disabled(torch):
+        return _interpreter(torch, gm, torch.float64).run(*args)
+
+
+def float64_bytes(gm: Any, example_inputs: Sequence[Any]) -> int:
+    """Bytes a float64 reference of ``gm`` holds at most: a float64 copy of each floating
+    argument, parameter and buffer and of every value Dynamo recorded for its nodes (an upper
+    bound: the interpreter frees each value after its last reader).
+
+    >>> import torch
+    >>> float64_bytes(torch.fx.symbolic_trace(torch.nn.Linear(2, 2)), [torch.ones(1, 2)])
+    64
+    """
+    import torch
+    import torch.utils._pytree as pytree
+
+    values: list[Any] = [*example_inputs, *gm.parameters(), *gm.buffers()]
+    for node in gm.graph.nodes:
+        if node.op != "placeholder":
+            values.extend(pytree.tree_leaves(_example(node)))
+    total = 0
+    for v in values:
+        if isinstance(v, torch.Tensor) and v.is_floating_point():
+            total += 8 * _numel(v)
+    return total
+
+
+def _numel(t: Any) -> int:
+    from tensor_eqsat.torch.sym_shapes import hint_of
+
+    n = 1
+    for d in t.shape:
+        n *= int(hint_of(d))
+    return n
+
+
+__all__ = [
+    "ReferenceUnavailable",
+    "Verdict",
+    "float32_reference",
+    "float64_bytes",
+    "float64_reference",
+    "model_dtype",
+]

@@ -13,7 +13,10 @@ class BackendReport:
     graph_key: the cache key (a hash of the graph's structure, shapes, target and settings).
     target: where it was optimized for. ops_mapped / ops_opaque: FX calls translated into IR ops
     / kept as opaque regions; opaque_ops: the opaque ones by name.
-    rules_applied: rule name -> times applied by the search.
+    rules_applied: rule name -> the applications whose result the optimized graph holds (what it
+        was rewritten by; :mod:`tensor_eqsat.egraph.origins`), whether or not it is handed on.
+    rules_fired: rule name -> times the search changed the e-graph with it (saturation applies
+        every rule that matches, chosen or not: graphs of one family name the same rules).
     predicted_gain_pct: the cost model's gain (None when nothing was optimized).
     measured: the guard's figures (``original_ms``, ``optimized_ms``, ``speedup_pct``,
         ``noise_pct``, ``runs``), None when nothing was timed.
@@ -29,6 +32,9 @@ class BackendReport:
     rounds: the search rounds that ran within the time budget (``OptimizeConfig.rounds``: each
         searches the one before's best graph); fixpoint: whether the last gained nothing, so the
         graph is a fixpoint of the search (0 and False when nothing was searched).
+    settled: False when the guard found no gain at a noise above ±25 % (an inconclusive timing):
+        the original is kept, and cached so with the rewritten graph beside it
+        (``TorchConfig.retime_noisy`` times it again). Default True.
     """
 
     graph_key: str
@@ -37,6 +43,7 @@ class BackendReport:
     ops_opaque: int = 0
     opaque_ops: dict[str, int] = field(default_factory=dict)
     rules_applied: dict[str, int] = field(default_factory=dict)
+    rules_fired: dict[str, int] = field(default_factory=dict)
     predicted_gain_pct: float | None = None
     measured: dict[str, Any] | None = None
     kept_original: bool = True
@@ -48,6 +55,7 @@ class BackendReport:
     check: str = ""
     rounds: int = 0
     fixpoint: bool = False
+    settled: bool = True
 
     @property
     def message(self) -> str:

@@ -13,8 +13,9 @@ so its ranges start at 2; a range that holds 0 is refused (the IR has no empty d
 Export (:class:`DimEmitter`): a dim of a rebuilt op (a reshape's target, a split's sizes) that is
 symbolic is computed in the rebuilt FX graph from the SymInt placeholder of each symbol (or a
 ``size()`` of an input tensor whose dim is that symbol), with ``operator`` arithmetic for the
-polynomial. The rebuilt graph stays symbolic, so the next backend (Inductor) compiles it once for
-the whole range; nothing here evaluates a SymInt (that would add a guard and specialise).
+polynomial (``torch.sym_max`` / ``sym_min`` for a max or min of them, as Mistral's sliding-window
+offset is). The rebuilt graph stays symbolic, so the next backend (Inductor) compiles it once
+for the whole range; nothing here evaluates a SymInt (that would add a guard and specialise).
 """
 
 from __future__ import annotations
@@ -159,8 +160,17 @@ class DimEmitter:
             out = base
             for _ in range(int(e.exp) - 1):
                 out = self._call(operator.mul, out, base)
+        elif type(e).__name__ in ("Max", "Min"):
+            # Mistral's sliding window: ``max(0, s - 4095)``, as torch.sym_max computes it.
+            import torch
+
+            fn = torch.sym_max if type(e).__name__ == "Max" else torch.sym_min
+            args = sorted(e.args, key=lambda a: a.is_Number)
+            out = self._expr(args[0])
+            for a in args[1:]:
+                out = self._call(fn, out, self._expr(a))
         else:
-            raise TensorEqsatError(f"symbolic size {e} cannot be rebuilt from + and *")
+            raise TensorEqsatError(f"symbolic size {e} cannot be rebuilt from +, *, max and min")
         self._exprs[e] = out
         return out
 

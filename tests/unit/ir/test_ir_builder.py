@@ -267,6 +267,7 @@ def test_summary_and_dot():
         "inputs": [{"name": "x", "shape": [1, 4, 6, 6], "dtype": "float32"}],
         "outputs": [[1, 8, 6, 6], [1, 3, 6, 6]],
         "output_dtypes": ["float32", "float32"],
+        "symbols": {},  # a static graph: no symbolic dim
     }
     dot = to_dot(g, name="net")
     assert dot.startswith('digraph "net" {')

@@ -101,15 +101,16 @@ def test_a_reduced_precision_change_reads_its_boundary_in_the_models_dtype():
     assert wrong and not check_all(wrong)
 
 
-def _embedded_block(reassociated: bool, wrong: bool = False) -> Graph:
-    """``x = patches + pos``; ``x + (relu(x) @ w + b)``, or with the residual addition
-    reassociated as ViT-Large's was: ``relu(x) @ w + (patches + (pos + b))`` (``wrong``: ``b``
-    dropped)."""
+def _embedded_block(reassociated: bool, wrong: bool = False, depth: int = 1) -> Graph:
+    """``x = patches + pos``; ``x + (h + b)`` with ``h = relu(x) @ w`` (``depth`` times), or with
+    the residual addition reassociated as ViT-Large's was: ``h + (patches + (pos + b))``
+    (``wrong``: ``b`` dropped)."""
     g = Graph()
     patches = g.input((2, 8), name="patches")
-    pos, w, b = g.weight((2, 8), name="pos"), g.weight((8, 8), name="w"), g.weight((2, 8), name="b")
-    x = g.ewadd(patches, pos)
-    h = g.matmul(g.relu(x), w)
+    pos, b = g.weight((2, 8), name="pos"), g.weight((2, 8), name="b")
+    x = h = g.ewadd(patches, pos)
+    for i in range(depth):
+        h = g.matmul(g.relu(h), g.weight((8, 8), name=f"w{i}"))
     if not reassociated:
         g.output(g.ewadd(x, g.ewadd(h, b)))
     else:
@@ -124,8 +125,72 @@ def test_a_change_whose_boundary_values_depend_on_each_other_takes_their_link_in
     orig, opt = _embedded_block(False), _embedded_block(True)
     parts = changes(orig, opt)
     assert parts is not None and len(parts) == 1
-    assert [n.shapes[0] for n in parts[0].original.inputs()] == [(2, 8)]  # patches alone
+    for side in (parts[0].original, parts[0].optimized):  # h, read alike, and patches; x inside
+        assert sorted(side.name_of(n.id) for n in side.inputs()) == ["change_input_0", "patches"]
     assert check_all(parts) and verify(orig, opt).ok
     wrong = _embedded_block(True, wrong=True)
+    assert not verify(orig, wrong).ok
+    assert not check_all(changes(orig, wrong))  # still caught
+
+
+def _fused_attention(reassociated: bool, wrong: bool = False, tokens: int = 64, width: int = 256) -> Graph:
+    """Three pre-norm attention blocks over ``x = relu(image) + pos`` reading a fused
+    query/key/value weight ``concat(Wq, concat(Wk, Wv))``, as a re-optimized ViT-Large has them;
+    ``reassociated``: the residual additions as the re-optimization left them, the activations
+    and the biases summed apart (``wrong``: the last bias dropped)."""
+    g = Graph()
+    patches = g.relu(g.input((1, tokens, width), name="image"))
+    pos = g.weight((1, tokens, width), name="pos")
+    x = g.ewadd(patches, pos)
+    part, consts, last = patches, pos, 2
+    for i in range(last + 1):
+        ln = g.layernorm(x, g.weight((width,), name=f"s{i}"), g.weight((width,), name=f"c{i}"), axis=2)
+        kv = g.concat([g.weight((width, width), name=f"{n}{i}") for n in "kv"], axis=1)
+        qkv = g.concat([g.weight((width, width), name=f"q{i}"), kv], axis=1)
+        q, kv_out = g.split(g.matmul(ln, qkv), axis=2, sizes=(width, 2 * width))
+        k, v = g.split(kv_out, axis=2, sizes=(width, width))
+        scores = g.matmul(g.sdiv(q, float(width) ** 0.5), g.transpose(k, (0, 2, 1)))
+        o = g.matmul(g.matmul(g.softmax(scores, axis=2), v), g.weight((width, width), name=f"o{i}"))
+        b = g.weight((width,), name=f"b{i}")
+        if not reassociated:
+            x = g.ewadd(x, g.ewadd(o, b))
+        elif i < last:
+            part, consts = g.ewadd(part, o), g.ewadd(consts, b)
+            x = g.ewadd(consts, part)
+        else:
+            x = g.ewadd(o, g.ewadd(part, consts if wrong else g.ewadd(consts, b)))
+    g.output(x)
+    return g
+
+
+def test_a_change_computes_the_fused_weights_it_reads_as_the_model_does():
+    # A re-optimized ViT-Large's change read its fused query/key/value weight as a boundary
+    # input, drawn as an activation (32 times the weights' scale at width 1024): the attention
+    # then magnified the rounding of the reassociated residual additions, and a correct result
+    # was reported as differing (max error 0.77) where the whole check did not fit.
+    orig, opt = _fused_attention(False), _fused_attention(True)
+    assert verify(orig, opt).ok
+    parts = changes(orig, opt)
+    assert parts is not None and len(parts) == 1
+    assert check_all(parts)
+    for side in (parts[0].original, parts[0].optimized):
+        assert side.op_counts()["concat"] == 4  # its two blocks' fused weights, computed inside
+        assert all(n.shapes[0] == (1, 64, 256) for n in side.inputs())  # activations alone
+    wrong = _fused_attention(True, wrong=True)
+    assert not verify(orig, wrong).ok
+    assert not check_all(changes(orig, wrong))  # still caught
+
+
+def test_a_change_takes_in_the_link_of_what_one_side_reads_however_deep_the_rest():
+    # A re-optimized ViT-Large's MLP change read the residual stream x on one side and x's
+    # patches on the other, and both read the attention output computed from x: growing the
+    # change through all of that outgrew its cap, so all three were drawn apart and a correct
+    # result was reported as differing by 7.46. The one addition x = patches + pos links them.
+    orig, opt = _embedded_block(False, depth=30), _embedded_block(True, depth=30)
+    parts = changes(orig, opt)
+    assert parts is not None and len(parts) == 1
+    assert check_all(parts) and verify(orig, opt).ok
+    assert parts[0].original.op_counts() == {"ewadd": 3}  # x's addition taken in, no more
+    wrong = _embedded_block(True, wrong=True, depth=30)
     assert not verify(orig, wrong).ok
     assert not check_all(changes(orig, wrong))  # still caught

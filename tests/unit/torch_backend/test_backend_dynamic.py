@@ -92,3 +92,58 @@ def test_hf_models_compiled_with_dynamic_true_through_inductor(name):
             assert close(compiled(x).last_hidden_state, model(x).last_hidden_state, 1e-4)
     (report,) = te_torch.backend.reports  # one compile (a Dynamo restart is no compile)
     assert report.fallback is None and not report.kept_original and report.rules_applied
+
+
+class PositionFromInt(torch.nn.Module):
+    """Positions from a Python int that Dynamo makes symbolic once it changes, as Mistral's
+    sliding-window static cache computes them (``arange(1) + cumulative_length_int``); two
+    projections of one input beside it (merged by the rules)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = torch.nn.Linear(8, 8)
+        self.b = torch.nn.Linear(8, 8)
+
+    def forward(self, x, seen: int):
+        pos = (torch.arange(1) + seen).unsqueeze(0)[..., None].float()
+        return self.a(x) * pos + self.b(x)
+
+
+def test_a_symbolic_python_int_added_to_a_constant_tensor_is_read_at_run_time():
+    model = PositionFromInt().eval()
+    compiled = torch.compile(model, backend="tensor_eqsat", options=FAST)
+    x = torch.randn(1, 1, 8)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("error", te_torch.FallbackWarning)
+        for seen in (3, 5, 8, 13):
+            assert close(compiled(x, seen), model(x, seen)), seen
+    static, symbolic = te_torch.backend.reports  # the int specialised at 3, symbolic from 5 on
+    assert static.fallback is None and symbolic.fallback is None, symbolic.fallback
+    assert not symbolic.kept_original and symbolic.rules_applied
+
+
+class WindowFromInt(torch.nn.Module):
+    """A mask from a max of a symbolic int and a constant (Mistral's sliding-window offset,
+    ``max(0, cumulative_length_int - window + 1)``), read by a rebuilt op at run time."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = torch.nn.Linear(8, 8)
+        self.b = torch.nn.Linear(8, 8)
+
+    def forward(self, x, seen: int):
+        mask = (torch.arange(8) >= max(0, seen - 4)).float()
+        return (self.a(x) + self.b(x)) * mask
+
+
+def test_a_max_of_a_symbolic_int_read_by_a_rebuilt_op_is_rebuilt_with_sym_max():
+    model = WindowFromInt().eval()
+    compiled = torch.compile(model, backend="tensor_eqsat", options=FAST)
+    x = torch.randn(1, 1, 8)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("error", te_torch.FallbackWarning)
+        for seen in (3, 5, 9, 13):
+            assert close(compiled(x, seen), model(x, seen)), seen
+    reports = te_torch.backend.reports
+    assert all(r.fallback is None for r in reports), [r.fallback for r in reports]
+    assert not any("could not be rebuilt" in r.reason for r in reports), [r.reason for r in reports]
