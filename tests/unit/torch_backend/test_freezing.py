@@ -286,3 +286,62 @@ def test_a_cache_entry_of_the_former_third_arm_still_loads():
     report = BackendReport.from_dict(old)
     assert report.kept_original and report.reason == "r"
     assert BackendReport.from_dict(report.to_dict()) == report
+
+
+def _normalized(code: str) -> str:
+    """Inductor's output code without what differs between two compiles of one graph: the
+    frozen constants' numbering, their addresses and the compile's AOT id."""
+    import re
+
+    code = re.sub(r"_frozen_param\d+", "_frozen_param", code)
+    code = re.sub(r"\b[0-9a-f]{12}\b", "ADDR", code)
+    return re.sub(r"# AOT ID: .*", "# AOT ID", code)
+
+
+@pytest.mark.slow
+def test_the_original_kept_is_what_inductor_with_freezing_compiles():
+    # A kept original must run as fast as Inductor with freezing as a user switches it on
+    # (Dynamo's own path: the weights as graph attributes, ``freezing = True`` while it traces):
+    # the backend hands on the very graph Dynamo gave it, compiled with freezing into the same
+    # code, kernel for kernel. (What remains between the two is the per-call weight check.)
+    from unittest import mock
+
+    import torch._functorch.config as functorch_config
+    import torch._inductor.config as inductor_config
+    from torch._inductor.graph import GraphLowering
+
+    from tensor_eqsat.bench import arms as harness
+
+    model, x = BasicBlock().eval(), torch.randn(1, 8, 8, 8)
+    with torch.no_grad():
+        for bn in (model.bn1, model.bn2):
+            bn.running_mean.normal_()
+            bn.running_var.uniform_(0.5, 2.0)
+    # No rewrite can gain this much: the original is kept (by the guard, or before it).
+    options = {**FAST, "then": "inductor", "target": "torch-cpu", "guard": True}
+    options |= {"min_gain_pct": 1e6, "guard_runs": 4, "guard_blocks": 2, "cache": False}
+    codes: dict[str, list[str]] = {}
+    arms = [
+        harness.Arm("freezing", harness.Kind.FREEZING),
+        harness.Arm("backend", harness.Kind.BACKEND, options),
+    ]
+    with (
+        torch.no_grad(),
+        warnings.catch_warnings(),
+        inductor_config.patch(fx_graph_cache=False),
+        functorch_config.patch(enable_autograd_cache=False),
+    ):
+        warnings.simplefilter("ignore")
+        for arm in arms:
+            seen: list[str] = []
+            with mock.patch.object(GraphLowering, "save_output_code", seen.append):
+                compiled = harness.compile_arm(model, (x,), arm)
+            codes[arm.label] = seen
+            assert close(compiled.output, model(x))
+    report = te_torch.backend.report
+    assert report.kept_original, report.reason
+    assert len(codes["freezing"]) == 1 and codes["backend"], codes
+    frozen = _normalized(codes["freezing"][0])
+    assert "_frozen_param" in frozen and "sqrt" not in frozen  # batch norms folded: frozen
+    # The last graph the backend compiled is the original it handed on.
+    assert _normalized(codes["backend"][-1]) == frozen
