@@ -85,9 +85,10 @@ class OutputCheck:
     max_abs_error: largest |a - b| (over the elements both hold finite). max_rel_error: largest
     |a - b| / |b| over elements with |b| > atol. mismatched: elements outside tolerance (and
     non-finite values that differ), summed over trials. size: elements per trial.
-    own_error: in reduced precision, the original's own largest error against the float32
-    reference on the same inputs (:mod:`tensor_eqsat.io.accuracy`); None for float32.
-    used: the largest share of its bound the error took (above 1 fails); None for float32.
+    own_error: the original's own largest error against the reference on the same inputs (the
+    float32 one in reduced precision, float64 in float32: :mod:`tensor_eqsat.io.accuracy`);
+    None where the fixed tolerance judged (a float32 check without its float64 reference).
+    used: the largest share of its bound the error took (above 1 fails); None as own_error.
     """
 
     index: int

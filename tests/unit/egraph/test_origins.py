@@ -52,7 +52,7 @@ def test_the_optimized_graph_names_only_the_rules_it_holds():
     g = Graph()
     x = g.input((8, 64), name="x")
     g.output(g.ewadd(g.matmul(x, g.weight((64, 64), name="w1")), g.matmul(x, g.weight((64, 64), name="w2"))))
-    r = optimize(g, search="saturate", rules=REAL_MODEL_SET, time_budget=10, seed=0, target="torch-cpu")
+    r = optimize(g, search="saturate", rules=REAL_MODEL_SET, time_budget=10, seed=0, target="h200")
     names = load_rule_set(r.settings.rules)
     fired = {names.by_id(i).name for i in r.rule_counts}
     assert "matmul-concat-split-shared-lhs" in fired
@@ -66,7 +66,7 @@ def test_a_merge_the_graph_holds_is_named_once_per_application():
     x = g.input((8, 64), name="x")
     g.output(g.matmul(x, g.weight((64, 64), name="w1")))
     g.output(g.matmul(x, g.weight((64, 64), name="w2")))
-    r = optimize(g, search="mcts", rules=REAL_MODEL_SET, time_budget=10, seed=0, target="torch-cpu")
+    r = optimize(g, search="mcts", rules=REAL_MODEL_SET, time_budget=10, seed=0, target="h200")
     assert [n.op for n in r.graph.nodes].count("matmul") == 1
     assert r.rules_used == {"matmul-concat-split-shared-lhs": 1}
 
