@@ -113,7 +113,9 @@ def test_within_a_budget_a_construction_leaves_its_extraction_time():
     t0 = time.perf_counter()
     r = optimize(chain(), search=mine, time_budget=1.0, cost_model="roofline:a100")
     (given,) = mine.given
-    assert given is not None and given - t0 <= (1 - EXTRACTION_RESERVE) * 1.0 + 0.05
+    # (0.1 s for what precedes the deadline's start on a loaded machine: 0.062 s was seen; without
+    # the reserve the construction would be given the whole second)
+    assert given is not None and given - t0 <= (1 - EXTRACTION_RESERVE) * 1.0 + 0.1
     assert r.wall_s <= 1.1
 
 
