@@ -144,11 +144,13 @@ def float64_why_not(graph: Graph, device: str, left: float | None) -> str:
     (:data:`TORCH_IMPORT_S` over :data:`IMPORT_SHARE` of ``left``, where it is not loaded yet)."""
     import sys
 
-    from tensor_eqsat.io.equivalence import float64_planned
+    from tensor_eqsat.io.equivalence import SYMBOLIC_NO_FLOAT64, float64_planned
     from tensor_eqsat.ir.cast import precision
 
     if precision(graph) is not DType.FLOAT32:
         return ""
+    if graph.symbols():
+        return SYMBOLIC_NO_FLOAT64
     if not float64_planned(graph, device):
         return "PyTorch is not installed, or the float64 run needs more memory than can be spared"
     if "torch" not in sys.modules and left is not None and IMPORT_SHARE * left < TORCH_IMPORT_S:

@@ -410,7 +410,8 @@ class Reference:
     def _float64_side(self, model: Any, ir: Graph | None, device: str) -> tuple[_Side | None, str]:
         """(the original in float64, "") for a float32 original, or (None, why not): float32 on
         TF32 kernels, PyTorch missing (it runs the float64 reference), more memory than can be
-        spared (:func:`float64_unaffordable`), or a graph with no float64 program."""
+        spared (:func:`float64_unaffordable`), a graph with symbolic dims, or a graph with no
+        float64 program."""
         import importlib.util
 
         if self.tf32:
@@ -419,6 +420,8 @@ class Reference:
             return None, "it runs in PyTorch, which is not installed"
         try:
             graph = ir if ir is not None else model if isinstance(model, Graph) else _import(model)
+            if graph.symbols():  # (a symbolic ONNX model: checked at several shapes, by ORT)
+                return None, SYMBOLIC_NO_FLOAT64
             why = accuracy.float64_unaffordable(float64_bytes(graph), device)
             if why is not None:
                 return None, why
@@ -599,6 +602,12 @@ def _rel_error(got: np.ndarray, want: np.ndarray, atol: float) -> float:
     g64, w64 = got.astype(np.float64), want.astype(np.float64)
     big = np.isfinite(g64) & np.isfinite(w64) & (np.abs(w64) > atol)
     return float((np.abs(g64[big] - w64[big]) / np.abs(w64[big])).max(initial=0.0))
+
+
+SYMBOLIC_NO_FLOAT64 = "the graph has symbolic dims, and its float64 program runs static shapes"
+"""Why a symbolic float32 graph is judged by the fixed tolerance: the float64 reference is a
+PyTorch program of the IR graph, built for concrete shapes, while the check runs the model at
+several shapes (the hints and the ``--shapes`` points)."""
 
 
 def float64_planned(graph: Graph, device: str = "cpu") -> bool:

@@ -221,3 +221,16 @@ def test_bad_shapes_option_text_is_a_clear_error(text, message):
 
     with pytest.raises(argparse.ArgumentTypeError, match=message):
         parse_shape_points(text)
+
+
+def test_a_symbolic_float32_check_says_why_it_uses_the_fixed_tolerance():
+    # The float64 reference is a PyTorch program built for static shapes; a symbolic model is
+    # checked at several shapes by its runtime, so it is judged by the fixed tolerance and the
+    # verdict says why (it had been an internal error: a SymDim passed to torch's reshape).
+    from tensor_eqsat.check import float64_why_not
+    from tensor_eqsat.io.equivalence import SYMBOLIC_NO_FLOAT64
+
+    nodes = [N("MatMul", ["x", "w"], ["h"]), N("Relu", ["h"], ["y"])]
+    m = make_model(nodes, {"x": ["batch", 16]}, {"y": None}, {"w": _w(16, 8)})
+    g = import_onnx(m)
+    assert float64_why_not(g, "cpu", 60.0) == SYMBOLIC_NO_FLOAT64
