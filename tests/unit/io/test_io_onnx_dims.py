@@ -122,18 +122,26 @@ def test_a_minus_one_target_through_equal_and_where_folds():
     _same_at(m, export_onnx(g), [(1, 7, 8), (3, 2, 8), (2, 64, 8)])
 
 
-def test_a_chain_that_does_not_fold_stays_opaque_and_the_rest_is_rewritten():
-    # Range over the sequence length (position ids) cannot be a shape value: it runs as opaque
-    # nodes fed by the input's shape at run time, and the matmuls around it are still modelled.
-    nodes = [
+def _range_over_seq(step: str, step_value: int, name: str = "") -> list[object]:
+    """Nodes computing ``Range(0, seq, step)`` into ``pos`` from input ``x``'s second dim (the
+    sequence length read through Shape -> Gather -> Squeeze, as exporters write position ids)."""
+    return [
         N("Shape", ["x"], ["shape"]),
         _const("i1", [1]),
         N("Gather", ["shape", "i1"], ["s1"]),
         _const("axes", [0]),
         N("Squeeze", ["s1", "axes"], ["s"]),
         N("Constant", [], ["zero"], value=numpy_helper.from_array(np.array(0, np.int64), "zero")),
-        N("Constant", [], ["one"], value=numpy_helper.from_array(np.array(1, np.int64), "one")),
-        N("Range", ["zero", "s", "one"], ["pos"]),
+        N("Constant", [], [step], value=numpy_helper.from_array(np.array(step_value, np.int64), step)),
+        N("Range", ["zero", "s", step], ["pos"], **({"name": name} if name else {})),
+    ]
+
+
+def test_a_chain_that_does_not_fold_stays_opaque_and_the_rest_is_rewritten():
+    # Range over the sequence length (position ids) cannot be a shape value: it runs as opaque
+    # nodes fed by the input's shape at run time, and the matmuls around it are still modelled.
+    nodes = [
+        *_range_over_seq("one", 1),
         N("Cast", ["pos"], ["posf"], to=TensorProto.FLOAT),
         _const("col", [-1, 1]),
         N("Reshape", ["posf", "col"], ["pcol"]),
@@ -190,14 +198,7 @@ def test_other_points_stay_in_range_and_differ_from_the_hints():
 def test_an_opaque_shape_that_is_no_polynomial_is_a_clear_error_naming_the_node():
     # Range(0, seq, 2) has ceil(seq / 2) elements: not a polynomial in seq, so no shape is fitted.
     nodes = [
-        N("Shape", ["x"], ["shape"]),
-        _const("i1", [1]),
-        N("Gather", ["shape", "i1"], ["s1"]),
-        _const("axes", [0]),
-        N("Squeeze", ["s1", "axes"], ["s"]),
-        N("Constant", [], ["zero"], value=numpy_helper.from_array(np.array(0, np.int64), "zero")),
-        N("Constant", [], ["two"], value=numpy_helper.from_array(np.array(2, np.int64), "two")),
-        N("Range", ["zero", "s", "two"], ["pos"], name="halves"),
+        *_range_over_seq("two", 2, name="halves"),
         N("Cast", ["pos"], ["y"], to=TensorProto.FLOAT),
     ]
     m = make_model(nodes, {"x": ["batch", "seq"]}, {"y": None})
