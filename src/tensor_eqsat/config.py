@@ -73,6 +73,10 @@ optimum (measured in docs/notebook/settings.md, "ILP reward node limit")."""
 AUTO_TIME_BUDGET = 60.0
 """The ``auto`` search's time budget when none is given, seconds (issue 18: "a user who gives the
 tool a minute")."""
+AUTO_BACKTRACKS = 1
+"""Backtracks of the ``auto`` search at a fixpoint (``OptimizeConfig.backtracks``): NASRNN's
+fixpoint blocks a merge its first round's runner-up still allows (docs/search.md,
+"Backtracking")."""
 BYTES_PER_ENODE = 34_000.0
 """Memory one e-node costs, bytes, for turning ``memory_limit`` into node limits: the e-graph with
 its analysis (shapes, hash-cons, parents), the extraction problem built from it and the ILP model,
@@ -196,6 +200,12 @@ class OptimizeConfig:
         same rules, limits and portfolio, as a node limit bounds how deep one e-graph sees; 0
         repeats until a round gains nothing (a fixpoint) or the deadline. Default None: 0 for
         ``auto``, 1 for ``mcts``, ``saturate`` and a Construction (the paper's runs).
+    backtracks: at a fixpoint with time left, the rounds go on this many times more from the
+        cheapest ``auto`` candidate of any round that no round started from (the runner-up), each
+        to its own fixpoint, within the round limit and the deadline (docs/search.md,
+        "Backtracking"): the best graph of one round can block merges that a costlier one still
+        allows. Default None: :data:`AUTO_BACKTRACKS` for ``auto``, 0 for the rest (they have no
+        runner-up).
 
     Raises ConfigError (a TensorEqsatError and a ValueError) for an unknown search or extractor
     name, or an out-of-range value.
@@ -232,6 +242,7 @@ class OptimizeConfig:
     partition: bool = True
     fold_first: bool = True
     rounds: int | None = None
+    backtracks: int | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.target, str):
@@ -294,6 +305,8 @@ class OptimizeConfig:
             raise ConfigError(
                 f"rounds must be a non-negative integer (0: until a fixpoint) or None, got {self.rounds!r}"
             )
+        if self.backtracks is not None and (not _is_int(self.backtracks) or self.backtracks < 0):
+            raise ConfigError(f"backtracks must be a non-negative integer or None, got {self.backtracks!r}")
         check_positive_int(self.reward_node_limit, "reward_node_limit")
         check_positive_int(self.reward_stall_limit, "reward_stall_limit")
         if self.reward_stall_limit is not None and self.ilp.backend is not IlpBackend.SCIP:
@@ -397,6 +410,16 @@ class OptimizeConfig:
         if rounds is None:
             rounds = 0 if self.search is Search.AUTO else 1
         return rounds or None
+
+    def max_backtracks(self) -> int:
+        """How many times the rounds go on from a runner-up at a fixpoint (``backtracks``).
+
+        >>> OptimizeConfig(search="auto").max_backtracks(), OptimizeConfig(search="mcts").max_backtracks()
+        (1, 0)
+        """
+        if self.backtracks is not None:
+            return self.backtracks
+        return AUTO_BACKTRACKS if self.search is Search.AUTO else 0
 
     def run_time_limit(self) -> float | None:
         """Seconds for an ``mcts`` or ``saturate`` run: ``time_limit``, else ``time_budget``."""

@@ -7,9 +7,18 @@ backtracking search re-expands its best graphs. :func:`more_rounds` runs the rou
 first under the same deadline and combines them into one result (:func:`_combine_rounds`);
 :class:`RoundReport` and :class:`RoundsStop` say what each round did and why no further one ran.
 
-Alternative rejected: growing the same e-graph past the node limit between rounds (the limit is
+A fixpoint is local (issue 43: NASRNN's stopped at 46.07 % where a chain of runs that began
+without rule 128 reached 48.12 %), so at a fixpoint with time left the rounds backtrack
+(``OptimizeConfig.backtracks``), each backtrack a new chain of rounds to its own fixpoint: first
+a restart from the original that holds back the multi-pattern rule the best graph holds most
+(:func:`_restart`), then the cheapest candidate no round started from (:func:`_backtrack_seed`,
+TASO's backtracking). A chain that reaches a graph a round started from ends there.
+
+Alternatives rejected: growing the same e-graph past the node limit between rounds (the limit is
 what keeps extraction and the ILP tractable; a fresh e-graph of the best graph is as small as the
-first).
+first); at the fixpoint, a round at a larger node limit (the fixpoint round's ladder already
+reached 8,000 e-nodes on NASRNN for no gain, and MCTS at 4,000); the runner-up first (NASRNN:
+47.97 % where the restart reaches 48.12 %, docs/search.md "Backtracking").
 """
 
 from __future__ import annotations
@@ -62,7 +71,9 @@ class RoundReport:
         started from (the original, then the best graph so far); cost_ms: its best graph's cost;
         enodes: the winning e-graph's size; seconds: its wall time; stop: why its search stopped
         (``auto``: the portfolio's ``done``, ``time limit`` or ``interrupted``); gained: whether
-        it lowered the cost (by more than :data:`ROUND_MIN_GAIN`).
+        it lowered the cost (by more than :data:`ROUND_MIN_GAIN`); backtrack: the candidate it
+        started from when it went on from a fixpoint (``saturate@2000 (round 2)``,
+        :func:`_backtrack_seed`), else None (it started from the round before it).
     """
 
     index: int
@@ -73,6 +84,7 @@ class RoundReport:
     seconds: float
     stop: str
     gained: bool
+    backtrack: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -99,34 +111,155 @@ def more_rounds(
 ) -> OptimizeResult:
     """The rounds after ``first`` (``OptimizeConfig.rounds``, DESIGN.md decision 19): while the
     last round gained something, time is left and the round limit allows, the next round
-    searches the best graph so far in a fresh e-graph, with the same rules, limits and
+    searches that round's best graph in a fresh e-graph, with the same rules, limits and
     portfolio, under the same deadline (a caller's reserves for the check, the guard and the
-    write stay outside it). A Ctrl-C in a later round hands back the best of the rounds before
-    it. One result for all the rounds (:func:`_combine_rounds`)."""
+    write stay outside it). At a fixpoint the rounds backtrack, up to
+    ``OptimizeConfig.max_backtracks()`` times (:func:`_restart`, :func:`_backtrack_seed`), each
+    backtrack a new chain of rounds to its own fixpoint. A Ctrl-C in a later round hands back
+    the best of the rounds before it. One result for all the rounds (:func:`_combine_rounds`)."""
     results, reports = [first], [_round_report(1, first, first.original_cost_ms, first_s)]
-    best = first
-    while (why := _why_stop(run, reports[-1], len(results))) is None:
+    lineage: list[_Chain] = [()]  # per round: the work that led to the graph it started from
+    started: list[tuple[float, int | None]] = [(first.original_cost_ms, None)]  # (cost, held rule)
+    best = head = first  # the cheapest result of all; the round the next one continues
+    held: int | None = None  # the rule the current chain holds back (a restart)
+    restarted, backtracks = False, 0
+    while True:
+        why = _why_stop(run, reports[-1], len(results))
+        via = None
+        if why is None and _started(started, head.optimized_cost_ms, held):
+            why = RoundsStop.FIXPOINT  # the chain reached a graph a round already searched
+        if why is None:
+            graph, cost, chain = head.graph, head.optimized_cost_ms, _continued(results, lineage, head)
+        elif why is not RoundsStop.FIXPOINT:
+            break
+        elif held is not None:
+            # A held-back chain's fixpoint: it goes on from there with every rule.
+            if (why := _blocked(run, len(results)) or why) is not RoundsStop.FIXPOINT:
+                break
+            held, graph, cost, chain = (
+                None,
+                head.graph,
+                head.optimized_cost_ms,
+                _continued(results, lineage, head),
+            )
+        else:
+            if backtracks >= run.cfg.max_backtracks():
+                break
+            rule = None if restarted else _restart(run, _continued(results, lineage, best))
+            found = None if rule is not None else _backtrack_seed(results, lineage, started)
+            if rule is None and found is None:
+                break
+            if (why := _blocked(run, len(results)) or why) is not RoundsStop.FIXPOINT:
+                break  # a backtrack was due: the graph handed back is not a fixpoint of the search
+            restarted, backtracks = True, backtracks + 1
+            if rule is not None:
+                held, graph, cost, chain = rule, first.original, first.original_cost_ms, ()
+                via = f"the original without rule {rule}"
+            else:
+                assert found is not None
+                graph, cost, chain, via = found
         n = len(results) + 1
         ts = time.perf_counter()
+        this = run if held is None else replace(run, actions=run.actions.without(held))
         try:
-            nxt = search_round(run, best.graph, None, _round_progress(progress, n), best.graph, n)
+            nxt = search_round(this, graph, None, _round_progress(progress, n), graph, n)
         except KeyboardInterrupt:
             log.warning("interrupted in round %d: returning the best of %d round(s)", n, len(results))
             why = RoundsStop.INTERRUPTED
             break
         results.append(nxt)
-        reports.append(_round_report(n, nxt, best.optimized_cost_ms, time.perf_counter() - ts))
-        log.info("round %d: %.4f -> %.4f ms (%s)", n, best.optimized_cost_ms, nxt.optimized_cost_ms,
-                 reports[-1].stop)  # fmt: skip
+        lineage.append(chain)
+        started.append((cost, held))
+        reports.append(_round_report(n, nxt, cost, time.perf_counter() - ts, via))
+        log.info("round %d: %.4f -> %.4f ms (%s)", n, cost, nxt.optimized_cost_ms, reports[-1].stop)
+        head = nxt
         if nxt.optimized_cost_ms < best.optimized_cost_ms:
             best = nxt
     if len(results) == 1:
         stop = StopReason.INTERRUPTED if why is RoundsStop.INTERRUPTED else first.stop_reason
         return replace(first, rounds=tuple(reports), rounds_stop=why, stop_reason=stop)
-    return _combine_rounds(run, results, reports, best, why)
+    chain = _continued(results, lineage, best)
+    return _combine_rounds(run, results, reports, best, chain, why)
 
 
-def _round_report(n: int, res: OptimizeResult, start_cost: float, seconds: float) -> RoundReport:
+def _started(started: list[tuple[float, int | None]], cost: float, held: int | None) -> bool:
+    """Whether a round with rule ``held`` held back already started from a graph of ``cost``."""
+    return any(h == held and abs(cost - s) <= s * ROUND_MIN_GAIN for s, h in started)
+
+
+def _restart(run: _Run, chain: _Chain) -> int | None:
+    """The rule a restart from the original holds back: the multi-pattern rule whose
+    applications the best graph (its history ``chain``) holds most, ties to the lowest id; None
+    when it holds none. A merge applied everywhere first can block a combination of merges that
+    pays more: NASRNN's fixpoint batches every pair of products sharing an operand (rule 128)
+    where a round without it first merges relus (rule 127) and products sharing an addition
+    (rules 69, 72), which rule 128 then batches further (docs/search.md, "Backtracking")."""
+    multi = {r.name for r in run.actions.multi}
+    used = merged_counts(*(share[2] for share in chain))
+    ranked = [(-n, run.actions.id_of(name)) for name, n in used.items() if name in multi and n > 0]
+    return min(ranked)[1] if ranked else None
+
+
+_Step = tuple[tuple[Any, ...], dict[int, int], dict[str, int]]
+"""One round's share of a graph's history: its steps, rule counts and ``rules_used``."""
+_Chain = tuple[_Step, ...]
+"""The rounds' shares that led to a graph, in order."""
+
+
+def _continued(results: list[OptimizeResult], lineage: list[_Chain], res: OptimizeResult) -> _Chain:
+    """The history of ``res``'s graph: its round's lineage, then the round itself."""
+    k = results.index(res)
+    return lineage[k] + ((tuple(res.steps), dict(res.rule_counts), res.rules_used),)
+
+
+def _backtrack_seed(
+    results: list[OptimizeResult], lineage: list[_Chain], started: list[tuple[float, int | None]]
+) -> tuple[Graph, float, _Chain, str] | None:
+    """Where the rounds go on at a fixpoint: the cheapest ``auto`` candidate of any round whose
+    cost differs (by more than :data:`ROUND_MIN_GAIN`) from every cost a round started from (the
+    runner-up of the search so far, as TASO's backtracking search takes the best graph it has
+    not expanded yet): its graph, cost, history and label; None when every candidate's cost was
+    a round's start. A candidate whose cost a round started from is taken as that graph (graphs
+    of equal cost are one to the search, as the guard's finalists are)."""
+    found: tuple[float, int, Graph, _Chain, str] | None = None
+    for k, res in enumerate(results):
+        pf = res.portfolio
+        if pf is None:
+            continue
+        folded = _folded(res, pf.best)
+        for c in pf.candidates:
+            if any(abs(c.cost_ms - s) <= s * ROUND_MIN_GAIN for s, _ in started):
+                continue
+            if found is not None and (c.cost_ms, k) >= found[:2]:
+                continue
+            used = dict(c.extraction.get("rules_used", {}))
+            share = (tuple(c.report.steps), with_counts(c.report.rule_counts, folded), used)
+            label = c.label if k == 0 else f"{c.label} (round {k + 1})"
+            found = (c.cost_ms, k, c.graph, lineage[k] + (share,), label)
+    if found is None:
+        return None
+    return found[2], found[0], found[3], found[4]
+
+
+def _folded(res: OptimizeResult, won: Any) -> dict[int, int]:
+    """The fold-first counts of ``res``'s round: its rule counts less its winner's own."""
+    own = {} if won is None else won.report.rule_counts
+    return {rid: n - own.get(rid, 0) for rid, n in res.rule_counts.items() if n > own.get(rid, 0)}
+
+
+def _blocked(run: _Run, count: int) -> RoundsStop | None:
+    """What keeps a round from following the ``count``-th: the round limit or the time left
+    (None: nothing)."""
+    limit = run.cfg.max_rounds()
+    if limit is not None and count >= limit:
+        return RoundsStop.ROUND_LIMIT
+    left = run.deadline.earlier(run.cfg.time_limit).left()
+    return RoundsStop.TIME_LIMIT if left is not None and left < MIN_ROUND_SECONDS else None
+
+
+def _round_report(
+    n: int, res: OptimizeResult, start_cost: float, seconds: float, backtrack: str | None = None
+) -> RoundReport:
     pf = res.portfolio
     if pf is not None:
         winner, stop = (pf.best.label if pf.best is not None else None), pf.stop.value
@@ -134,7 +267,7 @@ def _round_report(n: int, res: OptimizeResult, start_cost: float, seconds: float
         winner, stop = res.settings.search, res.stop_reason.value
     gained = res.optimized_cost_ms < start_cost * (1 - ROUND_MIN_GAIN)
     return RoundReport(n, winner, start_cost, min(res.optimized_cost_ms, start_cost), res.stats.enodes,
-                       seconds, stop, gained)  # fmt: skip
+                       seconds, stop, gained, backtrack)  # fmt: skip
 
 
 def _why_stop(run: _Run, last: RoundReport, count: int) -> RoundsStop | None:
@@ -165,24 +298,24 @@ def _combine_rounds(
     results: list[OptimizeResult],
     reports: list[RoundReport],
     best: OptimizeResult,
+    chain: _Chain,
     why: RoundsStop,
 ) -> OptimizeResult:
     """One result for the rounds: ``best``'s graph and cost against the first round's original;
-    the steps and rule counts of the rounds that led to it (the first up to ``best``'s);
+    the steps and rule counts of the rounds that led to it (``chain``);
     construction and build seconds summed; the rounds' portfolios as one
     (:func:`~tensor_eqsat.search.portfolio.combine_rounds`: every candidate, the cheapest of all
     winning), whose finalists are the guard's alternatives with ``best``'s e-graph's
     extractions; stopped ``interrupted`` after a Ctrl-C."""
     first, cfg = results[0], run.cfg
-    chain = results[: results.index(best) + 1]
-    steps = tuple(s for r in chain for s in r.steps)
+    steps = tuple(s for share in chain for s in share[0])
     counts: dict[int, int] = {}
-    for r in chain:
-        counts = with_counts(counts, r.rule_counts)
+    for share in chain:
+        counts = with_counts(counts, share[1])
     portfolio = None
     alternatives = best.alternatives
     final = dict(best.stats.final_extraction)
-    final["rules_used"] = merged_counts(*(r.rules_used for r in chain))
+    final["rules_used"] = merged_counts(*(share[2] for share in chain))
     if all(r.portfolio is not None for r in results):
         portfolio = combine_rounds([r.portfolio for r in results if r.portfolio is not None])
         kinds = {k.value if isinstance(k, ExtractorKind) else str(k) for k in cfg.alternatives}

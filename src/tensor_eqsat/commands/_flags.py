@@ -38,7 +38,14 @@ from tensor_eqsat.commands._common import (
     rule_set,
     seed,
 )
-from tensor_eqsat.config import AUTO_TIME_BUDGET, BYTES_PER_ENODE, REWARD_NODE_LIMIT, OptimizeConfig, Search
+from tensor_eqsat.config import (
+    AUTO_BACKTRACKS,
+    AUTO_TIME_BUDGET,
+    BYTES_PER_ENODE,
+    REWARD_NODE_LIMIT,
+    OptimizeConfig,
+    Search,
+)
 from tensor_eqsat.deliver import MEASURE_BLOCKS, DeliveryConfig
 from tensor_eqsat.errors import ConfigError
 from tensor_eqsat.extract.ilp import IlpConfig
@@ -197,6 +204,13 @@ FLAGS: tuple[Flag, ...] = (
         ("rounds",),
         "each round ends at its schedule's end; 0 repeats until a round gains nothing or "
         "--time-budget ends (default: 0 for auto; 1 for mcts and saturate)",
+        type=non_negative_int,
+        metavar="N",
+    ),
+    Flag(
+        "--backtracks",
+        ("backtracks",),
+        f"within --rounds and --time-budget (default: {AUTO_BACKTRACKS} for auto; 0 for mcts and saturate)",
         type=non_negative_int,
         metavar="N",
     ),

@@ -419,12 +419,14 @@ def rounds_line(r: OptimizeResult) -> str:
 
 def rounds_table(r: OptimizeResult) -> Table:
     """Each search round: the candidate that won it, its best cost, the speedup over the
-    original so far, the winning e-graph's size, its seconds, why its search stopped, and
-    whether it gained."""
-    table = Table(
-        title="rounds", caption=f"{rounds_line(r)}; each round searches the one before's best graph"
-    )
-    for col in ("round", "won by", "cost ms", "speedup", "e-nodes", "seconds", "stopped", "gained"):
+    original so far, the winning e-graph's size, its seconds, why its search stopped, whether it
+    gained, and the runner-up it started from when it backtracked from a fixpoint."""
+    caption = f"{rounds_line(r)}; each round searches the one before's best graph"
+    if any(x.backtrack is not None for x in r.rounds):
+        caption += ", or after a fixpoint the runner-up candidate in 'from'"
+    table = Table(title="rounds", caption=caption)
+    cols = ("round", "won by", "cost ms", "speedup", "e-nodes", "seconds", "stopped", "gained", "from")
+    for col in cols:
         table.add_column(
             col, justify="right" if col in ("round", "cost ms", "speedup", "e-nodes", "seconds") else "left"
         )
@@ -433,7 +435,7 @@ def rounds_table(r: OptimizeResult) -> Table:
         speedup = (base - x.cost_ms) / base * 100 if base > 0 else 0.0
         table.add_row(
             str(x.index), x.winner or "none", f"{x.cost_ms:.4f}", f"{speedup:.2f} %", str(x.enodes),
-            f"{x.seconds:.1f}", x.stop, "yes" if x.gained else "no",
+            f"{x.seconds:.1f}", x.stop, "yes" if x.gained else "no", x.backtrack or "",
         )  # fmt: skip
     return table
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tensor_eqsat.rewrite.multi import MultiRewrite
 from tensor_eqsat.rewrite.rewrite import Rewrite
@@ -44,6 +44,19 @@ class Actions:
         specs = sorted(rules, key=lambda r: (r.kind is not RuleKind.SINGLE, r.id))
         set_name = name or (rules.name if isinstance(rules, RuleSet) else "custom")
         return cls(tuple(to_rewrite(s) for s in specs), tuple(s.id for s in specs), set_name)
+
+    def without(self, rule_id: int) -> Actions:
+        """These actions less rule ``rule_id`` (the others keep their ids).
+
+        >>> from tensor_eqsat.rules import load_rule_set
+        >>> acts = Actions.from_rules(load_rule_set("taso")).without(128)
+        >>> len(acts), 128 in acts.ids
+        (138, False)
+        """
+        keep = [i for i, rid in enumerate(self.ids) if rid != rule_id]
+        return replace(
+            self, rewrites=tuple(self.rewrites[i] for i in keep), ids=tuple(self.ids[i] for i in keep)
+        )
 
     def __len__(self) -> int:
         return len(self.rewrites)
