@@ -264,3 +264,20 @@ def test_the_least_check_reserve_keeps_the_planned_margin_above_the_one_a_check_
     c = checker(g, 1.0)
     assert CHECK_MARGIN > RUN_MARGIN
     assert c.least_s(partitioned=False) == pytest.approx(CHECK_MARGIN * c.one_trial_s())
+
+
+def test_parts_that_run_out_of_time_leave_the_whole_graphs_first_trial_where_it_fits():
+    # BERT on ort-cpu: the first of its two changed parts took 4.8 s, the second no longer fitted
+    # the 8.9 s left, and +31.8 % was thrown away though the whole graph's trial fitted (issue 44).
+    orig, good = layers(64), layers(64, {10: "good", 40: "good"})
+    c = checker(orig, 150.0)
+    c.whole_s = lambda: 100.0  # three trials of the whole graph do not fit 20 s
+    c._parts = lambda parts, deadline, artifact=None: None  # the parts overran their prediction
+    c.one_trial_s = lambda: 0.5  # the whole graph's first trial fits what is left
+    out = c.check(good, good, None, Deadline.after(20.0))
+    assert out.note is None and out.verdict.ok and out.verdict.scope == "whole graph"
+    wrong = layers(64, {10: "good", 40: "wrong"})
+    assert not c.check(wrong, wrong, None, Deadline.after(20.0)).verdict.ok
+    c.one_trial_s = lambda: 100.0  # not even that: the original is kept, and the note says why
+    kept = c.check(good, good, None, Deadline.after(20.0))
+    assert kept.verdict is None and "changed parts" in kept.note and "original is kept" in kept.note
