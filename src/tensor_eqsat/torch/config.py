@@ -33,7 +33,8 @@ class TorchConfig:
     time_budget: the most seconds for the search (``optimize(search="auto")``, which searches
         again from its best graph while a round gains); it ends earlier once converged, three
         candidates in a row without gain (``stall_candidates``; ``search={"stall_candidates":
-        None}`` spends the whole budget). Default 30.
+        None}`` spends the whole budget), and does not backtrack at a fixpoint (``backtracks``
+        0; ``search={"backtracks": 1}`` does). Default 30.
     then: the backend the rewritten graph is handed to: ``"inductor"``, ``"eager"``, any
         registered backend name, or a backend callable. Default "inductor" (with ``freezing``:
         Inductor with freezing).

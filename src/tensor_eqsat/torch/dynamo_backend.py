@@ -184,6 +184,9 @@ def _optimize(tr: Translation, target: Any, cfg: TorchConfig) -> Any:
         # Stop once converged, within time_budget: a compile is paid for at every new shape
         # (BERT-base reached its best predicted gain in 3 s of a 30 s budget; issue 42).
         "stall_candidates": SEARCH_STALL_CANDIDATES,
+        # No backtracking at the fixpoint (OptimizeConfig.backtracks), for the same reason: a
+        # restart would search the graph again from the start ({"backtracks": 1} allows it).
+        "backtracks": 0,
     }
     settings.update(cfg.search)
     return optimize(tr.graph, **settings)
