@@ -423,7 +423,7 @@ def rounds_table(r: OptimizeResult) -> Table:
     gained, and the runner-up it started from when it backtracked from a fixpoint."""
     caption = f"{rounds_line(r)}; each round searches the one before's best graph"
     if any(x.backtrack is not None for x in r.rounds):
-        caption += ", or after a fixpoint the runner-up candidate in 'from'"
+        caption += "; at a fixpoint, the graph named in 'from'"
     table = Table(title="rounds", caption=caption)
     cols = ("round", "won by", "cost ms", "speedup", "e-nodes", "seconds", "stopped", "gained", "from")
     for col in cols:
