@@ -117,15 +117,19 @@ class OptimizeSettings:
     of an MCTS run rewarded by ``ilp``."""
     rounds: int = 1
     """The most search rounds, 0 for until a fixpoint (``OptimizeConfig.rounds`` resolved)."""
+    backtracks: int = 0
+    """Backtracks at a fixpoint (``OptimizeConfig.backtracks`` resolved)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready data (``settings.json``); ``mcts`` only for an MCTS run; ``time_budget``,
         ``memory_limit`` and ``portfolio`` only when set (``portfolio`` for an ``auto`` run);
         ``reward`` only for an ILP-rewarded MCTS run; ``rounds`` only when not 1 (the paper's
-        one search)."""
+        one search); ``backtracks`` only when not 0."""
         out = dict(self.__dict__)
         if out["rounds"] == 1:
             del out["rounds"]
+        if out["backtracks"] == 0:
+            del out["backtracks"]
         for key in ("mcts", "time_budget", "memory_limit", "portfolio", "reward"):
             if out[key] is None:
                 del out[key]
@@ -679,6 +683,7 @@ def _settings(
         portfolio=cfg.portfolio.to_dict() if auto else None,
         reward=_reward_settings(cfg) if mcts is not None else None,
         rounds=cfg.max_rounds() or 0,
+        backtracks=cfg.max_backtracks(),
     )
 
 

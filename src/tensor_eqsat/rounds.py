@@ -128,11 +128,14 @@ def more_rounds(
         via = None
         if why is None and _started(started, head.optimized_cost_ms, held):
             why = RoundsStop.FIXPOINT  # the chain reached a graph a round already searched
+        release = why is RoundsStop.FIXPOINT and held is not None
+        if release and _started(started, head.optimized_cost_ms, None):
+            release, held = False, None  # every rule searched this graph already: a backtrack
         if why is None:
             graph, cost, chain = head.graph, head.optimized_cost_ms, _continued(results, lineage, head)
         elif why is not RoundsStop.FIXPOINT:
             break
-        elif held is not None:
+        elif release:
             # A held-back chain's fixpoint: it goes on from there with every rule.
             if (why := _blocked(run, len(results)) or why) is not RoundsStop.FIXPOINT:
                 break
@@ -183,8 +186,10 @@ def more_rounds(
 
 
 def _started(started: list[tuple[float, int | None]], cost: float, held: int | None) -> bool:
-    """Whether a round with rule ``held`` held back already started from a graph of ``cost``."""
-    return any(h == held and abs(cost - s) <= s * ROUND_MIN_GAIN for s, h in started)
+    """Whether a round with rule ``held`` held back, or one with every rule, already started from
+    a graph of ``cost`` (MobileNet-v2: the restart's first round reached the first chain's
+    fixpoint, which every rule had searched; going on from it repeated two rounds)."""
+    return any(h in (held, None) and abs(cost - s) <= s * ROUND_MIN_GAIN for s, h in started)
 
 
 def _restart(run: _Run, chain: _Chain) -> int | None:

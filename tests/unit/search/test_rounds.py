@@ -117,6 +117,7 @@ def test_mcts_and_saturate_alone_run_one_round_by_default():
     for r in (sat, mcts):
         assert len(r.rounds) == 1
         assert "rounds" not in r.settings.to_dict()  # the paper's runs' settings, as they were
+        assert "backtracks" not in r.settings.to_dict()
     assert sat.rounds_stop is RoundsStop.ROUND_LIMIT  # it gained: a second round would have run
     assert OptimizeConfig(search="mcts").max_rounds() == 1 == OptimizeConfig(search="saturate").max_rounds()
     assert OptimizeConfig(search="auto").max_rounds() is None
@@ -297,6 +298,7 @@ def test_at_a_fixpoint_a_restart_without_the_dominant_merge_finds_a_better_graph
     # The graph's history is the restart's chain: rule 128 came back after the held-back rounds.
     assert "matmul-concat-split-shared-lhs" in r.rules_used and r.rule_counts.get(128, 0) > 0
     assert r.to_dict()["rounds"][k - 1]["backtrack"] == "the original without rule 128"
+    assert r.settings.to_dict()["backtracks"] == 1 and "backtracks" not in plain.settings.to_dict()
 
 
 def test_a_chain_that_reaches_a_graph_already_searched_ends():
