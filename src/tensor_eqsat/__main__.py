@@ -1,5 +1,5 @@
 """``python -m tensor_eqsat`` runs the CLI."""
 
-from tensor_eqsat.cli import main
+from tensor_eqsat.cli import run
 
-raise SystemExit(main())
+run()

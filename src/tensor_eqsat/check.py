@@ -13,8 +13,9 @@ check). Then, after the search:
   distinct change the difference of the two graphs finds
   (:mod:`tensor_eqsat.partition.changes`), checked once on random inputs of its boundary
   shapes with the model's weights. A layer rewritten the same way 96 times is checked once.
-- **The whole graph on fewer trials** where neither fits but its first trial does (the deadline
-  stops it between trials, below).
+- **The whole graph on fewer trials** where neither fits but its first trial does, or where the
+  changed parts ran longer than predicted and the first trial still fits (the deadline stops it
+  between trials, below).
 
 What does not fit is not checked, and an unchecked result is never handed back: the original is
 kept, and the delivery says why.
@@ -51,6 +52,8 @@ from typing import TYPE_CHECKING, Any
 from tensor_eqsat.clock import Deadline
 from tensor_eqsat.ir.dtypes import DType
 from tensor_eqsat.ir.graph import Graph
+from tensor_eqsat.pace import pace_since
+from tensor_eqsat.pace import sample as pace_sample
 
 if TYPE_CHECKING:
     from tensor_eqsat.target.runtime import Runtime
@@ -84,11 +87,14 @@ CHEAP_CHECK_S = 0.5
 search that ends a little late, on a small model): the call then ends that much late, and the
 result found is handed back checked rather than the original unchecked."""
 THROUGHPUT_FILE = "check-throughput.json"
-PRIOR_FACTORS = {"torch:cpu": {"bytes_factor": 3.0}}
+PRIOR_FACTORS = {"torch:cpu": {"bytes_factor": 1.0}}
 """Factors a backend starts from before anything is learned, where the base rates are known to
-be far off: a float16 or bfloat16 check on the CPU runs in PyTorch with float32 kernels and each
-op's outputs rounded (BERT's first trial: 7.9 s at load 3.4 and 9.3 s at load 8 on a 2-core CPU,
-3.0 s at factor 1; the first such run overran a 20 s budget by 4 s)."""
+be far off. A float16 or bfloat16 check on the CPU runs in PyTorch with float32 kernels and each
+op's outputs rounded; learned for idle cores (:mod:`tensor_eqsat.pace`), BERT's float16 checks
+taught 0.52-0.77 beside zero to two busy processes. The prior had been 3.0, learned under load
+before the pace was measured: it predicted BERT's first check at 13 s where it takes 3.4 s, and
+a search that uses its whole share (the rounds backtrack at a fixpoint) then left the check 9.7
+s of the 12.8 s predicted: nothing was handed back, and no check ran to correct the prior."""
 
 
 def weight_bytes(graph: Graph) -> int:
@@ -229,7 +235,10 @@ class Throughput:
     backend: the check's runtime (``ort:cpu``, ``torch:cuda``, ...). bytes_factor, ops_factor,
     run_factor: the prior, for sizes nothing was learned near. Default 1.0. samples: checks
     recorded. path: where it is remembered (None: not saved). classes: the learned samples,
-    ``{size class: {factor name: [recent ratios]}}``.
+    ``{size class: {factor name: [recent ratios]}}``. pace: how many times slower than quiet the
+    process runs now (:mod:`tensor_eqsat.pace`): every prediction is scaled by it, and what a
+    check took is learned divided by the pace it ran at (:meth:`measure_pace`; default 1.0, not
+    measured).
 
     >>> t = Throughput("ort:cpu")
     >>> round(t.predict(100_000_000, 1000), 3)
@@ -249,6 +258,14 @@ class Throughput:
     path: Path | None = field(default=None, repr=False)
     run_factor: float = 1.0
     classes: dict[int, dict[str, list[float]]] = field(default_factory=dict, repr=False)
+    pace: float = 1.0
+    paced: bool = field(default=False, repr=False)
+
+    def measure_pace(self) -> Throughput:
+        """Scale the predictions by this process's pace so far (:func:`~tensor_eqsat.pace.pace_since`),
+        and learn from what a check takes divided by the pace it ran at. Returns self."""
+        self.pace, self.paced = pace_since(), True
+        return self
 
     def _terms(self, weight_bytes: int, ops: int, run_s: float) -> tuple[float, float, float]:
         return weight_bytes / BASE_BYTES_PER_S, ops / BASE_OPS_PER_S, run_s
@@ -272,15 +289,21 @@ class Throughput:
         runs the CPU roofline prices at ``run_s`` seconds."""
         b, o, r = self._terms(weight_bytes, ops, run_s)
         f = self.factors(b + o + r)
-        return f["bytes_factor"] * b + f["ops_factor"] * o + f["run_factor"] * r
+        return self.pace * (f["bytes_factor"] * b + f["ops_factor"] * o + f["run_factor"] * r)
 
-    def record(self, weight_bytes: int, ops: int, seconds: float, run_s: float = 0.0) -> None:
+    def record(
+        self, weight_bytes: int, ops: int, seconds: float, run_s: float = 0.0, pace: float | None = None
+    ) -> None:
         """Learn from one check that took ``seconds`` (the factor of its largest term, in its size
         class; the other terms' predictions are taken as they are); saved when the throughput has
-        a path. Checks too small to time (under 50 ms at factor 1) teach nothing."""
+        a path. Checks too small to time (under 50 ms at factor 1) teach nothing. ``pace``: the
+        pace the check ran at (:func:`~tensor_eqsat.pace.pace_since` its start), what is learned
+        being ``seconds`` over it; default the pace this throughput predicts with where it was
+        measured (:meth:`measure_pace`), else 1."""
         b, o, r = self._terms(weight_bytes, ops, run_s)
         if b + o + r < 0.05 or seconds <= 0:
             return
+        seconds /= pace if pace is not None else self.pace if self.paced else 1.0
         now = self.factors(b + o + r)
         terms = dict(zip(TERMS, (b, o, r), strict=True))
         name = max(terms, key=lambda k: terms[k])
@@ -349,7 +372,7 @@ class Throughput:
             samples, classes, valid = 0, {}, True
         if not valid:
             samples, classes = 0, {}
-        prior = PRIOR_FACTORS.get(backend, {})
+        prior: dict[str, Any] = PRIOR_FACTORS.get(backend, {})
         return cls(backend, samples=samples, path=path, classes=classes, **prior)
 
 
@@ -378,7 +401,8 @@ class Checker:
     reference: the original as the check runs it (a Graph or the user's ONNX file).
     graph: the original graph (what results are compared with, part by part).
     backend, device: where the check runs. seed: the inputs' and weights' seed.
-    throughput: this machine's (default: the remembered one for ``backend:device``).
+    throughput: this machine's (default: the remembered one for ``backend:device``, scaled by
+    the machine's pace now: :meth:`Throughput.measure_pace`).
     points: for a graph with symbolic dims, the shapes besides the representative one that the
     whole-graph check runs at too, one trial each (:class:`~tensor_eqsat.io.equivalence.Reference`).
     left: the seconds left when the check is planned (None: unbounded), which decide whether a
@@ -411,6 +435,8 @@ class Checker:
         self._reference: Any = None
         self._changes_s: float | None = None
         self._load_backend()  # before the search's share of the budget is set
+        if throughput is None:  # (after the import: the probe then runs PyTorch's threads too)
+            self.throughput.measure_pace()
 
     def whole_s(self) -> float:
         """Predicted seconds of the whole-graph check (both models prepared and run)."""
@@ -456,13 +482,18 @@ class Checker:
         """The least seconds after the search without which no check can run (issue 44: BERT in
         float16 at 20 s searched until 7.9 s were left of the 10 s its one changed part
         needed, and nothing found was handed back): the whole graph's first trial
-        (:meth:`one_trial_s`), with :data:`RUN_MARGIN`; for a ``partitioned`` search, whose
+        (:meth:`one_trial_s`), with :data:`CHECK_MARGIN`; for a ``partitioned`` search, whose
         changes are its regions, the check of what changed where that is less. A graph searched
-        whole may change in one piece as large as itself, so its changes are no bound."""
+        whole may change in one piece as large as itself, so its changes are no bound.
+
+        The margin is the one a check planned ahead keeps, above the :data:`RUN_MARGIN` it
+        must find left to start: a search ends a little after its deadline (its last
+        extraction), and with :data:`RUN_MARGIN` here BERT in float16 at 20 s beside two busy
+        processes had 7.9 s left where its first trial needed 8.0 s, and kept the original."""
         least = self.one_trial_s()
         if partitioned:
             least = min(least, self.changes_s())
-        return RUN_MARGIN * least
+        return CHECK_MARGIN * least
 
     def check(
         self, result: Graph, artifact: Any, changed: Sequence[Any] | None, deadline: Deadline
@@ -497,6 +528,10 @@ class Checker:
         verdict = self._parts(parts, deadline, artifact)
         if verdict is None:  # the parts took longer than predicted: what is left was not checked
             left = max(deadline.left() or 0.0, 0.0)
+            if RUN_MARGIN * self.one_trial_s() <= max(left, CHEAP_CHECK_S):
+                # The whole graph's first trial still fits (BERT on ort-cpu: its first part took
+                # 4.8 s, the second no longer fitted the 8.9 s left, and +31.8 % was thrown away).
+                return CheckOutcome(self._whole(artifact, deadline))
             return CheckOutcome(None, self._unchecked(need, left, f"its {len(parts)} changed parts"))
         return CheckOutcome(verdict)
 
@@ -535,7 +570,7 @@ class Checker:
     def _whole(self, artifact: Any, deadline: Deadline) -> Any:
         from tensor_eqsat.io.equivalence import Reference
 
-        t0 = time.perf_counter()
+        t0, s0 = time.perf_counter(), pace_sample()
         if self._reference is None:
             # An ONNX original already imported as ``self.graph``: its float32 reference is made
             # from that, not from a second import.
@@ -552,7 +587,8 @@ class Checker:
         verdict = self._reference.check(artifact, backend=self.backend, device=self.device, deadline=deadline)
         seconds = time.perf_counter() - t0
         n = self.sides
-        self.throughput.record(n * self.bytes, n * self.ops, seconds, self.run_s * _ran(verdict))
+        ran = self.run_s * _ran(verdict)
+        self.throughput.record(n * self.bytes, n * self.ops, seconds, ran, pace=pace_since(s0))
         return verdict
 
     def _parts(self, parts: Sequence[Any], deadline: Deadline, artifact: Any = None) -> Any:
@@ -566,7 +602,7 @@ class Checker:
             left = deadline.left()
             if left is not None and RUN_MARGIN * self._part_s(part) > max(left, CHEAP_CHECK_S):
                 return None
-            t0 = time.perf_counter()
+            t0, s0 = time.perf_counter(), pace_sample()
             ref = Reference(
                 part.original,
                 seed=self.seed,
@@ -578,7 +614,10 @@ class Checker:
             share = self.sides / 2
             run_s = share * _part_run_s(part) * _ran(report)
             seconds = time.perf_counter() - t0
-            self.throughput.record(int(share * part.weight_bytes), int(share * part.ops), seconds, run_s)
+            pace = pace_since(s0)
+            self.throughput.record(
+                int(share * part.weight_bytes), int(share * part.ops), seconds, run_s, pace
+            )
             reports.append(report)
             if not report.ok:
                 break

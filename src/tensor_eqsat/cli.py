@@ -12,6 +12,8 @@ one meaning (:class:`~tensor_eqsat.errors.ExitCode`): a failed check 1; every
 :class:`~tensor_eqsat.errors.ResourceError` (the machine cannot do it) and running out of memory 3;
 an uncaught exception, a bug, its traceback, a line that says so, and 4.
 Ctrl-C is exit code 130 and ends a command promptly at any phase (:mod:`tensor_eqsat.interrupts`).
+The ``tensor-eqsat`` script (:func:`run`) ends its process as soon as the command's output is
+flushed, without the interpreter's teardown (:func:`end_process`).
 """
 
 from __future__ import annotations
@@ -81,6 +83,29 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         mod.add_arguments(p)
         p.set_defaults(_run=mod.run)
     return parser
+
+
+def run() -> None:
+    """The ``tensor-eqsat`` script and ``python -m tensor_eqsat``: :func:`main` on the process's
+    own arguments, then :func:`end_process` with its exit status."""
+    end_process(main())
+
+
+def end_process(code: int) -> None:
+    """End this process with ``code`` once stdout, stderr and the logs are flushed, skipping
+    the interpreter's teardown: with PyTorch loaded it took 0.5 s on an idle 2-core CPU and
+    1.7 s beside two busy processes, after the command had printed its wall time, so a 20 s
+    budget ended 22.5 s after the start (issue 44). Nothing is lost: every file is written whole
+    and closed before a command returns (temporary file, then rename), databases commit as
+    they go, and worker processes end with their parent (:mod:`tensor_eqsat.workers`)."""
+    import contextlib
+
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):  # (a reader that went away: nothing left to say)
+            stream.flush()
+    with contextlib.suppress(Exception):
+        logging.shutdown()
+    os._exit(int(code))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

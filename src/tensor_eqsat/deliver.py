@@ -633,10 +633,10 @@ guard's predicted run time (this machine's learned factor scales it)."""
 
 def _guard_throughput(runtime: Runtime) -> Any:
     """This machine's remembered guard throughput for ``runtime`` (:class:`~tensor_eqsat.check.Throughput`,
-    kept beside the check's, under its own key)."""
+    kept beside the check's, under its own key), scaled by the machine's pace now."""
     from tensor_eqsat.check import Throughput
 
-    return Throughput.load(f"guard {runtime.name}:{runtime.device}")
+    return Throughput.load(f"guard {runtime.name}:{runtime.device}").measure_pace()
 
 
 def _guard_terms(graph: Graph, runtime: Runtime, arms: int, runs: int) -> tuple[int, int, float]:

@@ -89,3 +89,24 @@ def test_measure_with_the_input_as_output_times_the_users_model(tmp_path, monkey
                 final_extractor="greedy-dag", delivery=DeliveryConfig(measure=True))  # fmt: skip
     assert d.output == path and not d.kept_original and path.read_bytes() != original
     assert seen == [original]  # measured while the input was still the user's model
+
+
+def test_the_script_ends_once_its_output_is_flushed_without_the_interpreters_teardown(tmp_path):
+    # With PyTorch loaded, the teardown after the command's last line took 0.5-1.7 s of a
+    # user's budget (issue 44); an atexit hook stands for it here.
+    code = textwrap.dedent("""
+        import atexit, sys
+        atexit.register(lambda: print("torn down", file=sys.stderr))
+        sys.argv = ["tensor-eqsat", "show", "nasrnn", "--json"]
+        from tensor_eqsat.cli import run
+        run()
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "torn down" not in proc.stderr
+    import json
+
+    assert json.loads(proc.stdout)  # all of it flushed
+    failed = subprocess.run([sys.executable, "-m", "tensor_eqsat", "show", "no-such-model"],
+                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert failed.returncode == 2 and failed.stderr.startswith("error:")

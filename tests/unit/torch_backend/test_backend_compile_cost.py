@@ -132,3 +132,48 @@ def test_retime_noisy_must_be_a_boolean():
 
     with pytest.raises(ConfigError, match="retime_noisy must be True or False"):
         te_torch.TorchConfig(retime_noisy="yes")
+
+
+class ConvBN(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(8, 16, 3, padding=1, bias=False)
+        self.bn = torch.nn.BatchNorm2d(16)
+
+    def forward(self, x):
+        return torch.relu(self.bn(self.conv(x)))
+
+
+def frozen_but_eager(monkeypatch, compiles):
+    """Inductor with freezing as the setting (what ``_freezes`` reads), each compile replaced by
+    the graph module itself (the decision is what is tested, not Inductor)."""
+    fake = lambda then, gm, example_inputs, frozen=None: compiles.append(gm) or gm  # noqa: E731
+    monkeypatch.setattr(dynamo_backend, "compile_with", fake)
+    monkeypatch.setattr(delivery, "compile_with", fake)
+    return {"then": "inductor", "freezing": True, "guard": True, "target": "torch-cpu", "min_gain_pct": 0.5}
+
+
+def test_a_gain_that_freezing_folds_itself_is_neither_compiled_twice_nor_timed(monkeypatch, compiles):
+    # MobileNet-v2's predicted gain was mostly its batch norms folded, which Inductor's freezing
+    # does too: the guard measured nothing, after a second compile and the timing (issue 42).
+    calls: list[int] = []
+    monkeypatch.setattr(delivery, "guard", fake_guard(calls, None, 0.0, 1.0))
+    options = frozen_but_eager(monkeypatch, compiles)
+    model, x = ConvBN().eval(), torch.randn(1, 8, 12, 12)
+    got = compile_once(model, x, **options)
+    report = te_torch.backend.report
+    assert report.predicted_gain_pct >= 0.5 and "bn-fold-conv" in report.rules_applied
+    assert report.kept_original and "over what Inductor's freezing folds itself" in report.reason
+    assert calls == [] and len(compiles) == 1  # the original compiled once, not timed
+    assert torch.allclose(got, model(x), atol=1e-5)
+
+
+def test_a_gain_beyond_what_freezing_folds_is_still_compiled_and_timed(monkeypatch, compiles):
+    calls: list[int] = []
+    monkeypatch.setattr(delivery, "guard", fake_guard(calls, None, 0.0, 1.0))
+    options = frozen_but_eager(monkeypatch, compiles)
+    model, x = Attention().eval(), torch.randn(1, 6, 32)  # its Q, K and V products merge
+    compile_once(model, x, **options)
+    report = te_torch.backend.report
+    assert report.predicted_gain_pct >= 0.5 and "freezing" not in report.reason
+    assert calls and len(compiles) == 2  # timed; the rewrite and the original, each compiled once
