@@ -46,6 +46,7 @@ default where one is present), timing with a synchronisation after every forward
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import statistics
@@ -157,9 +158,16 @@ def make_backend(arm: str, stats: ArmStats, time_budget: float, quick: bool) -> 
 
 
 class TimedForward:
-    """``model.forward`` with the end of every call recorded (after a device synchronisation)."""
+    """``model.forward`` with the end of every call recorded (after a device synchronisation).
+    It shows ``signature_of``'s signature (default ``fn``'s): ``generate`` reads the forward's
+    parameters to decide what to pass (``logits_to_keep``, ``position_ids``, the attention
+    mask), and behind a bare ``(*args, **kwargs)`` a prefill computed the logits of every
+    position, where a user's computes the last one's."""
 
-    def __init__(self, fn: Callable[..., Any], device: str) -> None:
+    def __init__(
+        self, fn: Callable[..., Any], device: str, signature_of: Callable[..., Any] | None = None
+    ) -> None:
+        self.__signature__ = inspect.signature(signature_of or fn)
         self.fn = fn
         self.sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
         self.ends: list[float] = []
@@ -196,7 +204,7 @@ def run_arm(model: Any, ids: Any, cache: str, arm: str, args: argparse.Namespace
     original = type(model).forward.__get__(model)
     fn = make_backend(arm, stats, args.time_budget, args.quick)
     forward = original if fn is None else torch.compile(original, backend=fn)
-    timed = TimedForward(forward, args.device)
+    timed = TimedForward(forward, args.device, original)
     model.forward = timed
     load0 = os.getloadavg()[0]
     try:

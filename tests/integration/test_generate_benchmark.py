@@ -74,3 +74,21 @@ def test_mistral_static_cache_decode_step_with_its_symbolic_int_is_optimized(tmp
     assert all(torch.equal(g, want) for g in got)
     assert [r.fallback for r in reports] == [None] * len(reports), [r.fallback for r in reports]
     assert len(reports) == 2  # the prefill, and one decode step for every later token
+
+
+def test_the_timing_wrapper_shows_the_forwards_signature_to_generate():
+    # generate() reads forward's parameters (logits_to_keep, position_ids, the attention mask):
+    # behind (*args, **kwargs) a prefill computed every position's logits, unlike a user's.
+    import inspect
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    from generate import TimedForward
+
+    def forward(input_ids, attention_mask=None, logits_to_keep=0):
+        return input_ids
+
+    timed = TimedForward(lambda *a, **k: forward(*a, **k), "cpu", forward)
+    assert "logits_to_keep" in inspect.signature(timed).parameters
+    assert timed(3, logits_to_keep=1) == 3 and len(timed.ends) == 1

@@ -209,15 +209,18 @@ def test_where_neither_check_fits_the_whole_graph_runs_the_trials_that_do():
     assert kept.verdict is None and "changed parts" in kept.note and "original is kept" in kept.note
 
 
-def test_a_reduced_precision_check_on_the_cpu_starts_from_its_known_rate(tmp_path):
-    # Issue 44, item 7: BERT's first float16 check was predicted at 3.3 s, took 7.9 s and more,
-    # and the call overran its 20 s budget; PyTorch on the CPU starts from what it was measured at.
-    from tensor_eqsat.check import PRIOR_FACTORS
+def test_a_reduced_precision_check_on_the_cpu_starts_from_its_rate_on_idle_cores(tmp_path):
+    # Issue 44, item 7: BERT's float16 check takes 3.4 s on an idle 2-core CPU (5.1 s beside one
+    # busy process, 7.6 s beside two: the pace scales a prediction for those). A prior learned
+    # under load (3.0) predicted 13 s on a fresh cache: at 20 s nothing found was handed back.
+    pytest.importorskip("torch")
+    from tensor_eqsat.ir.cast import cast_graph
+    from tensor_eqsat.zoo import get
 
-    assert (
-        Throughput.load("torch:cpu", tmp_path).predict(100_000_000, 0)
-        == PRIOR_FACTORS["torch:cpu"]["bytes_factor"]
-    )
+    g = cast_graph(get("bert"), "fp16")
+    fresh = Throughput.load("torch:cpu", tmp_path)
+    c = Checker(g, g, backend="torch", device="cpu", seed=0, throughput=fresh)
+    assert 2.0 < c.whole_s() < 7.0
     assert Throughput.load("ort:cpu", tmp_path).predict(100_000_000, 0) == 1.0
 
 

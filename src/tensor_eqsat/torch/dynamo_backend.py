@@ -38,6 +38,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import logging
+import operator
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -71,6 +72,13 @@ def graph_cache(directory: str | None = None) -> GraphCache:
     if directory not in _CACHE:
         _CACHE[directory] = GraphCache(directory)
     return _CACHE[directory]
+
+
+def _picker(index: Sequence[int]) -> Callable[[Sequence[Any]], Sequence[Any]]:
+    """The arguments at ``index`` as a tuple, picked by one C-level ``itemgetter`` per call."""
+    if len(index) > 1:
+        return operator.itemgetter(*index)
+    return lambda args: tuple(args[i] for i in index)  # itemgetter gives a bare item for one
 
 
 class Compiled:
@@ -108,10 +116,11 @@ class Compiled:
             watched.setdefault(i, t)
         self._index = sorted(watched)
         self._stamp = WeightStamp([watched[i] for i in self._index], sample=check_weights)
+        self._pick = _picker(self._index)
         self._warned = False
 
     def __call__(self, *args: Any) -> Any:
-        if self._index and not self._stamp.fresh([args[i] for i in self._index]):
+        if self._index and not self._stamp.fresh(self._pick(args)):
             return self._stale(args)
         return self.fn(*args)
 
