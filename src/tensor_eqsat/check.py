@@ -235,8 +235,8 @@ class Throughput:
     backend: the check's runtime (``ort:cpu``, ``torch:cuda``, ...). bytes_factor, ops_factor,
     run_factor: the prior, for sizes nothing was learned near. Default 1.0. samples: checks
     recorded. path: where it is remembered (None: not saved). classes: the learned samples,
-    ``{size class: {factor name: [recent ratios]}}``. pace: how many times slower than quiet the
-    process runs now (:mod:`tensor_eqsat.pace`): every prediction is scaled by it, and what a
+    ``{size class: {factor name: [recent ratios]}}``. pace: how many times slower than on idle
+    cores the process runs now (:mod:`tensor_eqsat.pace`): every prediction is scaled by it, and what a
     check took is learned divided by the pace it ran at (:meth:`measure_pace`; default 1.0, not
     measured).
 
@@ -259,12 +259,11 @@ class Throughput:
     run_factor: float = 1.0
     classes: dict[int, dict[str, list[float]]] = field(default_factory=dict, repr=False)
     pace: float = 1.0
-    paced: bool = field(default=False, repr=False)
 
     def measure_pace(self) -> Throughput:
         """Scale the predictions by this process's pace so far (:func:`~tensor_eqsat.pace.pace_since`),
         and learn from what a check takes divided by the pace it ran at. Returns self."""
-        self.pace, self.paced = pace_since(), True
+        self.pace = pace_since()
         return self
 
     def _terms(self, weight_bytes: int, ops: int, run_s: float) -> tuple[float, float, float]:
@@ -298,12 +297,12 @@ class Throughput:
         class; the other terms' predictions are taken as they are); saved when the throughput has
         a path. Checks too small to time (under 50 ms at factor 1) teach nothing. ``pace``: the
         pace the check ran at (:func:`~tensor_eqsat.pace.pace_since` its start), what is learned
-        being ``seconds`` over it; default the pace this throughput predicts with where it was
-        measured (:meth:`measure_pace`), else 1."""
+        being ``seconds`` over it; default the pace this throughput predicts with
+        (:meth:`measure_pace`; 1 where not measured)."""
         b, o, r = self._terms(weight_bytes, ops, run_s)
         if b + o + r < 0.05 or seconds <= 0:
             return
-        seconds /= pace if pace is not None else self.pace if self.paced else 1.0
+        seconds /= self.pace if pace is None else pace
         now = self.factors(b + o + r)
         terms = dict(zip(TERMS, (b, o, r), strict=True))
         name = max(terms, key=lambda k: terms[k])
@@ -402,7 +401,7 @@ class Checker:
     graph: the original graph (what results are compared with, part by part).
     backend, device: where the check runs. seed: the inputs' and weights' seed.
     throughput: this machine's (default: the remembered one for ``backend:device``, scaled by
-    the machine's pace now: :meth:`Throughput.measure_pace`).
+    this process's pace so far: :meth:`Throughput.measure_pace`).
     points: for a graph with symbolic dims, the shapes besides the representative one that the
     whole-graph check runs at too, one trial each (:class:`~tensor_eqsat.io.equivalence.Reference`).
     left: the seconds left when the check is planned (None: unbounded), which decide whether a
@@ -435,7 +434,7 @@ class Checker:
         self._reference: Any = None
         self._changes_s: float | None = None
         self._load_backend()  # before the search's share of the budget is set
-        if throughput is None:  # (after the import: the probe then runs PyTorch's threads too)
+        if throughput is None:  # (after the import, whose seconds are part of the pace's span)
             self.throughput.measure_pace()
 
     def whole_s(self) -> float:

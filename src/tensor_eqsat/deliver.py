@@ -633,7 +633,7 @@ guard's predicted run time (this machine's learned factor scales it)."""
 
 def _guard_throughput(runtime: Runtime) -> Any:
     """This machine's remembered guard throughput for ``runtime`` (:class:`~tensor_eqsat.check.Throughput`,
-    kept beside the check's, under its own key), scaled by the machine's pace now."""
+    kept beside the check's, under its own key), scaled by this process's pace so far."""
     from tensor_eqsat.check import Throughput
 
     return Throughput.load(f"guard {runtime.name}:{runtime.device}").measure_pace()

@@ -64,8 +64,9 @@ def sample() -> Sample | None:
 
 def pace_since(start: Sample | None = None) -> float:
     """The pace (see the module docstring) from ``start`` to now; from the threads' starts where
-    ``start`` is None (the process's life so far, for the main thread). 1.0 where the kernel does
-    not say, or the threads ran less than :data:`LEAST_RAN_S` in the span.
+    ``start`` is None (the life so far of the threads alive now: the main thread's is the
+    process's). 1.0 where the kernel does not say, or the threads ran less than
+    :data:`LEAST_RAN_S` in the span.
 
     >>> 1.0 <= pace_since() <= PACE_RANGE[1]
     True
