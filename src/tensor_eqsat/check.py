@@ -43,8 +43,9 @@ import logging
 import math
 import os
 import statistics
+import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -52,7 +53,7 @@ from typing import TYPE_CHECKING, Any
 from tensor_eqsat.clock import Deadline
 from tensor_eqsat.ir.dtypes import DType
 from tensor_eqsat.ir.graph import Graph
-from tensor_eqsat.pace import pace_since
+from tensor_eqsat.pace import free_cpus, pace_since
 from tensor_eqsat.pace import sample as pace_sample
 
 if TYPE_CHECKING:
@@ -549,6 +550,25 @@ class Checker:
             with contextlib.suppress(ImportError):  # (the check itself says what is missing)
                 importlib.import_module(module)
 
+    @contextlib.contextmanager
+    def _threads(self) -> Iterator[None]:
+        """PyTorch on the CPU runs the check on the CPUs no other process is running on
+        (:func:`~tensor_eqsat.pace.free_cpus`), never more than its own setting: on every CPU beside
+        busy processes each op waits for a thread the scheduler has not run (BERT in float16 at 20 s
+        beside two busy processes on two cores: one check trial took 7 s, and the command 21.6 s).
+        What the check computes does not depend on it (each output is compared within the
+        original's own error)."""
+        free = free_cpus() if self.backend == "torch" and self.device == "cpu" else None
+        torch = sys.modules.get("torch")
+        if free is None or torch is None or free >= torch.get_num_threads():
+            yield
+            return
+        from tensor_eqsat.io.torch_exec import torch_threads
+
+        log.info("the check runs on %d thread(s): the other CPUs are busy", free)
+        with torch_threads(free):
+            yield
+
     def _part_s(self, part: Any) -> float:
         share = self.sides / 2  # a part's figures count its original and its result once each
         return self.throughput.predict(
@@ -583,7 +603,10 @@ class Checker:
                 points=self.points,
                 no_float64=self.no_float64,
             )
-        verdict = self._reference.check(artifact, backend=self.backend, device=self.device, deadline=deadline)
+        with self._threads():
+            verdict = self._reference.check(
+                artifact, backend=self.backend, device=self.device, deadline=deadline
+            )
         seconds = time.perf_counter() - t0
         n = self.sides
         ran = self.run_s * _ran(verdict)
@@ -609,7 +632,10 @@ class Checker:
                 device=self.device,
                 no_float64=self.no_float64,
             )
-            report = ref.check(part.optimized, backend=self.backend, device=self.device, deadline=deadline)
+            with self._threads():
+                report = ref.check(
+                    part.optimized, backend=self.backend, device=self.device, deadline=deadline
+                )
             share = self.sides / 2
             run_s = share * _part_run_s(part) * _ran(report)
             seconds = time.perf_counter() - t0

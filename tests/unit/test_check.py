@@ -284,3 +284,49 @@ def test_parts_that_run_out_of_time_leave_the_whole_graphs_first_trial_where_it_
     c.one_trial_s = lambda: 100.0  # not even that: the original is kept, and the note says why
     kept = c.check(good, good, None, Deadline.after(20.0))
     assert kept.verdict is None and "changed parts" in kept.note and "original is kept" in kept.note
+
+
+def test_a_check_in_pytorch_on_the_cpu_runs_on_the_cpus_no_other_process_is_running_on(monkeypatch):
+    # BERT in float16 at 20 s beside two busy processes on two cores: on both of PyTorch's threads
+    # one check trial took 7 s and the command 21.6 s (issue 44); on one thread a run is 2-3x faster.
+    torch = pytest.importorskip("torch")
+    import tensor_eqsat.check as check_module
+    from tensor_eqsat.io import equivalence
+
+    seen: list[int] = []
+    real = equivalence.Reference.check
+
+    def spy(self, *args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(equivalence.Reference, "check", spy)
+    orig, good = layers(4), layers(4, {1: "good"})
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        for free, want in ((1, 1), (2, 2), (None, 2)):
+            monkeypatch.setattr(check_module, "free_cpus", lambda free=free: free)
+            c = Checker(orig, orig, backend="torch", device="cpu", seed=0,
+                        throughput=Throughput("torch:cpu", 1.0, 1.0))  # fmt: skip
+            assert c.check(good, good, None, Deadline.after(60.0)).verdict.ok
+            assert seen[-1] == want and torch.get_num_threads() == 2  # (restored after)
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_free_cpus_counts_the_other_runnable_tasks(monkeypatch):
+    import io
+
+    import tensor_eqsat.pace as pace
+
+    readings = iter(["procs_running 3\n", "procs_running 2\n", "procs_running 4\n"])
+    monkeypatch.setattr(pace.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr("builtins.open", lambda *a, **k: io.StringIO("cpu 1 2 3\n" + next(readings)))
+    assert pace.free_cpus(samples=3, gap_s=0.0) == 1  # one other task ran throughout
+    readings = iter(["procs_running 1\n"])
+    assert pace.free_cpus(samples=1, gap_s=0.0) == 2  # only the asking thread
+    readings = iter(["procs_running 9\n"])
+    assert pace.free_cpus(samples=1, gap_s=0.0) == 1  # at least one
+    monkeypatch.setattr("builtins.open", lambda *a, **k: io.StringIO("cpu 1 2 3\n"))
+    assert pace.free_cpus(samples=1, gap_s=0.0) is None  # the kernel does not say

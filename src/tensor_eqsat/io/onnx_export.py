@@ -292,7 +292,10 @@ class _Exporter:
             n = g.nodes[ref[0]]
             if ref not in direct and not n.spec.is_leaf and n.id not in const:
                 direct[ref] = name
-        values = fold_weights(g, const, seed=self.seed)
+        consumers = _live_consumers(g, live)
+        # Only what an initializer holds is kept: the weight transforms' intermediates are released.
+        held = {r for r in consumers | set(self.outputs) if r[0] in const}
+        values = fold_weights(g, const, seed=self.seed, keep=held)
         graph_inputs = []
         from tensor_eqsat.io.inputs import graph_inputs as input_infos
 
@@ -303,7 +306,6 @@ class _Exporter:
                 self.names[(n.id, 0)] = name
                 elem = infos[name].elem_type if name in infos else _elem_of(n.dtypes[0])
                 graph_inputs.append(helper.make_tensor_value_info(name, elem, onnx_dims(n.shapes[0])))
-        consumers = _live_consumers(g, live)
         for n in g.nodes:
             if n.id not in live or n.op == "input":
                 continue

@@ -129,7 +129,11 @@ class TorchProgram:
             const = {i for i in const if graph.nodes[i].op == "weight"}
         elif float32_compute:  # (a check: how fast it prepares matters more than a copy per run)
             const = _folded(graph, const)
-        folded = fold_weights(graph, const, seed=seed)
+        # Only what a step or an output reads is held (the weight transforms' intermediates are
+        # released as they are made).
+        read = {r for n in graph.nodes if n.id in live and n.id not in const for r in n.inputs}
+        held_refs = {r for r in read | set(self.outputs) if r[0] in const}
+        folded = fold_weights(graph, const, seed=seed, float32_values=float32_compute, keep=held_refs)
         self.inputs = [(graph.name_of(n.id), n.shapes[0]) for n in graph.inputs()]
         # Slots: every tensor the program touches gets an index into one list.
         self._slot: dict[TensorRef, int] = {}
