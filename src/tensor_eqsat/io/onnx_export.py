@@ -57,7 +57,13 @@ from tensor_eqsat.io.onnx_common import (
 from tensor_eqsat.io.onnx_dims import DimTensors, dim_sources, onnx_dims, set_model_symbols
 from tensor_eqsat.io.onnx_files import save_model
 from tensor_eqsat.io.opaque import convert_payload, decode_payload, payload_opset
-from tensor_eqsat.io.plan import fold_weights, live_nodes, observable_outputs, weight_only_nodes
+from tensor_eqsat.io.plan import (
+    fold_weights,
+    folded_reads,
+    live_nodes,
+    observable_outputs,
+    weight_only_nodes,
+)
 from tensor_eqsat.ir.dtypes import round_to
 from tensor_eqsat.ir.graph import Graph, Node, TensorRef
 from tensor_eqsat.ir.ops import same_padding
@@ -292,9 +298,8 @@ class _Exporter:
             n = g.nodes[ref[0]]
             if ref not in direct and not n.spec.is_leaf and n.id not in const:
                 direct[ref] = name
-        consumers = _live_consumers(g, live)
         # Only what an initializer holds is kept: the weight transforms' intermediates are released.
-        held = {r for r in consumers | set(self.outputs) if r[0] in const}
+        held = folded_reads(g, const, live, self.outputs)
         values = fold_weights(g, const, seed=self.seed, keep=held)
         graph_inputs = []
         from tensor_eqsat.io.inputs import graph_inputs as input_infos
@@ -310,9 +315,7 @@ class _Exporter:
             if n.id not in live or n.op == "input":
                 continue
             if n.id in const:
-                needed = [
-                    i for i in range(len(n.shapes)) if (n.id, i) in consumers or (n.id, i) in self.outputs
-                ]
+                needed = [i for i in range(len(n.shapes)) if (n.id, i) in held]
                 for i in needed:
                     base = g.name_of(n.id) if n.op == "weight" else f"{n.op}_{n.id}"
                     if n.op == "weight":
@@ -373,12 +376,6 @@ class _Raw:
 def _elem_of(dtype: str) -> int:
     """The ONNX element type of an IR dtype (int64 for the IR's integer tensors)."""
     return DTYPE_ELEMS.get(dtype, INT64)
-
-
-def _live_consumers(g: Graph, live: set[int]) -> set[TensorRef]:
-    """Tensors read by a live node that is not itself weight-only."""
-    const = weight_only_nodes(g)
-    return {ref for n in g.nodes if n.id in live and n.id not in const for ref in n.inputs}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -75,6 +75,23 @@ def weight_only_nodes(graph: Graph) -> set[int]:
     return const
 
 
+def folded_reads(
+    graph: Graph, const: set[int], live: set[int], outputs: Sequence[TensorRef]
+) -> set[TensorRef]:
+    """The values of the folded nodes ``const`` that a run reads: the inputs of the ``live``
+    nodes it runs (those outside ``const``), and the ``outputs`` among them (what
+    :func:`fold_weights` is asked to keep).
+
+    >>> g = Graph(); x = g.input((2, 2), name="x"); w = g.weight((2, 2))
+    >>> g.output(g.matmul(x, g.transpose(w, (1, 0))))
+    >>> const = weight_only_nodes(g)
+    >>> sorted(folded_reads(g, const, set(range(len(g.nodes))), g.outputs))
+    [(2, 0)]
+    """
+    read = {r for n in graph.nodes if n.id in live and n.id not in const for r in n.inputs}
+    return {r for r in read | set(outputs) if r[0] in const}
+
+
 def fold_weights(
     graph: Graph,
     nodes: set[int],

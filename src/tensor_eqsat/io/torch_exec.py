@@ -25,7 +25,13 @@ from typing import Any
 import numpy as np
 
 from tensor_eqsat.errors import GraphError, TensorEqsatError
-from tensor_eqsat.io.plan import fold_weights, live_nodes, observable_outputs, weight_only_nodes
+from tensor_eqsat.io.plan import (
+    fold_weights,
+    folded_reads,
+    live_nodes,
+    observable_outputs,
+    weight_only_nodes,
+)
 from tensor_eqsat.ir.dtypes import DTYPE_NAMES, FLOAT_DTYPES, DType, round_values
 from tensor_eqsat.ir.graph import Graph, Node, TensorRef
 from tensor_eqsat.ir.interpreter import random_inputs
@@ -131,8 +137,7 @@ class TorchProgram:
             const = _folded(graph, const)
         # Only what a step or an output reads is held (the weight transforms' intermediates are
         # released as they are made).
-        read = {r for n in graph.nodes if n.id in live and n.id not in const for r in n.inputs}
-        held_refs = {r for r in read | set(self.outputs) if r[0] in const}
+        held_refs = folded_reads(graph, const, live, self.outputs)
         folded = fold_weights(graph, const, seed=seed, float32_values=float32_compute, keep=held_refs)
         self.inputs = [(graph.name_of(n.id), n.shapes[0]) for n in graph.inputs()]
         # Slots: every tensor the program touches gets an index into one list.
