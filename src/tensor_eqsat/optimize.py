@@ -467,7 +467,7 @@ def _optimize_auto(
         if cfg.portfolio.ilp_mcts
         else None,
         rounds_follow=rounds_follow,
-        start_cost=cm.graph_cost(source) if rounds_follow else None,
+        start_cost=cm.graph_cost(source),
     )
     ts = time.perf_counter()
     finalize = _finalizer(cm, cfg)

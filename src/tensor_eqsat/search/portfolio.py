@@ -120,8 +120,9 @@ class PortfolioConfig:
     finalists: how many distinct candidates, cheapest first, the never-slower guard may measure.
         Default 3.
     stall_candidates: end the schedule once this many candidates in a row did not lower the
-        best cost (the search has converged: its time is not spent on stages that find nothing
-        new; the PyTorch backend sets 3, issue 42 item 5). Default None: every stage runs while
+        best cost, the cost of the graph the run started from (``Portfolio.start_cost``) counting
+        as the first best (the search has converged: its time is not spent on stages that find
+        nothing new; the PyTorch backend sets 3, issue 42 item 5). Default None: every stage runs while
         time is left.
     schedule: the stages, in order (:mod:`tensor_eqsat.search.schedule`). Default
         :data:`~tensor_eqsat.search.schedule.AUTO_SCHEDULE`, the steps above.
@@ -298,12 +299,20 @@ class _OutOfTime(Exception):
     """The deadline passed: the schedule ends with the candidates it has."""
 
 
-def _converged(candidates: list[Candidate], stall: int | None) -> bool:
-    """Whether the last ``stall`` candidates all failed to lower the best cost before them."""
-    if stall is None or len(candidates) <= stall:
+def _converged(candidates: list[Candidate], stall: int | None, start_cost: float | None = None) -> bool:
+    """Whether the last ``stall`` candidates all failed to lower the best cost before them, the
+    cost of the graph the run started from (``start_cost``, when given) counting as the first
+    best: a later round whose first candidates do not beat the graph it began with has
+    converged as surely as one whose later candidates do not beat its first."""
+    if stall is None:
         return False
-    before = min(c.cost_ms for c in candidates[:-stall])
-    return min(c.cost_ms for c in candidates[-stall:]) >= before * (1.0 - 1e-9)
+    best, stalled = (float("inf") if start_cost is None else start_cost), 0
+    for c in candidates:
+        if c.cost_ms < best * (1.0 - 1e-9):
+            best, stalled = c.cost_ms, 0
+        else:
+            stalled += 1
+    return stalled >= stall
 
 
 class _Converged(Exception):
@@ -330,8 +339,10 @@ class Portfolio:
         second run on its result gained 4 to 6 points, 2.3 of them in its first 0.6 s). A round
         that gains nothing before them still runs them, so a fixpoint is one of the whole
         schedule. Default False.
-    start_cost: the cost of the graph this run starts from (see ``rounds_follow``). Default
-        None: no stage is skipped for a gain.
+    start_cost: the cost of the graph this run starts from: with ``rounds_follow``, the cost a
+        candidate must beat for the optional stages to be skipped; with ``stall_candidates``, the
+        best cost before the first candidate (a candidate that does not beat it gained nothing).
+        Default None: no stage is skipped for a gain, and the first candidate sets the best.
     """
 
     config: PortfolioConfig
@@ -647,7 +658,7 @@ class _Stage:
             raise KeyboardInterrupt  # the solver caught the user's Ctrl-C: the run ends here
         if self.deadline is not None and time.perf_counter() >= self.deadline:
             raise _OutOfTime
-        if _converged(p._candidates, p.config.stall_candidates):
+        if _converged(p._candidates, p.config.stall_candidates, p.start_cost):
             raise _Converged
         return cand
 

@@ -32,7 +32,8 @@ class TorchConfig:
         ``torch-cpu``.
     time_budget: the most seconds for the search (``optimize(search="auto")``, which searches
         again from its best graph while a round gains); it ends earlier once converged, three
-        candidates in a row without gain (``stall_candidates``; ``search={"stall_candidates":
+        candidates in a row that did not beat the best so far, a round's own start included
+        (``stall_candidates``; ``search={"stall_candidates":
         None}`` spends the whole budget), and does not backtrack at a fixpoint (``backtracks``
         0; ``search={"backtracks": 1}`` does). Default 30.
     then: the backend the rewritten graph is handed to: ``"inductor"``, ``"eager"``, any

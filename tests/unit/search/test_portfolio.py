@@ -303,3 +303,21 @@ def test_a_converged_schedule_ends_after_stall_candidates_without_gain():
     ]
     with pytest.raises(ConfigError, match="stall_candidates"):
         PortfolioConfig(stall_candidates=0)
+
+
+def test_a_run_whose_candidates_do_not_beat_its_start_cost_converges_from_its_first_candidate():
+    # A later round starts from the best graph so far: candidates that cost what it costs gained
+    # nothing, the first one included (before, the first always set the best, so a round ran
+    # one stage more than its stall_candidates before it could stop).
+    actions = Actions.from_rules(load_rule_set("taso"))
+    source = from_graph(nasneta())
+    flat = lambda eg, d, h: Extraction(tiny(), 5.0, {}, 0.0)  # noqa: E731
+
+    def run(start_cost):
+        p = _portfolio(max_node_limit=400, stall_rungs=5, stall_candidates=2)
+        p.start_cost = start_cost
+        return p.run(source, actions, flat, seed=0, deadline=None)
+
+    assert len(run(None).candidates) == 3  # the first sets the best, two more gain nothing
+    assert len(run(5.0).candidates) == 2  # none beats the start: two without gain
+    assert len(run(6.0).candidates) == 3  # the first beats the start, two more gain nothing
