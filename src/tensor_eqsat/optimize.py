@@ -313,6 +313,9 @@ class _Run:
     actions: Actions
     k_multi: int
     deadline: Deadline
+    stalled: int = 0
+    """Candidates in a row without gain at the end of the round this one continues from
+    (:func:`~tensor_eqsat.rounds.more_rounds`), counted towards ``stall_candidates``."""
 
 
 def _round(
@@ -344,8 +347,9 @@ def _round(
         limit = cfg.max_rounds()
         follow = limit is None or index < limit
         result = _optimize_auto(
-            source, egraph, name, cfg, cm, actions, k_multi, progress, deadline, build_s, hint, follow
-        )
+            source, egraph, name, cfg, cm, actions, k_multi, progress, deadline, build_s, hint, follow,
+            stalled=run.stalled,
+        )  # fmt: skip
         return replace(result, rule_counts=with_counts(result.rule_counts, folded))
     construction = cfg.construction(cm, k_multi, schedule[0])
     ts = time.perf_counter()
@@ -449,6 +453,7 @@ def _optimize_auto(
     build_s: float,
     hint: Graph | None = None,
     rounds_follow: bool = False,
+    stalled: int = 0,
 ) -> OptimizeResult:
     """The ``auto`` search: the portfolio (:mod:`tensor_eqsat.search.portfolio`) until the
     ``clock``'s deadline; the cheapest candidate is the result, and the other finalists are guard
@@ -468,6 +473,7 @@ def _optimize_auto(
         else None,
         rounds_follow=rounds_follow,
         start_cost=cm.graph_cost(source),
+        stalled=stalled,
     )
     ts = time.perf_counter()
     finalize = _finalizer(cm, cfg)

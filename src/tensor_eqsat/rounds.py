@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from tensor_eqsat.egraph.origins import merged_counts
 from tensor_eqsat.extract.registry import ExtractorKind
 from tensor_eqsat.search.construction import ProgressFn
-from tensor_eqsat.search.portfolio import ROUND_MIN_GAIN, combine_rounds
+from tensor_eqsat.search.portfolio import ROUND_MIN_GAIN, combine_rounds, stalled_candidates
 from tensor_eqsat.search.stop import StopReason
 
 if TYPE_CHECKING:
@@ -123,6 +123,7 @@ def more_rounds(
     best = head = first  # the cheapest result of all; the round the next one continues
     held: int | None = None  # the rule the current chain holds back (a restart)
     restarted, backtracks = False, 0
+    carried = 0  # candidates without gain the last round was given (``_Run.stalled``)
     while True:
         why = _why_stop(run, reports[-1], len(results))
         via = None
@@ -164,6 +165,9 @@ def more_rounds(
         n = len(results) + 1
         ts = time.perf_counter()
         this = run if held is None else replace(run, actions=run.actions.without(held))
+        # A round that continues the last one goes on counting its candidates without gain.
+        carried = _stalled(results[-1], reports[-1], carried) if why is None else 0
+        this = replace(this, stalled=carried)
         try:
             nxt = search_round(this, graph, None, _round_progress(progress, n), graph, n)
         except KeyboardInterrupt:
@@ -183,6 +187,15 @@ def more_rounds(
         return replace(first, rounds=tuple(reports), rounds_stop=why, stop_reason=stop)
     chain = _continued(results, lineage, best)
     return _combine_rounds(run, results, reports, best, chain, why)
+
+
+def _stalled(last: OptimizeResult, report: RoundReport, given: int) -> int:
+    """The candidates in a row without gain that ended round ``last`` (its portfolio's, from
+    the cost it started from, after the ``given`` it continued counting), for the round
+    continuing it."""
+    if last.portfolio is None:
+        return 0
+    return stalled_candidates(last.portfolio.candidates, report.start_cost_ms, given)
 
 
 def _started(started: list[tuple[float, int | None]], cost: float, held: int | None) -> bool:

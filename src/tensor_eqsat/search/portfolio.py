@@ -54,7 +54,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -299,20 +299,22 @@ class _OutOfTime(Exception):
     """The deadline passed: the schedule ends with the candidates it has."""
 
 
-def _converged(candidates: list[Candidate], stall: int | None, start_cost: float | None = None) -> bool:
-    """Whether the last ``stall`` candidates all failed to lower the best cost before them, the
-    cost of the graph the run started from (``start_cost``, when given) counting as the first
-    best: a later round whose first candidates do not beat the graph it began with has
-    converged as surely as one whose later candidates do not beat its first."""
-    if stall is None:
-        return False
-    best, stalled = (float("inf") if start_cost is None else start_cost), 0
+def stalled_candidates(
+    candidates: Sequence[Candidate], start_cost: float | None = None, before: int = 0
+) -> int:
+    """How many of the last ``candidates`` in a row did not lower the best cost before them,
+    the cost of the graph the run started from (``start_cost``, when given) counting as the
+    first best, and ``before`` more in a row before the first candidate (a previous round's
+    last ones, when this run continues from its best graph): a later round whose first
+    candidates do not beat the graph it began with has converged as surely as one whose later
+    candidates do not beat its first."""
+    best, stalled = (float("inf") if start_cost is None else start_cost), before
     for c in candidates:
         if c.cost_ms < best * (1.0 - 1e-9):
             best, stalled = c.cost_ms, 0
         else:
             stalled += 1
-    return stalled >= stall
+    return stalled
 
 
 class _Converged(Exception):
@@ -343,6 +345,8 @@ class Portfolio:
         candidate must beat for the optional stages to be skipped; with ``stall_candidates``, the
         best cost before the first candidate (a candidate that does not beat it gained nothing).
         Default None: no stage is skipped for a gain, and the first candidate sets the best.
+    stalled: candidates in a row that gained nothing before this run (the last ones of the round
+        this one continues from), counted towards ``stall_candidates``. Default 0.
     """
 
     config: PortfolioConfig
@@ -354,6 +358,7 @@ class Portfolio:
     ilp_cost: Callable[[EGraph], float] | None = None
     rounds_follow: bool = False
     start_cost: float | None = None
+    stalled: int = 0
     _candidates: list[Candidate] = field(default_factory=list, init=False, repr=False)
     _skipped: list[tuple[str, str]] = field(default_factory=list, init=False, repr=False)
     _best_egraph: Any = field(default=None, init=False, repr=False)
@@ -658,7 +663,8 @@ class _Stage:
             raise KeyboardInterrupt  # the solver caught the user's Ctrl-C: the run ends here
         if self.deadline is not None and time.perf_counter() >= self.deadline:
             raise _OutOfTime
-        if _converged(p._candidates, p.config.stall_candidates, p.start_cost):
+        stall = p.config.stall_candidates
+        if stall is not None and stalled_candidates(p._candidates, p.start_cost, p.stalled) >= stall:
             raise _Converged
         return cand
 

@@ -31,8 +31,9 @@ class TorchConfig:
         CPU. Default None: ``cuda`` when the example inputs are on a CUDA device, else
         ``torch-cpu``.
     time_budget: the most seconds for the search (``optimize(search="auto")``, which searches
-        again from its best graph while a round gains); it ends earlier once converged, three
-        candidates in a row that did not beat the best so far, a round's own start included
+        again from its best graph while a round gains); it ends earlier once converged, two
+        candidates in a row that did not beat the best so far, counted from the original and on
+        across the rounds
         (``stall_candidates``; ``search={"stall_candidates":
         None}`` spends the whole budget), and does not backtrack at a fixpoint (``backtracks``
         0; ``search={"backtracks": 1}`` does). Default 30.

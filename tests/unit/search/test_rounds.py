@@ -341,3 +341,24 @@ def test_the_same_seed_gives_the_same_backtracks_and_the_same_graph():
     )
     assert any(x[-1] is not None for x in a)  # it backtracked
     assert a == b and runs[0].fixpoint and dumps(runs[0].graph) == dumps(runs[1].graph)
+
+
+def test_a_round_that_continues_the_last_goes_on_counting_its_candidates_without_gain():
+    # stall_candidates counts across the rounds of a chain: the last round's candidates without
+    # gain and the next one's make one run (before, each round counted from zero, so a chain
+    # ran up to twice the stall in a row without gain before it stopped).
+    kw = {k: v for k, v in AUTO_SATURATE.items() if k != "schedule"}
+    source = nasrnn()
+    r = optimize(source, **kw, backtracks=0, stall_candidates=2)
+    pf = r.portfolio
+    assert pf is not None and len(r.rounds) >= 2 and r.fixpoint
+    best, run, longest = r.original_cost_ms, 0, 0
+    for c in pf.candidates:
+        if c.cost_ms < best * (1 - 1e-9):
+            best, run = c.cost_ms, 0
+        else:
+            run += 1
+        longest = max(longest, run)
+    # It stopped once two in a row gained nothing; a round after a converged one that gained
+    # still runs its first candidate (its fresh e-graph is what rounds are for), so three at most.
+    assert run == longest and 2 <= run <= 3
