@@ -166,7 +166,7 @@ def more_rounds(
         ts = time.perf_counter()
         this = run if held is None else replace(run, actions=run.actions.without(held))
         # A round that continues the last one goes on counting its candidates without gain.
-        carried = _stalled(results[-1], reports[-1], carried) if why is None else 0
+        carried = _stalled(run, results[-1], reports[-1], carried) if why is None else 0
         this = replace(this, stalled=carried)
         try:
             nxt = search_round(this, graph, None, _round_progress(progress, n), graph, n)
@@ -189,13 +189,14 @@ def more_rounds(
     return _combine_rounds(run, results, reports, best, chain, why)
 
 
-def _stalled(last: OptimizeResult, report: RoundReport, given: int) -> int:
+def _stalled(run: _Run, last: OptimizeResult, report: RoundReport, given: int) -> int:
     """The candidates in a row without gain that ended round ``last`` (its portfolio's, from
-    the cost it started from, after the ``given`` it continued counting), for the round
-    continuing it."""
+    the cost it started from, after the ``given`` it continued counting, within the run's
+    ``stall_tolerance``), for the round continuing it."""
     if last.portfolio is None:
         return 0
-    return stalled_candidates(last.portfolio.candidates, report.start_cost_ms, given)
+    tolerance = run.cfg.portfolio.stall_tolerance
+    return stalled_candidates(last.portfolio.candidates, report.start_cost_ms, given, tolerance)
 
 
 def _started(started: list[tuple[float, int | None]], cost: float, held: int | None) -> bool:

@@ -122,8 +122,13 @@ class PortfolioConfig:
     stall_candidates: end the schedule once this many candidates in a row did not lower the
         best cost, the cost of the graph the run started from (``Portfolio.start_cost``) counting
         as the first best (the search has converged: its time is not spent on stages that find
-        nothing new; the PyTorch backend sets 3, issue 42 item 5). Default None: every stage runs while
+        nothing new; the PyTorch backend sets 2, issue 42 item 5). Default None: every stage runs while
         time is left.
+    stall_tolerance: for ``stall_candidates``, a candidate gained something only where it costs
+        less than the best before it by more than this fraction of that best; smaller steps add
+        up against the same best until one exceeds it (a search creeping by hundredths of a
+        percent has converged for a user; the PyTorch backend sets 0.001). Default 0.0: any gain
+        beyond float rounding.
     schedule: the stages, in order (:mod:`tensor_eqsat.search.schedule`). Default
         :data:`~tensor_eqsat.search.schedule.AUTO_SCHEDULE`, the steps above.
     """
@@ -140,6 +145,7 @@ class PortfolioConfig:
     ilp_mcts: bool = False
     finalists: int = 3
     stall_candidates: int | None = None
+    stall_tolerance: float = 0.0
     schedule: tuple[Stage, ...] = AUTO_SCHEDULE
 
     def __post_init__(self) -> None:
@@ -163,6 +169,10 @@ class PortfolioConfig:
             raise ConfigError(
                 "PortfolioConfig.stall_candidates must be a positive integer or None, "
                 f"got {self.stall_candidates!r}"
+            )
+        if not 0.0 <= self.stall_tolerance < 1.0:
+            raise ConfigError(
+                f"PortfolioConfig.stall_tolerance must be in [0, 1), got {self.stall_tolerance!r}"
             )
         if not self.schedule:
             raise ConfigError("PortfolioConfig.schedule must have at least one stage")
@@ -300,17 +310,19 @@ class _OutOfTime(Exception):
 
 
 def stalled_candidates(
-    candidates: Sequence[Candidate], start_cost: float | None = None, before: int = 0
+    candidates: Sequence[Candidate], start_cost: float | None = None, before: int = 0, tolerance: float = 0.0
 ) -> int:
-    """How many of the last ``candidates`` in a row did not lower the best cost before them,
-    the cost of the graph the run started from (``start_cost``, when given) counting as the
-    first best, and ``before`` more in a row before the first candidate (a previous round's
-    last ones, when this run continues from its best graph): a later round whose first
+    """How many of the last ``candidates`` in a row did not lower the best cost before them by
+    more than ``tolerance`` of it (``PortfolioConfig.stall_tolerance``; at least float
+    rounding), the cost of the graph the run started from (``start_cost``, when given) counting
+    as the first best, and ``before`` more in a row before the first candidate (a previous
+    round's last ones, when this run continues from its best graph): a later round whose first
     candidates do not beat the graph it began with has converged as surely as one whose later
-    candidates do not beat its first."""
+    candidates do not beat its first. A step within the tolerance leaves the best where it was,
+    so that steps too small to count add up against it."""
     best, stalled = (float("inf") if start_cost is None else start_cost), before
     for c in candidates:
-        if c.cost_ms < best * (1.0 - 1e-9):
+        if c.cost_ms < best * (1.0 - max(tolerance, 1e-9)):
             best, stalled = c.cost_ms, 0
         else:
             stalled += 1
@@ -664,7 +676,8 @@ class _Stage:
         if self.deadline is not None and time.perf_counter() >= self.deadline:
             raise _OutOfTime
         stall = p.config.stall_candidates
-        if stall is not None and stalled_candidates(p._candidates, p.start_cost, p.stalled) >= stall:
+        tol = p.config.stall_tolerance
+        if stall is not None and stalled_candidates(p._candidates, p.start_cost, p.stalled, tol) >= stall:
             raise _Converged
         return cand
 

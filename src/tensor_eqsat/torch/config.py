@@ -32,11 +32,12 @@ class TorchConfig:
         ``torch-cpu``.
     time_budget: the most seconds for the search (``optimize(search="auto")``, which searches
         again from its best graph while a round gains); it ends earlier once converged, two
-        candidates in a row that did not beat the best so far, counted from the original and on
-        across the rounds
-        (``stall_candidates``; ``search={"stall_candidates":
-        None}`` spends the whole budget), and does not backtrack at a fixpoint (``backtracks``
-        0; ``search={"backtracks": 1}`` does). Default 30.
+        candidates in a row that did not beat the best so far by more than 0.1 %, counted from
+        the original and on across the rounds (``stall_candidates``, ``stall_tolerance``;
+        ``search={"stall_candidates": None}`` spends the whole budget), and does not backtrack
+        at a fixpoint (``backtracks`` 0; ``search={"backtracks": 1}`` does). Each candidate is
+        extracted greedily (``final_extractor`` ``greedy-ocf``, the paper's cost function;
+        ``search={"final_extractor": "ilp"}`` for the ILP). Default 30.
     then: the backend the rewritten graph is handed to: ``"inductor"``, ``"eager"``, any
         registered backend name, or a backend callable. Default "inductor" (with ``freezing``:
         Inductor with freezing).

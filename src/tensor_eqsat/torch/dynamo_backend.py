@@ -182,6 +182,21 @@ None}`` spends the whole budget. Two, not three: on the Llama decoder (``--quick
 was a second MCTS of 7-11 s that never gained, and ViT-B/16, the UNet and BERT-base priced for
 the H200 (30 s) reach the same gains with two (+11.77, +14.43 and +16.33 %)."""
 
+SEARCH_STALL_TOLERANCE = 0.001
+"""For :data:`SEARCH_STALL_CANDIDATES`, a candidate gained something only where it is more than
+0.1 % cheaper than the best before it (``stall_tolerance``), a tenth of the least gain the guard
+accepts (``min_gain_pct``): on ViT-B/16 (``--quick``, ``torch-cpu``) a 0.08 % step restarted the
+count and paid for a 4,000-e-node rung that found nothing."""
+
+SEARCH_FINAL_EXTRACTOR = "greedy-ocf"
+"""The backend extracts each candidate with the paper's greedy cost function (shared subgraphs
+counted once), not the ILP of ``optimize``'s default: priced for the H200, full size, 30 s,
+9 of the 10 models of ``benchmarks/real_models.py`` as loaded reach the same gain, the search
+taking 2.4-15 s where the ILP's took 2.5-30 s (ViT-B/16 29.3 -> 15.0 s, the UNet 29.9 -> 16.9 s,
+the Llama decoder 25.9 -> 6.4 s, MobileNet-v2 26.5 -> 2.7 s, EfficientNet-B0 28.0 -> 2.7 s: one
+ILP of a 4,000-e-node e-graph took 12-15 s); ResNet-50 gets +1.47 % instead of +2.15 %.
+``search={"final_extractor": "ilp"}`` restores the ILP."""
+
 
 def _optimize(tr: Translation, target: Any, cfg: TorchConfig) -> Any:
     from tensor_eqsat.optimize import optimize
@@ -196,6 +211,9 @@ def _optimize(tr: Translation, target: Any, cfg: TorchConfig) -> Any:
         # Stop once converged, within time_budget: a compile is paid for at every new shape
         # (BERT-base reached its best predicted gain in 3 s of a 30 s budget; issue 42).
         "stall_candidates": SEARCH_STALL_CANDIDATES,
+        "stall_tolerance": SEARCH_STALL_TOLERANCE,
+        # A compile pays for every second of extraction too (SEARCH_FINAL_EXTRACTOR).
+        "final_extractor": SEARCH_FINAL_EXTRACTOR,
         # No backtracking at the fixpoint (OptimizeConfig.backtracks), for the same reason: a
         # restart would search the graph again from the start ({"backtracks": 1} allows it).
         "backtracks": 0,

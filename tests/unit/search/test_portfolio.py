@@ -321,3 +321,41 @@ def test_a_run_whose_candidates_do_not_beat_its_start_cost_converges_from_its_fi
     assert len(run(None).candidates) == 3  # the first sets the best, two more gain nothing
     assert len(run(5.0).candidates) == 2  # none beats the start: two without gain
     assert len(run(6.0).candidates) == 3  # the first beats the start, two more gain nothing
+
+
+def test_candidates_that_creep_below_the_stall_tolerance_gained_nothing():
+    # Each candidate 0.01 % cheaper than the last: with stall_tolerance 0.1 % none of those steps
+    # is a gain, so a run converges as if the costs were flat; without it each resets the count.
+    actions = Actions.from_rules(load_rule_set("taso"))
+    source = from_graph(nasneta())
+
+    def creeping():
+        costs = iter(5.0 * (1 - 1e-4) ** i for i in range(1, 100))
+        return lambda eg, d, h: Extraction(tiny(), next(costs), {}, 0.0)
+
+    def run(**kw):
+        p = _portfolio(max_node_limit=400, continue_mcts=False, stall_rungs=5, stall_candidates=1, **kw)
+        p.start_cost = 5.0
+        return p.run(source, actions, creeping(), seed=0, deadline=None)
+
+    assert len(run().candidates) == 3  # every step a gain: nothing cut
+    assert len(run(stall_tolerance=1e-3).candidates) == 1  # the first creeps: converged
+    with pytest.raises(ConfigError, match="stall_tolerance"):
+        PortfolioConfig(stall_tolerance=1.0)
+
+
+def test_steps_within_the_stall_tolerance_add_up_against_the_same_best():
+    from types import SimpleNamespace
+
+    from tensor_eqsat.search.portfolio import stalled_candidates
+
+    def cands(*costs):
+        return [SimpleNamespace(cost_ms=c) for c in costs]
+
+    # 0.06 % then 0.06 % more: neither step alone is 0.1 %, the two together are.
+    steps = cands(9.994, 9.988)
+    assert stalled_candidates(steps, 10.0, tolerance=1e-3) == 0
+    assert stalled_candidates(steps[:1], 10.0, tolerance=1e-3) == 1
+    assert stalled_candidates(cands(9.9995, 9.9990, 9.9985), 10.0, tolerance=1e-3) == 3
+    assert stalled_candidates(cands(9.9995, 9.9990, 9.9985), 10.0) == 0
+    assert stalled_candidates(cands(10.0), 10.0, before=2, tolerance=1e-3) == 3
