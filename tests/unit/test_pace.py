@@ -43,10 +43,24 @@ def test_a_span_too_short_or_unreadable_reads_one_and_a_long_wait_is_bounded(mon
 @linux
 def test_every_thread_of_the_process_is_counted():
     before = pace.sample()
-    worker = threading.Thread(target=_busy, args=(0.4,))
+    stop = threading.Event()
+
+    def spin() -> None:
+        while not stop.is_set():
+            pass
+
+    worker = threading.Thread(target=spin, daemon=True)
     worker.start()
-    time.sleep(0.3)  # the main thread sleeps; the worker runs
+    # The main thread sleeps; the worker runs. On a loaded machine it may get little of the
+    # CPU, so the sample is read until it shows 0.1 s run (within 10 s), not at a fixed time.
+    end = time.perf_counter() + 10.0
     during = pace.sample()
+    while during is not None and before is not None and during.ran - before.ran < 0.1:
+        if time.perf_counter() > end:
+            break
+        time.sleep(0.05)
+        during = pace.sample()
+    stop.set()
     worker.join()
     assert before is not None and during is not None
     assert during.ran - before.ran >= 0.1
