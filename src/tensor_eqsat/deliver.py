@@ -214,6 +214,8 @@ class Delivery:
             value = cfg.runner.iter_limit
         elif reason is StopReason.STEP_LIMIT:
             value = cfg.mcts.max_steps
+        elif reason is StopReason.STALLED:
+            value = cfg.mcts.stall_steps
         return Stop(reason, value)
 
     @property

@@ -276,6 +276,9 @@ def test_the_stop_reason_carries_the_limit_it_reached():
     assert d.result.stop_reason is StopReason.NODE_LIMIT
     assert str(d.stop_detail) == "node limit (300)"
     assert d.to_dict()["delivery"]["stop"] == {"reason": "node limit", "value": 300}
+    d = deliver(zoo.get("squeezenet"), search="mcts", budget=4, stall_steps=3, final_extractor="greedy-dag",
+                delivery=DeliveryConfig(check=False))  # fmt: skip
+    assert str(d.stop_detail) == "stalled (3)"
 
 
 def test_a_budget_too_small_for_the_whole_check_still_searches(tmp_path):

@@ -93,6 +93,7 @@ from tensor_eqsat.search.mcts_tree import (
 from tensor_eqsat.search.stop import StopReason
 
 __all__ = [
+    "STEP_MIN_GAIN",
     "Backend",
     "ChildStats",
     "Environment",
@@ -110,6 +111,11 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+STEP_MIN_GAIN = 1e-6
+"""For ``MctsConfig.stall_steps``: a step lowered the best cost when it costs less than the best
+before it by more than this fraction of it (a millionth: what float rounding of a sum of kernel
+costs can move; the search rounds' own measure, ``portfolio.ROUND_MIN_GAIN``)."""
 
 
 class Mcts:
@@ -203,6 +209,7 @@ class Mcts:
         deadline = None if cfg.time_limit is None else t0 + cfg.time_limit
         initial = env.cost()
         best = cost = initial
+        stalled = 0  # real steps since the best cost last fell (MctsConfig.stall_steps)
         steps: list[MctsStep] = []
         reuse: _Node | None = None
         twin: _Node | None = None
@@ -227,6 +234,7 @@ class Mcts:
             step_seconds = time.perf_counter() - ts
             reward = self._reward(cost, result.cost)
             cost = result.cost
+            stalled = 0 if cost < best - abs(best) * STEP_MIN_GAIN else stalled + 1
             best = min(best, cost)
             step = MctsStep(
                 index=index,
@@ -258,6 +266,8 @@ class Mcts:
                 stop = result.reason or StopReason.TERMINAL
             elif cfg.cost_threshold is not None and cost < cfg.cost_threshold:
                 stop = StopReason.COST_THRESHOLD
+            elif cfg.stall_steps is not None and stalled >= cfg.stall_steps:
+                stop = StopReason.STALLED
             reuse = self._reuse(root, plan.action) if cfg.subtree_reuse else None
             twin = None if reuse is not None or result.done else twins.twin_of(root, plan.action, env)
         return MctsReport(

@@ -65,6 +65,10 @@ class FinalChoice(Enum):
     run's objective is the final cost), ties by mean value, then by ``tie_break``."""
 
 
+def _positive_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
 @dataclass(frozen=True)
 class MctsConfig:
     """Settings of the search. Defaults are the paper artifact's, except ``final_choice``.
@@ -99,6 +103,10 @@ class MctsConfig:
     max_steps: real steps at most. Default 200.
     cost_threshold: stop once the cost falls below this; the artifact used 0.1 ms as a guard
         against failed extractions. Default None (off).
+    stall_steps: stop once this many real steps in a row did not lower the best cost by more
+        than a millionth (:data:`~tensor_eqsat.search.mcts.STEP_MIN_GAIN`): the search has
+        converged for a caller who pays for every second of it. Default None (off: the paper
+        stops at the node limit, the step limit or saturation; the PyTorch backend sets 8).
     time_limit: wall seconds for the whole run; planning stops early when it is reached and the
         run stops after that step. Default None (off).
     plan_time_limit: wall seconds per planning step (at least one simulation runs).
@@ -128,6 +136,7 @@ class MctsConfig:
     terminal_saturated_nodes: bool = False
     max_steps: int = 200
     cost_threshold: float | None = None
+    stall_steps: int | None = None
     time_limit: float | None = None
     plan_time_limit: float | None = None
     workers: int = 1
@@ -143,6 +152,7 @@ class MctsConfig:
             ("exploration", self.exploration >= 0.0, "at least 0"),
             ("expand_probability", 0.0 <= self.expand_probability <= 1.0, "in [0, 1]"),
             ("max_steps", self.max_steps >= 1, "at least 1"),
+            ("stall_steps", self.stall_steps is None or _positive_int(self.stall_steps), "positive or None"),
             ("time_limit", self.time_limit is None or self.time_limit > 0, "positive"),
             ("plan_time_limit", self.plan_time_limit is None or self.plan_time_limit > 0, "positive"),
             ("workers", self.workers >= 1, "at least 1"),

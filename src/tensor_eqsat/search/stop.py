@@ -35,6 +35,8 @@ class StopReason(StrEnum):
     """One environment step (one rule application) ran past its own time limit."""
     COST_THRESHOLD = "cost threshold"
     """MCTS reached a cost below its threshold."""
+    STALLED = "stalled"
+    """MCTS took its ``stall_steps`` real steps in a row without lowering its best cost."""
     TERMINAL = "terminal"
     """An environment reported a terminal state without saying why."""
     INTERRUPTED = "interrupted"
@@ -48,7 +50,8 @@ class Stop:
     """A stop reason with the value that was reached, as egg's ``StopReason::NodeLimit(n)``.
 
     reason: why. value: the limit reached (e-nodes for ``node limit``, seconds for ``time
-    limit``, iterations for ``iteration limit``, steps for ``step limit``), None for the others.
+    limit``, iterations for ``iteration limit``, steps for ``step limit`` and ``stalled``), None
+    for the others.
 
     >>> str(Stop(StopReason.NODE_LIMIT, 2000)), Stop(StopReason.SATURATED).to_dict()
     ('node limit (2000)', {'reason': 'saturated', 'value': None})

@@ -9,6 +9,7 @@ from mcts_toys import (
     CountingEnv,
     FactRule,
     FactsEnv,
+    ScriptedEnv,
     filling_rules,
     fixed_order,
     phase_order_rules,
@@ -303,6 +304,35 @@ def test_step_limit_and_cost_threshold():
     report = Mcts(budget=2, seed=0, cost_threshold=998.0).run(CountingEnv())
     assert report.stop_reason is StopReason.COST_THRESHOLD
     assert len(report.steps) == 3
+
+
+def test_stall_steps_stop_a_search_whose_best_cost_stopped_falling():
+    # The cost falls for 3 steps, then stays: 4 steps without gain end the run after 7.
+    env = ScriptedEnv([10.0, 9.0, 8.0, 7.0])
+    report = Mcts(budget=2, seed=0, stall_steps=4).run(env)
+    assert report.stop_reason is StopReason.STALLED
+    assert len(report.steps) == 7 and report.best_cost == 7.0
+    # Without it the same run goes on to the step limit.
+    report = Mcts(budget=2, seed=0, max_steps=20).run(ScriptedEnv([10.0, 9.0, 8.0, 7.0]))
+    assert report.stop_reason is StopReason.STEP_LIMIT and len(report.steps) == 20
+
+
+def test_a_gain_after_a_pause_shorter_than_stall_steps_restarts_the_count():
+    # Gains at steps 1 and 5 (a pause of 3 steps), then none: stopped 4 steps after the second.
+    costs = [10.0, 9.0, 9.0, 9.0, 9.0, 8.0]
+    report = Mcts(budget=2, seed=0, stall_steps=4).run(ScriptedEnv(costs))
+    assert report.stop_reason is StopReason.STALLED
+    assert len(report.steps) == 9 and report.best_cost == 8.0
+    # A step that lowers the cost by a millionth or less is no gain.
+    costs = [10.0, 9.0, 9.0 * (1 - 1e-7)]
+    report = Mcts(budget=2, seed=0, stall_steps=2).run(ScriptedEnv(costs))
+    assert len(report.steps) == 3
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, True])
+def test_stall_steps_must_be_a_positive_integer(bad):
+    with pytest.raises(ValueError, match="stall_steps"):
+        MctsConfig(stall_steps=bad)
 
 
 def test_time_limit_cuts_planning_short_but_always_chooses():

@@ -359,3 +359,20 @@ def test_steps_within_the_stall_tolerance_add_up_against_the_same_best():
     assert stalled_candidates(cands(9.9995, 9.9990, 9.9985), 10.0, tolerance=1e-3) == 3
     assert stalled_candidates(cands(9.9995, 9.9990, 9.9985), 10.0) == 0
     assert stalled_candidates(cands(10.0), 10.0, before=2, tolerance=1e-3) == 3
+
+
+def test_stall_steps_end_mcts_that_many_steps_after_its_last_gain():
+    # SqueezeNet at 4 simulations a step: gains at steps 2 and 7, after a pause of 4 steps.
+    g = zoo.get("squeezenet")
+    settings = dict(search="mcts", budget=4, seed=0, final_extractor="greedy-ocf", max_steps=40)
+    full = optimize(g, **settings)
+    stopped = optimize(g, **settings, stall_steps=3)
+    best = [s.best_cost for s in full.steps]
+    gains = [i for i in range(1, len(best)) if best[i] < best[i - 1]]
+    assert gains[:2] == [2, 7] and full.stop_reason is StopReason.NODE_LIMIT
+    # Three steps without gain after step 2 end the run: the same first 6 steps, not the gain at 7.
+    assert stopped.stop_reason is StopReason.STALLED
+    assert [s.rule_ids for s in stopped.steps] == [s.rule_ids for s in full.steps[:6]]
+    assert min(s.best_cost for s in stopped.steps) == best[5] > best[7]
+    # With a longer patience the pause is waited out.
+    assert optimize(g, **settings, stall_steps=5).steps[7].best_cost == best[7]
