@@ -188,6 +188,18 @@ SEARCH_STALL_TOLERANCE = 0.001
 accepts (``min_gain_pct``): on ViT-B/16 (``--quick``, ``torch-cpu``) a 0.08 % step restarted the
 count and paid for a 4,000-e-node rung that found nothing."""
 
+SEARCH_STALL_RUNGS = 1
+"""The backend's saturation ladder stops at the first rung that does not lower the best
+saturation cost (``PortfolioConfig.stall_rungs``; ``optimize``'s default is 2), and the search
+goes on to MCTS. In the backend searches traced, no rung after a rung without gain gained more
+than 0.1 % (ViT-B/16's 8,000-e-node rung: 0.013 %), and after the first rung MCTS made all the
+larger gains but the UNet's second rung: the decode graphs of the Qwen2 decoder
+generating (``benchmarks/compile_time.py generate:qwen2 --quick``, guard off) reach +5.4 %
+instead of +3.8 % in 4.9 s instead of 10.4-10.7 s each, the Llama decoder's +2.4 % instead of
++1.8 % in 6.6-6.8 s instead of 3.8 s; the 30 searches of the 10 real models traced reach the
+same gains (the UNet at ``--quick`` for ``torch-cpu`` +1.78 % instead of +1.65 %).
+``search={"stall_rungs": 2}`` restores the library's ladder."""
+
 SEARCH_STALL_STEPS = 8
 """An MCTS stage of the backend's search ends after this many steps in a row that did not lower
 its best cost (``MctsConfig.stall_steps``), not at the node limit. On the 10 models of
@@ -223,6 +235,7 @@ def _optimize(tr: Translation, target: Any, cfg: TorchConfig) -> Any:
         "stall_candidates": SEARCH_STALL_CANDIDATES,
         "stall_tolerance": SEARCH_STALL_TOLERANCE,
         "stall_steps": SEARCH_STALL_STEPS,
+        "stall_rungs": SEARCH_STALL_RUNGS,
         # A compile pays for every second of extraction too (SEARCH_FINAL_EXTRACTOR).
         "final_extractor": SEARCH_FINAL_EXTRACTOR,
         # No backtracking at the fixpoint (OptimizeConfig.backtracks), for the same reason: a

@@ -376,3 +376,20 @@ def test_stall_steps_end_mcts_that_many_steps_after_its_last_gain():
     assert min(s.best_cost for s in stopped.steps) == best[5] > best[7]
     # With a longer patience the pause is waited out.
     assert optimize(g, **settings, stall_steps=5).steps[7].best_cost == best[7]
+
+
+def test_the_ladder_stops_after_stall_rungs_rungs_without_gain():
+    # Every candidate costs the same: the second rung gains nothing over the first.
+    actions = Actions.from_rules(load_rule_set("taso"))
+    source = from_graph(nasneta())
+    flat = lambda eg, d, h: Extraction(tiny(), 5.0, {}, 0.0)  # noqa: E731
+    limits, skipped = {}, {}
+    for rungs in (1, 2):
+        report = _portfolio(max_node_limit=400, continue_mcts=False, stall_rungs=rungs).run(
+            source, actions, flat, seed=0, deadline=None
+        )
+        limits[rungs] = [c.settings["node_limit"] for c in report.candidates if c.strategy == "saturate"]
+        skipped[rungs] = dict(report.skipped)
+    assert limits == {1: [100, 200], 2: [100, 200, 400]}
+    assert skipped[1]["saturate@400"] == "no gain in the last 1 rungs"
+    assert skipped[2]["saturate@800"] == "above max_node_limit 400"

@@ -176,7 +176,7 @@ def test_the_backend_search_stops_when_converged_within_its_budget(monkeypatch):
     ((settings, result),) = seen
     assert settings["stall_candidates"] == 2 and settings["time_budget"] == 60
     assert settings["stall_tolerance"] == 0.001 and settings["final_extractor"] == "greedy-ocf"
-    assert settings["stall_steps"] == 8
+    assert settings["stall_steps"] == 8 and settings["stall_rungs"] == 1
     pf = result.portfolio
     # Converged: the schedule ended on its own (all stages, or no gain in 2 candidates in a
     # row), not at the deadline, and well inside the 60 s.
