@@ -131,7 +131,7 @@ def test_one_extractor_table():
 def test_stop_reason_is_one_type_and_its_values_are_stable():
     assert [r.value for r in StopReason] == [
         "saturated", "node limit", "iteration limit", "step limit", "time limit", "step time limit",
-        "cost threshold", "terminal", "interrupted", "done",
+        "cost threshold", "stalled", "terminal", "interrupted", "done",
     ]  # fmt: skip
     r = optimize(_chain(), budget=4, node_limit=50, final_extractor="greedy-dag")
     assert r.stop_reason is StopReason.NODE_LIMIT and r.to_dict()["stop_reason"] == "node limit"
