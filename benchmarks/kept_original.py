@@ -1,5 +1,5 @@
 """A kept original against Inductor with freezing: is the backend's hand-on of a graph it did not
-rewrite as fast as the freezing a user sets? (docs/results-real.md, "The three rows slower than
+rewrite as fast as the freezing a user sets? (docs/results-real.md, "The rows slower than
 freezing, re-timed on a quiet machine".)
 
     PYTHONPATH=src python benchmarks/kept_original.py MODEL [--batch B] [--blocks 8] [--runs 5]
