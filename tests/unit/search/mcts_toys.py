@@ -144,28 +144,16 @@ class CountingEnv:
         return CountingEnv(self.n, self.steps, self.s)
 
 
-class ScriptedEnv:
-    """Never done; after ``s`` steps, whatever the actions, the cost is ``costs[s]`` (the last one
-    from then on): a search whose gains stop, or pause, at known steps."""
+class ScriptedEnv(CountingEnv):
+    """A :class:`CountingEnv` whose cost after ``s`` steps, whatever the actions, is ``costs[s]``
+    (the last one from then on): a search whose gains stop, or pause, at known steps."""
 
     def __init__(self, costs: list[float], n_actions: int = 2, s: int = 0) -> None:
+        super().__init__(n_actions, s=s)
         self.costs = costs
-        self.n = n_actions
-        self.s = s
-
-    @property
-    def num_actions(self) -> int:
-        return self.n
 
     def cost(self) -> float:
         return self.costs[min(self.s, len(self.costs) - 1)]
-
-    def step(self, action: int) -> StepResult:
-        self.s += 1
-        return StepResult(self.cost(), True)
-
-    def pruned_actions(self) -> frozenset[int]:
-        return frozenset()
 
     def copy(self) -> ScriptedEnv:
         return ScriptedEnv(self.costs, self.n, self.s)
