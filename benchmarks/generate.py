@@ -15,9 +15,10 @@ the default dynamic cache and with ``cache_implementation="static"``; ``disable_
 so that ``generate`` compiles nothing of its own (on CUDA it would compile a static-cache forward
 with Inductor, whatever the arm).
 
-Arms, each its own backend callable (so Dynamo never serves one arm's compiled graph to another;
-``torch._dynamo.reset()`` between arms besides), ``model.forward = torch.compile(model.forward,
-backend=ARM)`` as a user writes it:
+Arms, each its own backend callable and its own model instance (the same seeded weights), so that
+Dynamo never serves one arm's compiled graph to another, each compiled in fresh Inductor and
+backend cache folders, ``model.forward = torch.compile(model.forward, backend=ARM)`` as a user
+writes it:
 
 * ``eager``: the model as it is.
 * ``inductor``: Inductor as ``torch.compile`` runs it by default.
@@ -26,18 +27,33 @@ backend=ARM)`` as a user writes it:
   this arm compiles reads its parameters as attributes (``get_attr``), not as graph inputs, so that
   Inductor's freezing folds them.
 * ``tensor_eqsat``: the backend, ``options={"time_budget": --time-budget}``, its defaults
-  otherwise (Inductor with freezing after it, the never-slower guard on). Its reports give the
-  fallbacks, the graphs kept as they were and the rules applied.
+  otherwise (Inductor with freezing after it, the never-slower guard on, recompiles optimized at
+  their second call). Its reports give the fallbacks, the graphs kept as they were, the rules
+  applied, the recompiles still deferred (run once) and the seconds the deferred ones spent at
+  their second call (``deferred_s``, within the ``generate`` that made it).
 
-Per row (model, cache, prompt length, arm): compiles (how many graphs each arm's backend compiled,
-and their seconds: a cold first ``generate`` and ``--reps`` warm ones; a compile in a warm run is a
-recompile), the cold ``generate``'s wall time, time to first token (from ``generate``'s call to the
-end of the first forward, the prefill), per-token decode latency (the gaps between the ends of
-successive forward calls after the first, over the warm runs: median and noise, the half
-interquartile range as a share of the median), tokens per second (new tokens over a warm
-``generate``'s wall time, median), and whether the tokens equal eager's. The load average is
-written at the start and end of every row. It runs unchanged on CUDA (``--device cuda``, the
-default where one is present), timing with a synchronisation after every forward.
+A small unrelated model is compiled through each arm first, so that no row's compile pays for a
+process's first use of Inductor or of the backend. Then every arm is compiled (its cold
+``generate``), and the arms' warm ``generate`` runs alternate, ``--reps`` blocks of one run each
+in a rotating order, so that a change of the machine's load falls on every arm alike.
+
+Per row (model, cache, prompt length, arm):
+
+* compiles: how many graphs the arm's backend compiled in the cold ``generate``, and in the warm
+  ones (a recompile); their seconds; which of them had symbolic sizes;
+* the cold ``generate``'s wall time; time to first token (from ``generate``'s call to the end of
+  the first forward, the prefill);
+* per-token decode latency: the gaps between the ends of successive forward calls after the
+  first, over the warm runs: median and noise (the half interquartile range as a share of the
+  median);
+* decode against freezing: per block, freezing's median gap over the arm's, less 1 (positive is
+  faster); the median over the blocks, and their half interquartile range in points as its noise;
+* tokens per second (new tokens over a warm ``generate``'s wall time, median), and whether the
+  tokens equal eager's;
+* the load average when the arm's compile starts and when the row ends.
+
+It runs unchanged on CUDA (``--device cuda``, the default where one is present), timing with a
+synchronisation after every forward.
 
 ``--quick``: ``llama`` only, prompt 8, 4 new tokens, the static cache, arms ``eager`` and
 ``tensor_eqsat`` (then ``eager``, 2 s of search): a smoke run for the test.
@@ -47,10 +63,12 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import itertools
 import json
 import os
 import statistics
 import sys
+import tempfile
 import time
 import warnings
 from collections.abc import Callable
@@ -104,8 +122,20 @@ class ArmStats:
     """What one arm's backend did: each compile's seconds, what it was told, what it reported."""
 
     compiles: list[float] = field(default_factory=list)
+    symbolic: list[bool] = field(default_factory=list)
     frozen_params: list[int] = field(default_factory=list)
-    reports: list[Any] = field(default_factory=list)
+    compiled: list[Any] = field(default_factory=list)
+
+    @property
+    def reports(self) -> list[Any]:
+        """The backend's reports, read now: a recompile deferred to its second call reports
+        what that call decided once it has run."""
+        return [c.report for c in self.compiled]
+
+    @property
+    def deferred_s(self) -> float:
+        """Seconds the backend's deferred recompiles spent optimizing at their second call."""
+        return sum(getattr(c, "finish_s", None) or 0.0 for c in self.compiled)
 
 
 def _params_as_attributes(gm: Any) -> int:
@@ -118,6 +148,11 @@ def _params_as_attributes(gm: Any) -> int:
                 obj = getattr(obj, part, None)
             count += isinstance(obj, torch.nn.Parameter)
     return count
+
+
+def _symbolic(example_inputs: Any) -> bool:
+    """Whether a graph Dynamo hands a backend has symbolic sizes (a SymInt input)."""
+    return any(isinstance(x, torch.SymInt) for x in example_inputs)
 
 
 def make_backend(arm: str, stats: ArmStats, time_budget: float, quick: bool) -> Callable[..., Any] | None:
@@ -134,6 +169,7 @@ def make_backend(arm: str, stats: ArmStats, time_budget: float, quick: bool) -> 
             if arm == "freezing":
                 assert inductor_config.freezing, "the freezing arm compiled without freezing"
                 stats.frozen_params.append(_params_as_attributes(gm))
+            stats.symbolic.append(_symbolic(example_inputs))
             t0 = time.perf_counter()
             fn = compile_fx(gm, example_inputs)
             stats.compiles.append(time.perf_counter() - t0)
@@ -148,10 +184,11 @@ def make_backend(arm: str, stats: ArmStats, time_budget: float, quick: bool) -> 
         options |= {"then": "eager", "guard": False}
 
     def tensor_eqsat_backend(gm: Any, example_inputs: Any) -> Any:
+        stats.symbolic.append(_symbolic(example_inputs))
         t0 = time.perf_counter()
         compiled = backend(gm, example_inputs, options)
         stats.compiles.append(time.perf_counter() - t0)
-        stats.reports.append(compiled.report)
+        stats.compiled.append(compiled)
         return compiled
 
     return tensor_eqsat_backend
@@ -195,57 +232,138 @@ def _noise_pct(xs: list[float]) -> float:
     return 100.0 * (q[2] - q[0]) / 2.0 / statistics.median(xs)
 
 
-def run_arm(model: Any, ids: Any, cache: str, arm: str, args: argparse.Namespace) -> dict[str, Any]:
-    """One arm on one (model, cache, prompt): a cold ``generate`` (the compiles), then warm ones."""
+_SCRATCH = tempfile.TemporaryDirectory(prefix="generate-")
+"""Where each arm's fresh cache folders go (removed at exit)."""
+
+RECOMPILE_LIMIT = 64
+"""Dynamo's compiled entries per code object while a row runs: every arm's model is its own
+instance of one class, so the arms' graphs (up to 3 each) are all entries of one ``forward``,
+more than Dynamo's default of 8 allows before it runs the frame uncompiled."""
+
+
+def _fresh_caches() -> None:
+    """A new Inductor cache folder and a new backend cache folder (both read at each compile),
+    Inductor's in-memory caches emptied and Dynamo's record of changing sizes forgotten, so that
+    an arm's cold ``generate`` compiles what a new process would: no kernel an earlier arm or row
+    built is served to it. The arms compiled before keep their compiled graphs."""
+    from torch._dynamo.pgo import reset_code_state
+    from torch._inductor.utils import clear_caches
+
+    from tensor_eqsat.torch.dynamo_backend import graph_cache
+
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="inductor-", dir=_SCRATCH.name)
+    os.environ["TENSOR_EQSAT_CACHE_DIR"] = tempfile.mkdtemp(prefix="backend-", dir=_SCRATCH.name)
+    clear_caches()
+    graph_cache(None).clear_memory()
+    # What Dynamo learnt of the sizes that change (automatic dynamic shapes) is kept per code
+    # object, and every arm's model is an instance of one class: forgotten, so that each arm
+    # compiles the prefill and the first decode step static, as a new process does.
+    reset_code_state()
+
+
+@dataclass
+class Arm:
+    """One arm on one (model, cache, prompt): its own model instance, compiled forward and
+    timings."""
+
+    name: str
+    model: Any
+    timed: TimedForward
+    stats: ArmStats
+    cold_s: float = 0.0
+    cold_compiles: int = 0
+    tokens: Any = None
+    ttft: list[float] = field(default_factory=list)
+    totals: list[float] = field(default_factory=list)
+    gaps: list[float] = field(default_factory=list)
+    block_decode: list[float] = field(default_factory=list)
+    load: list[float] = field(default_factory=list)
+
+
+def _context(arm: str) -> Any:
     import torch._inductor.config as inductor_config
 
-    torch._dynamo.reset()
+    return inductor_config.patch(freezing=arm == "freezing")
+
+
+def compile_arm(name: str, dtype: Any, ids: Any, cache: str, arm: str, args: argparse.Namespace) -> Arm:
+    """A fresh model instance of ``name`` with ``arm``'s compiled forward, and its cold
+    ``generate`` (the compiles), in fresh caches."""
+    _fresh_caches()
+    model = build_model(name, dtype, args.device)
     stats = ArmStats()
     original = type(model).forward.__get__(model)
     fn = make_backend(arm, stats, args.time_budget, args.quick)
     forward = original if fn is None else torch.compile(original, backend=fn)
     timed = TimedForward(forward, args.device, original)
     model.forward = timed
-    load0 = os.getloadavg()[0]
-    try:
-        with inductor_config.patch(freezing=arm == "freezing"), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            t0 = time.perf_counter()
-            out = _generate(model, ids, cache, args.new_tokens)
-            cold_s = time.perf_counter() - t0
-            cold_compiles = len(stats.compiles)
-            ttft, totals, gaps = [], [], []
-            for _ in range(args.reps):
-                timed.ends.clear()
-                t0 = time.perf_counter()
-                again = _generate(model, ids, cache, args.new_tokens)
-                totals.append(time.perf_counter() - t0)
-                ttft.append(timed.ends[0] - t0)
-                gaps += [b - a for a, b in zip(timed.ends, timed.ends[1:], strict=False)]
-                assert torch.equal(again, out), f"{arm}: a warm run gave other tokens than the cold one"
-    finally:
-        del model.forward
+    state = Arm(arm, model, timed, stats, load=[os.getloadavg()[0]])
+    with _context(arm), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t0 = time.perf_counter()
+        state.tokens = _generate(model, ids, cache, args.new_tokens)
+        state.cold_s = time.perf_counter() - t0
+    state.cold_compiles = len(stats.compiles)
+    return state
+
+
+def warm_run(state: Arm, ids: Any, cache: str, args: argparse.Namespace) -> None:
+    """One warm ``generate`` of ``state``'s arm: its time to first token, wall time and
+    per-token gaps, and the median gap of this run (one block of the comparison)."""
+    state.timed.ends.clear()
+    with _context(state.name), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t0 = time.perf_counter()
+        again = _generate(state.model, ids, cache, args.new_tokens)
+        state.totals.append(time.perf_counter() - t0)
+    ends = state.timed.ends
+    state.ttft.append(ends[0] - t0)
+    gaps = [b - a for a, b in itertools.pairwise(ends)]
+    state.gaps += gaps
+    if gaps:
+        state.block_decode.append(statistics.median(gaps))
+    assert torch.equal(again, state.tokens), f"{state.name}: a warm run gave other tokens than the cold one"
+
+
+def _ratio_pct(base: list[float], other: list[float]) -> tuple[float, float]:
+    """``other``'s decode against ``base``'s, block by block (base / other - 1, in %: positive is
+    faster than base): the median over the blocks and the half interquartile range."""
+    ratios = [100.0 * (b / o - 1.0) for b, o in zip(base, other, strict=True)]
+    if not ratios:
+        return float("nan"), float("nan")
+    if len(ratios) < 4:
+        return statistics.median(ratios), float("nan")
+    q = statistics.quantiles(ratios, n=4)
+    return statistics.median(ratios), (q[2] - q[0]) / 2.0
+
+
+def arm_row(state: Arm, args: argparse.Namespace) -> dict[str, Any]:
+    """What the module docstring lists for one arm."""
+    stats = state.stats
     row: dict[str, Any] = {
-        "arm": arm,
-        "compiles": cold_compiles,
-        "recompiles_warm": len(stats.compiles) - cold_compiles,
+        "arm": state.name,
+        "compiles": state.cold_compiles,
+        "recompiles_warm": len(stats.compiles) - state.cold_compiles,
         "compile_s": sum(stats.compiles),
         "first_compile_s": stats.compiles[0] if stats.compiles else 0.0,
-        "cold_generate_s": cold_s,
-        "ttft_ms": 1e3 * statistics.median(ttft),
-        "decode_ms": 1e3 * statistics.median(gaps) if gaps else float("nan"),
-        "decode_noise_pct": _noise_pct(gaps),
-        "tokens_per_s": args.new_tokens / statistics.median(totals),
-        "tokens": out[0, ids.shape[1] :].tolist(),
-        "load": [load0, os.getloadavg()[0]],
+        "symbolic_graphs": stats.symbolic,
+        "cold_generate_s": state.cold_s,
+        "ttft_ms": 1e3 * statistics.median(state.ttft),
+        "decode_ms": 1e3 * statistics.median(state.gaps) if state.gaps else float("nan"),
+        "decode_noise_pct": _noise_pct(state.gaps),
+        "tokens_per_s": args.new_tokens / statistics.median(state.totals),
+        "tokens": state.tokens[0, -args.new_tokens :].tolist(),
+        "load": state.load,
     }
-    if arm == "freezing":
+    if state.name == "freezing":
         row["frozen_params_per_graph"] = stats.frozen_params
         assert stats.frozen_params and all(n > 0 for n in stats.frozen_params), (
             f"freezing arm: a graph read its parameters as inputs ({stats.frozen_params})"
         )
-    if stats.reports:
+    if stats.compiled:
         row |= _backend_summary(stats.reports)
+        row["deferred_s"] = stats.deferred_s
+        row["deferred"] = sum(bool(r.deferred) for r in stats.reports)
     return row
 
 
@@ -263,29 +381,58 @@ def _backend_summary(reports: list[Any]) -> dict[str, Any]:
         "predicted_gain_pct": [r.predicted_gain_pct for r in reports],
         "verdicts": [r.reason for r in reports],
         "search_s": sum(r.seconds.get("optimize", 0.0) for r in reports),
+        "phases_s": [dict(r.seconds) for r in reports],
     }
+
+
+def warm_up(arms: list[str], args: argparse.Namespace) -> None:
+    """One compile of a small unrelated model through each compiling arm first, in caches of its
+    own, so that what a process pays once (imports, Inductor's and the backend's first use) is
+    charged to no row's compile."""
+    model = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.ReLU()).to(args.device).eval()
+    x = torch.randn(2, 16, device=args.device)
+    for arm in arms:
+        fn = make_backend(arm, ArmStats(), min(args.time_budget, 2.0), args.quick)
+        if fn is None:
+            continue
+        _fresh_caches()
+        with torch.no_grad(), _context(arm), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.compile(model, backend=fn)(x)
+    torch._dynamo.reset()
 
 
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     dtype = torch.bfloat16 if args.dtype in ("bf16", "bfloat16") else torch.float32
+    torch._dynamo.config.recompile_limit = RECOMPILE_LIMIT
+    warm_up(args.arms, args)
     rows: list[dict[str, Any]] = []
     for name in args.models:
-        model = build_model(name, dtype, args.device)
         for cache in args.cache:
             for length in args.prompt:
                 g = torch.Generator().manual_seed(length)
                 ids = torch.randint(1, VOCAB, (1, length), generator=g).to(args.device)
-                eager_tokens = None
-                for arm in args.arms:
+                torch._dynamo.reset()
+                arms = [compile_arm(name, dtype, ids, cache, arm, args) for arm in args.arms]
+                for block in range(args.reps):  # the arms alternate, in a rotating order
+                    for state in arms[block % len(arms) :] + arms[: block % len(arms)]:
+                        warm_run(state, ids, cache, args)
+                eager_tokens = arms[0].tokens.tolist() if arms[0].name == "eager" else None
+                base = next((a for a in arms if a.name == "freezing"), None)
+                for state in arms:
+                    state.load.append(os.getloadavg()[0])
                     row = {"model": name, "cache": cache, "prompt": length, "dtype": str(dtype)[6:]}
-                    row |= run_arm(model, ids, cache, arm, args)
-                    if arm == "eager":
-                        eager_tokens = row["tokens"]
+                    row |= arm_row(state, args)
                     row["tokens_equal_eager"] = (
-                        None if eager_tokens is None else row["tokens"] == eager_tokens
+                        None if eager_tokens is None else state.tokens.tolist() == eager_tokens
                     )
+                    if base is not None and state is not base:
+                        pct, noise = _ratio_pct(base.block_decode, state.block_decode)
+                        row["decode_vs_freezing_pct"], row["decode_vs_freezing_noise"] = pct, noise
                     rows.append(row)
                     print(_line(row), flush=True)
+                for state in arms:
+                    del state.model.forward
     return rows
 
 
@@ -300,6 +447,11 @@ def _line(r: dict[str, Any]) -> str:
     if "graphs" in r:
         text += f" | fallbacks {len(r['fallbacks'])} kept {r['kept_original']}/{r['graphs']}"
         text += f" merged {r['merged_projections']}"
+        if r.get("deferred") or r.get("deferred_s"):
+            text += f" deferred {r['deferred']} (+{r['deferred_s']:.1f} s at second calls)"
+    if "decode_vs_freezing_pct" in r:
+        pct, noise = r["decode_vs_freezing_pct"], r["decode_vs_freezing_noise"]
+        text += f" | decode vs freezing {pct:+.1f} % ±{noise:.1f}"
     return text
 
 
@@ -312,7 +464,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS))
     p.add_argument("--dtype", default="float32", choices=["float32", "bf16", "bfloat16"])
     p.add_argument("--time-budget", type=float, default=5.0)
-    p.add_argument("--reps", type=int, default=3, help="warm generate runs per arm (default 3)")
+    p.add_argument("--reps", type=int, default=10, help="warm runs per arm, alternating (default 10)")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--quick", action="store_true", help="a smoke run (see the module docstring)")
     p.add_argument("--json", type=Path, default=None, help="write the rows here")

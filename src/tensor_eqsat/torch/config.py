@@ -93,6 +93,13 @@ class TorchConfig:
         kept", with the rewritten graph beside it; a cached compile serves the original (no
         search, no timing). True: time that rewrite again instead (checked again, no search),
         and cache the new decision (a quieter machine may settle it). Default False.
+    defer_recompiles: a graph Dynamo compiles for a frame it has compiled before (a recompile:
+        a new shape, ``generate``'s first decode step, the decode step its sizes made symbolic)
+        that the cache does not hold is handed on at once as the original, compiled as ``then``
+        gives it, and optimized at its second call (searched, checked, timed against that
+        compile, which the guard reuses): a graph run once, as ``generate``'s first decode step
+        is, costs one compile, as it does under Inductor. A frame's first graph is optimized
+        when it is compiled. Default True; False: every graph when it is compiled.
     """
 
     target: str | None = None
@@ -112,6 +119,7 @@ class TorchConfig:
     seed: int = 0
     check_weights: bool = True
     retime_noisy: bool = False
+    defer_recompiles: bool = True
 
     def __post_init__(self) -> None:
         if self.target is not None and self.target not in TORCH_TARGETS:
@@ -125,7 +133,7 @@ class TorchConfig:
             and self.time_budget > 0
         ):
             raise ConfigError(f"time_budget must be a positive number of seconds, got {self.time_budget!r}")
-        for name in ("freezing", "retime_noisy"):
+        for name in ("freezing", "retime_noisy", "defer_recompiles"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be True or False, got {getattr(self, name)!r}")
         if not (isinstance(self.then, str) or callable(self.then)):

@@ -602,6 +602,7 @@ def deliver_fx(
     cached_reason: str | None = None,
     frozen: Sequence[int] | None = None,
     mutable: Sequence[int] = (),
+    original_compiled: Callable[..., Any] | None = None,
 ) -> Delivery:
     """Check ``optimized`` against ``original`` (GraphModules with the same signature), hand the
     one to keep to ``cfg.then``, and on a measurable target keep the optimized one only when it
@@ -615,6 +616,8 @@ def deliver_fx(
         compares like with like. Default None: ``then`` as it is.
     mutable: the positions of the arguments the graphs update in place: checked after the run
         too, and the check and the guard run on copies of them (:func:`check_rewrite`).
+    original_compiled: ``original`` already compiled as it is handed on (a deferred recompile's:
+        :mod:`tensor_eqsat.torch.deferred`): kept or timed as it is, not compiled again.
     """
     # The guard's runs update copies of the buffers the graphs update in place. Symbolic sizes
     # (SymInt arguments) are handed on as they are, so the next backend compiles for the range;
@@ -625,7 +628,7 @@ def deliver_fx(
     ok, diff, what, check = checked.ok, checked.max_diff, checked.what, checked.describe()
     tc = time.perf_counter()
     if not ok:
-        compiled = compile_with(cfg.then, original, args, frozen)
+        compiled = original_compiled or compile_with(cfg.then, original, args, frozen)
         reason = f"the rewritten graph failed the check ({what} {checked.verdict.describe()}): original kept"
         log.warning("tensor_eqsat: %s", reason)
         # A rewrite that changes the result is a bug in a rule or a translation: say so loudly.
@@ -649,7 +652,7 @@ def deliver_fx(
             reason = "not measured (guard off)"
         return Delivery(fast, False, reason, diff, None, compile_s, 0.0, check=check)
     tc = time.perf_counter()
-    base = compile_with(cfg.then, original, args, frozen)
+    base = original_compiled or compile_with(cfg.then, original, args, frozen)
     # Two arms, both handed on the same way (frozen or not). Freezing measured no slower than
     # default Inductor on any model timed with the benchmarks' fixed harness (docs/results-real.md,
     # issue 45), so the original without freezing is not timed as a third arm.

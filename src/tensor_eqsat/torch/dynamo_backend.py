@@ -48,6 +48,7 @@ from tensor_eqsat.errors import GraphError, TensorEqsatError
 from tensor_eqsat.target.guard import graph_fingerprint
 from tensor_eqsat.torch.cache import CacheEntry, GraphCache, graph_key
 from tensor_eqsat.torch.config import TorchConfig
+from tensor_eqsat.torch.deferred import DEFER_CALLS, Deferred, is_recompile
 from tensor_eqsat.torch.delivery import Delivery, compile_with, deliver_fx
 from tensor_eqsat.torch.fx_export import FROZEN_META, rebuild
 from tensor_eqsat.torch.fx_import import Translation, Unsupported, translate
@@ -111,6 +112,7 @@ class Compiled:
         self.report = report
         self._original = original
         self._frozen = tuple(frozen)
+        self.held = tuple(held)
         watched = dict(self._frozen)
         for i, t in held:
             watched.setdefault(i, t)
@@ -325,14 +327,25 @@ def _structure(graph: Any) -> Any:
     return out
 
 
-def compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> Compiled:
+def compile_graph(
+    gm: Any,
+    example_inputs: Sequence[Any],
+    cfg: TorchConfig,
+    *,
+    original_fn: Callable[..., Any] | None = None,
+    deferrable: bool = True,
+) -> Compiled | Deferred:
     """Optimize one FX graph and deliver it (the backend's body; see the module docstring).
+
+    original_fn: the original already compiled as it is handed on (a deferred recompile's), used
+        instead of compiling it again. deferrable: a recompile may be deferred
+        (``TorchConfig.defer_recompiles``, :mod:`tensor_eqsat.torch.deferred`). Default True.
 
     Never fails because of the optimizer: an unexpected error keeps the original graph, with a
     warning carrying the error (a bug to report).
     """
     try:
-        return _compile_graph(gm, example_inputs, cfg)
+        return _compile_graph(gm, example_inputs, cfg, original_fn=original_fn, deferrable=deferrable)
     except Exception as exc:
         if _restarts_dynamo(exc):
             raise  # Dynamo's own signal (re-trace with a float specialised): not ours to catch
@@ -343,7 +356,8 @@ def compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> C
         )
         target = cfg.target or "torch-cpu"
         report = BackendReport("", target, fallback=why, reason=why, cache="off")
-        return Compiled(compile_with(cfg.then, gm, list(example_inputs)), report)
+        fn = original_fn or compile_with(cfg.then, gm, list(example_inputs))
+        return Compiled(fn, report)
 
 
 def _restarts_dynamo(exc: BaseException) -> bool:
@@ -356,16 +370,26 @@ def _restarts_dynamo(exc: BaseException) -> bool:
     return isinstance(exc, RestartAnalysis)
 
 
-def _compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> Compiled:
+def _compile_graph(
+    gm: Any,
+    example_inputs: Sequence[Any],
+    cfg: TorchConfig,
+    *,
+    original_fn: Callable[..., Any] | None = None,
+    deferrable: bool = True,
+) -> Compiled | Deferred:
     t0 = time.perf_counter()
     inputs = list(example_inputs)
     device = _device(inputs)
     target = cfg.resolve_target(device)
 
+    def compiled_original() -> Callable[..., Any]:
+        return original_fn or compile_with(cfg.then, gm, inputs, frozen_args)
+
     def handed_on(report: BackendReport) -> Compiled:
         # The original, compiled once (by Inductor with freezing, by default): the one compile.
         tc = time.perf_counter()
-        fn = compile_with(cfg.then, gm, inputs, frozen_args)
+        fn = compiled_original()
         if report.seconds:
             t_compile = time.perf_counter() - tc
             seconds = {**report.seconds, "compile": t_compile}
@@ -427,6 +451,8 @@ def _compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> 
             log.info(report.message)
             return handed_on(report)
         optimized, t_opt = served, 0.0
+    elif deferrable and cfg.defer_recompiles and is_recompile():
+        return _deferred(gm, inputs, cfg, handed_on, base, t0, t_translate)
     else:
         to = time.perf_counter()
         result = _optimize(tr, target, cfg)
@@ -494,10 +520,11 @@ def _compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> 
             cached_reason=cached_reason,
             frozen=frozen_args,
             mutable=[i for i, p in enumerate(tr.placeholders) if p.name in tr.mutable],
+            original_compiled=original_fn,
         )
     except (GraphError, TensorEqsatError) as exc:
         reason = f"the rewritten graph could not be rebuilt ({exc}): original kept"
-        fn = compile_with(cfg.then, gm, inputs, frozen_args)
+        fn = compiled_original()
         delivery = Delivery(fn, True, reason, None, None, 0.0, 0.0)
     t_deliver = time.perf_counter() - td
     seconds = {
@@ -548,6 +575,37 @@ def _compile_graph(gm: Any, example_inputs: Sequence[Any], cfg: TorchConfig) -> 
     )
 
 
+def _deferred(
+    gm: Any,
+    inputs: list[Any],
+    cfg: TorchConfig,
+    handed_on: Callable[[BackendReport], Compiled],
+    base: dict[str, Any],
+    t0: float,
+    t_translate: float,
+) -> Deferred:
+    """A recompile the cache does not hold, handed on as the original and optimized at its
+    second call (:mod:`tensor_eqsat.torch.deferred`)."""
+    reason = f"a recompile: the original handed on, optimized at its call {DEFER_CALLS}"
+    seconds = {"translate": t_translate, "total": time.perf_counter() - t0}
+    cache = "miss" if cfg.cache else "off"
+    first = handed_on(BackendReport(**base, reason=reason, seconds=seconds, cache=cache, deferred=True))
+
+    def optimize() -> Compiled:
+        done = compile_graph(gm, inputs, cfg, original_fn=first.fn, deferrable=False)
+        assert isinstance(done, Compiled)
+        seconds = dict(done.report.seconds)  # the first compile counted too: both are this graph's
+        for phase, s in first.report.seconds.items():
+            seconds[phase] = seconds.get(phase, 0.0) + s
+        done.report = dataclasses.replace(done.report, seconds=seconds)
+        return done
+
+    def keep(report: BackendReport) -> Compiled:
+        return Compiled(first.fn, report, original=gm, held=first.held, check_weights=cfg.check_weights)
+
+    return Deferred(first, optimize, keep, inputs)
+
+
 def _resolvable_pct(cfg: TorchConfig, target: Any) -> float:
     """The smallest predicted gain worth a second compile and the guard's timing: where the
     guard times (on, and the target measurable here), ``min_gain_pct``, the least gain it ever
@@ -567,20 +625,33 @@ def _freezes(cfg: TorchConfig) -> bool:
 
 def backend(
     gm: Any, example_inputs: Sequence[Any], options: Mapping[str, Any] | None = None, **kw: Any
-) -> Compiled:
+) -> Compiled | Deferred:
     """The ``tensor_eqsat`` backend of ``torch.compile`` (see the module docstring).
 
     options / keyword options: the fields of :class:`~tensor_eqsat.torch.config.TorchConfig`
     (``target``, ``time_budget``, ``then``, ...); ConfigError names an unknown one.
 
     Returns a callable with the graph's signature; its ``.report`` (and ``backend.report``) is
-    the :class:`~tensor_eqsat.torch.report.BackendReport`.
+    the :class:`~tensor_eqsat.torch.report.BackendReport`. A recompile deferred to its second
+    call (``defer_recompiles``) is a :class:`~tensor_eqsat.torch.deferred.Deferred`, whose
+    report, and its entry in ``backend.reports``, that call replaces.
     """
     cfg = TorchConfig.from_options(options, **kw)
     compiled = compile_graph(gm, example_inputs, cfg)
     backend.report = compiled.report  # type: ignore[attr-defined]
     backend.reports.append(compiled.report)  # type: ignore[attr-defined]
+    if isinstance(compiled, Deferred):
+        compiled.on_done.append(_report_done)
     return compiled
+
+
+def _report_done(old: BackendReport, new: BackendReport) -> None:
+    """A deferred recompile optimized: its report replaces the deferral's in ``backend.reports``."""
+    reports = backend.reports  # type: ignore[attr-defined]
+    for i, r in enumerate(reports):
+        if r is old:
+            reports[i] = new
+    backend.report = new  # type: ignore[attr-defined]
 
 
 backend.report = None  # type: ignore[attr-defined]
@@ -707,7 +778,7 @@ def optimize_module(model: Any, example_inputs: Any, config: TorchConfig | None 
     gm.recompile()
     flat, in_spec = pytree.tree_flatten((args, kwargs))
     with torch.no_grad():
-        compiled = compile_graph(gm, flat, cfg)
+        compiled = compile_graph(gm, flat, cfg, deferrable=False)
     out_spec = info.out_spec
     return _module_class()(
         compiled,

@@ -64,7 +64,7 @@ from tensor_eqsat.ir.symbolic import is_symbolic
 from tensor_eqsat.ir.types import Shape
 from tensor_eqsat.torch.autocast import AutocastState, is_autocast_call, promoted
 from tensor_eqsat.torch.effects import memory_classes, mutated_storage
-from tensor_eqsat.torch.sym_shapes import SymbolTable, has_symint
+from tensor_eqsat.torch.sym_shapes import NotASize, SymbolTable, has_symint
 
 log = logging.getLogger(__name__)
 
@@ -348,9 +348,9 @@ class _Translator:
             shape = self.symtab.shape(ev.shape if isinstance(ev, torch.Tensor) else example.shape)
             t = self.graph.input(shape, name=node.name, dtype=dtype)
             self.env[node] = Ir(t, example.dtype)
-        elif has_symint(ev):
+        elif has_symint(ev) and (size := self.symtab.size_value(ev)) is not None:
             # A symbolic size passed in (Dynamo's SymInt placeholders): a value known as a dim.
-            self.env[node] = Const(self.symtab.value(ev), node)
+            self.env[node] = Const(size, node)
         else:
             # A Python scalar or SymInt argument: a run-time value of no tensor shape.
             t = self.graph.input((), name=node.name)
@@ -402,10 +402,11 @@ class _Translator:
                 self.autocast.enter(node)
             return
         symbolic = has_symint(ev)
-        if symbolic and not isinstance(ev, torch.Tensor) and self.symtab.value(ev) is not None:
+        size = None if isinstance(ev, torch.Tensor) or not symbolic else self.symtab.size_value(ev)
+        if size is not None:
             # Size arithmetic on symbolic sizes (``x.size()``, ``s0 * s1``): the recorded value, as
             # dims; the rebuilt graph computes the dims it needs from the symbols.
-            value = Const(self.symtab.value(ev))
+            value = Const(size)
         elif (
             all(isinstance(v, Const) for v in values)
             and fx_ops.foldable(node)
@@ -787,7 +788,10 @@ def translate(gm: Any, example_inputs: list[Any]) -> Translation:
 
     Raises :class:`Unsupported` when the graph cannot be optimized soundly.
     """
-    return _Translator(gm, list(example_inputs)).run()
+    try:
+        return _Translator(gm, list(example_inputs)).run()
+    except NotASize as exc:
+        raise Unsupported(f"a tensor's shape holds a {exc}") from None
 
 
 __all__ = ["FX_DOMAIN", "Translation", "Unsupported", "op_name", "opaque_key", "translate"]

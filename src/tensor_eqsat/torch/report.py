@@ -35,6 +35,9 @@ class BackendReport:
     settled: False when the guard found no gain at a noise above ±25 % (an inconclusive timing):
         the original is kept, and cached so with the rewritten graph beside it
         (``TorchConfig.retime_noisy`` times it again). Default True.
+    deferred: True for a recompile handed on as the original until its second call
+        (``TorchConfig.defer_recompiles``); the report of that call's optimization replaces it.
+        Default False.
     """
 
     graph_key: str
@@ -56,6 +59,7 @@ class BackendReport:
     rounds: int = 0
     fixpoint: bool = False
     settled: bool = True
+    deferred: bool = False
 
     @property
     def message(self) -> str:

@@ -8,7 +8,10 @@ its placeholders include one ``SymInt`` per symbol, and size arithmetic (``s0 * 
 Import (:class:`SymbolTable`): a SymInt becomes a :class:`~tensor_eqsat.ir.symbolic.SymDim` over
 symbols of the same names, each with the ShapeEnv's hint (``backed_var_to_val``: the size of the
 example) and range (``var_to_range``, ``int_oo`` as unbounded). Dynamo specialises sizes 0 and 1,
-so its ranges start at 2; a range that holds 0 is refused (the IR has no empty dims).
+so its ranges start at 2. A symbolic Python int that is not a size (its range holds 0 or
+negative values, or its hint is below 1: Mistral's sliding-window cache passes its
+``cumulative_length``, 0 at the prefill) is no dim: :class:`NotASize`, and the translation reads
+it as a run-time scalar.
 
 Export (:class:`DimEmitter`): a dim of a rebuilt op (a reshape's target, a split's sizes) that is
 symbolic is computed in the rebuilt FX graph from the SymInt placeholder of each symbol (or a
@@ -28,6 +31,10 @@ from tensor_eqsat.errors import TensorEqsatError
 from tensor_eqsat.ir.symbolic import Symbol, SymDim, is_symbolic
 
 
+class NotASize(TensorEqsatError):
+    """A SymInt whose range or hint is not a size's (values below 1): not an IR dim."""
+
+
 class SymbolTable:
     """SymInts of one FX graph as SymDims (see the module docstring); one per translation."""
 
@@ -43,11 +50,13 @@ class SymbolTable:
                 raise TensorEqsatError(f"symbolic size {name} has no hint (a data-dependent size)")
             vr = shape_env.var_to_range.get(sym)
             # torch's int_oo is not a sympy Integer: an unbounded end.
-            lo = int(vr.lower) if vr is not None and getattr(vr.lower, "is_Integer", False) else 1
+            lower: Any = vr.lower if vr is not None else None
+            lo = int(lower) if getattr(lower, "is_Integer", False) else None
             upper: Any = vr.upper if vr is not None else None
             hi = int(upper) if getattr(upper, "is_Integer", False) else None
-            if lo < 1:
-                raise TensorEqsatError(f"symbolic size {name} may be {lo} (range [{lo}, {hi}]): empty dims")
+            if lo is None or lo < 1 or int(hint) < 1:
+                low = "-inf" if lo is None else lo
+                raise NotASize(f"symbolic int {name} = {hint} has the range [{low}, {hi}]: not a size")
             self.symbols[name] = Symbol(name, int(hint), lo, hi)
         return self.symbols[name]
 
@@ -67,6 +76,14 @@ class SymbolTable:
     def shape(self, shape: Any) -> tuple[Any, ...]:
         """A torch shape as an IR shape."""
         return tuple(self.dim(d) for d in shape)
+
+    def size_value(self, v: Any) -> Any:
+        """:meth:`value`, or None where ``v`` holds a symbolic int that is no size
+        (:class:`NotASize`: a run-time value)."""
+        try:
+            return self.value(v)
+        except NotASize:
+            return None
 
     def value(self, v: Any) -> Any:
         """A recorded size value (a SymInt, an int, a ``torch.Size`` or a tuple or list of them) with

@@ -147,3 +147,43 @@ def test_a_max_of_a_symbolic_int_read_by_a_rebuilt_op_is_rebuilt_with_sym_max():
     reports = te_torch.backend.reports
     assert all(r.fallback is None for r in reports), [r.fallback for r in reports]
     assert not any("could not be rebuilt" in r.reason for r in reports), [r.reason for r in reports]
+
+
+def test_a_symbolic_python_int_that_may_be_zero_is_a_run_time_value_not_a_size():
+    # Mistral's sliding-window cache passes cumulative_length, 0 at a prefill: once Dynamo has
+    # made it symbolic (a second prompt), its hint can be 0 and its range holds negatives. It is
+    # read at run time; it was taken for a size and failed ("hint 0 outside [1, inf]").
+    model = PositionFromInt().eval()
+    compiled = torch.compile(model, backend="tensor_eqsat", options={**FAST, "defer_recompiles": False})
+    x = torch.randn(1, 1, 8)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("error", te_torch.FallbackWarning)
+        for seen in (3, 0, -2, 7):
+            assert close(compiled(x, seen), model(x, seen)), seen
+    reports = te_torch.backend.reports
+    assert len(reports) == 2 and all(r.fallback is None for r in reports), [r.fallback for r in reports]
+    assert reports[1].rules_applied and not reports[1].kept_original
+
+
+def test_a_symbolic_int_is_a_size_only_where_its_range_is_one_and_up():
+    from tensor_eqsat.torch.sym_shapes import NotASize, SymbolTable
+
+    class Range:
+        def __init__(self, lower, upper):
+            self.lower, self.upper = lower, upper
+
+    class Env:
+        def __init__(self, hint, lower):
+            import sympy
+
+            self.sym = sympy.Symbol("s7")
+            self.backed_var_to_val = {self.sym: hint}
+            self.var_to_range = {self.sym: Range(lower, sympy.oo)}
+
+    import sympy
+
+    assert SymbolTable()._symbol(Env(5, sympy.Integer(2)), Env(5, 2).sym).lo == 2
+    for hint, lower in ((0, sympy.Integer(0)), (5, -sympy.oo), (5, sympy.Integer(0))):
+        env = Env(hint, lower)
+        with pytest.raises(NotASize, match="not a size"):
+            SymbolTable()._symbol(env, env.sym)
