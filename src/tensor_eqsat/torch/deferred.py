@@ -144,11 +144,6 @@ class Deferred:
         self.on_done: list[Callable[[Any, Any], None]] = []
         self.finish_s: float | None = None
 
-    @property
-    def fn(self) -> Any:
-        """What runs now: the optimized result once there is one, else the original."""
-        return (self._done or self.first).fn
-
     def __call__(self, *args: Any) -> Any:
         done = self._done
         if done is not None:

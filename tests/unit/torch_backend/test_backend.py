@@ -22,6 +22,7 @@ from torch_models import (  # noqa: E402
     ResNeXtBlock,
     ScalarArithmetic,
     WithUnmodelledOp,
+    close,
     fresh,  # noqa: F401 (an autouse fixture: a fresh cache and Dynamo for every test)
 )
 
@@ -41,10 +42,6 @@ def run(model, *inputs, grad=False, **options):
         expected = model(*inputs)
         got = compiled(*inputs)
     return got, expected, list(te_torch.backend.reports)
-
-
-def close(a, b, tol=1e-5):
-    return (a - b).abs().max().item() <= tol * max(1.0, b.abs().max().item())
 
 
 def test_the_backend_is_registered_under_its_name():

@@ -4,20 +4,14 @@ optimized then, with the compile it already had as the guard's original arm."""
 
 from __future__ import annotations
 
-import warnings
-
 import pytest
 
 torch = pytest.importorskip("torch")
 
-from torch_models import FAST, Attention, fresh  # noqa: E402, F401 (fresh: autouse fixture)
+from torch_models import FAST, Attention, close, fresh, run_at  # noqa: E402, F401 (fresh: autouse fixture)
 
 import tensor_eqsat.torch as te_torch  # noqa: E402
 from tensor_eqsat.torch.deferred import DEFER_CALLS, Deferred  # noqa: E402
-
-
-def close(a, b, tol=1e-5):
-    return (a - b).abs().max().item() <= tol * max(1.0, b.abs().max().item())
 
 
 class Counting:
@@ -40,20 +34,10 @@ def _compiled(model, then=None, **options):
     )
 
 
-def _calls(compiled, model, shapes):
-    out = []
-    with torch.no_grad(), warnings.catch_warnings():
-        warnings.simplefilter("error", te_torch.FallbackWarning)
-        for shape in shapes:
-            x = torch.randn(*shape)
-            out.append((compiled(x), model(x)))
-    return out
-
-
 def test_a_recompile_run_once_is_the_original_compiled_once_and_not_searched():
     model = Attention().eval()
     then = Counting()
-    results = _calls(_compiled(model, then), model, [(1, 5, 32), (1, 7, 32)])
+    results = run_at(_compiled(model, then), model, [(1, 5, 32), (1, 7, 32)])
     assert all(close(got, want) for got, want in results)
     first, second = te_torch.backend.reports
     assert not first.deferred and first.rules_applied  # a frame's first graph: optimized at once
@@ -67,7 +51,7 @@ def test_its_second_call_optimizes_it_and_its_report_replaces_the_deferral():
     assert DEFER_CALLS == 2
     model = Attention().eval()
     compiled = _compiled(model)
-    results = _calls(compiled, model, [(1, 5, 32), (1, 7, 32), (1, 7, 32), (1, 7, 32)])
+    results = run_at(compiled, model, [(1, 5, 32), (1, 7, 32), (1, 7, 32), (1, 7, 32)])
     assert all(close(got, want) for got, want in results)
     _, second = te_torch.backend.reports
     assert not second.deferred and not second.kept_original and second.rules_applied
@@ -79,9 +63,9 @@ def test_the_guard_times_the_deferred_compile_as_the_original_without_compiling_
     model = Attention().eval()
     then = Counting()
     compiled = _compiled(model, then, guard=True, target="torch-cpu", min_gain_pct=0.0)
-    _calls(compiled, model, [(1, 5, 32), (1, 7, 32)])
+    run_at(compiled, model, [(1, 5, 32), (1, 7, 32)])
     before = then.compiles
-    _calls(compiled, model, [(1, 7, 32)])
+    run_at(compiled, model, [(1, 7, 32)])
     second = te_torch.backend.reports[1]
     assert second.measured is not None  # timed by the guard
     # Only the rewrite was compiled at the second call: the original's arm is the first compile.
@@ -98,14 +82,14 @@ def test_the_deferred_graph_is_a_deferred_callable_and_a_frames_first_graph_is_n
 
     model = Attention().eval()
     compiled = torch.compile(model, backend=spy, dynamic=False)
-    _calls(compiled, model, [(1, 5, 32), (1, 7, 32)])
+    run_at(compiled, model, [(1, 5, 32), (1, 7, 32)])
     assert [type(c) is Deferred for c in seen] == [False, True]
     assert seen[1].report.deferred
 
 
 def test_defer_recompiles_false_optimizes_every_graph_when_it_is_compiled():
     model = Attention().eval()
-    results = _calls(_compiled(model, defer_recompiles=False), model, [(1, 5, 32), (1, 7, 32)])
+    results = run_at(_compiled(model, defer_recompiles=False), model, [(1, 5, 32), (1, 7, 32)])
     assert all(close(got, want) for got, want in results)
     reports = te_torch.backend.reports
     assert len(reports) == 2 and not any(r.deferred for r in reports)
@@ -116,7 +100,7 @@ def test_a_deferred_symbolic_graph_is_optimized_for_its_range_at_its_second_call
     # dynamic=None: the second length makes the sequence symbolic, a recompile.
     model = Attention().eval()
     compiled = torch.compile(model, backend="tensor_eqsat", options=FAST)
-    results = _calls(compiled, model, [(1, 5, 32), (1, 7, 32), (1, 11, 32), (1, 13, 32)])
+    results = run_at(compiled, model, [(1, 5, 32), (1, 7, 32), (1, 11, 32), (1, 13, 32)])
     assert all(close(got, want) for got, want in results)
     _, second = te_torch.backend.reports
     assert not second.deferred and not second.kept_original and second.rules_applied
@@ -137,6 +121,6 @@ def test_a_frame_compiled_before_by_another_torch_compile_is_not_a_recompile_of_
     x = torch.randn(1, 5, 32)
     with torch.no_grad():
         torch.compile(model, backend="eager", dynamic=False)(x)
-        _calls(_compiled(model), model, [(1, 5, 32)])
+        run_at(_compiled(model), model, [(1, 5, 32)])
     (report,) = te_torch.backend.reports
     assert not report.deferred and report.rules_applied

@@ -9,31 +9,16 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from torch_models import FAST, Attention, fresh  # noqa: E402, F401 (fresh: autouse fixture)
+from torch_models import FAST, Attention, close, fresh, run_at  # noqa: E402, F401 (fresh: autouse fixture)
 
 import tensor_eqsat.torch as te_torch  # noqa: E402
 from tensor_eqsat.torch.dynamo_backend import graph_cache  # noqa: E402
 
 
-def close(a, b, tol=1e-5):
-    return (a - b).abs().max().item() <= tol * max(1.0, b.abs().max().item())
-
-
-def _run_at(compiled, model, shapes):
-    """Outputs of ``compiled`` and ``model`` at each shape; no FallbackWarning may be raised."""
-    out = []
-    with torch.no_grad(), warnings.catch_warnings():
-        warnings.simplefilter("error", te_torch.FallbackWarning)
-        for shape in shapes:
-            x = torch.randn(*shape)
-            out.append((compiled(x), model(x)))
-    return out
-
-
 def test_dynamic_true_compiles_once_for_the_range_and_rewrites():
     model = Attention().eval()
     compiled = torch.compile(model, backend="tensor_eqsat", dynamic=True, options=FAST)
-    results = _run_at(compiled, model, [(2, 5, 32), (3, 9, 32), (4, 17, 32)])
+    results = run_at(compiled, model, [(2, 5, 32), (3, 9, 32), (4, 17, 32)])
     assert all(close(got, want) for got, want in results)
     (report,) = te_torch.backend.reports  # one compile for the three shapes
     assert report.fallback is None and not report.kept_original
@@ -44,7 +29,7 @@ def test_dynamic_true_compiles_once_for_the_range_and_rewrites():
 def test_automatic_dynamic_shapes_are_optimized_not_refused():
     model = Attention().eval()
     compiled = torch.compile(model, backend="tensor_eqsat", options=FAST)  # dynamic=None: automatic
-    results = _run_at(compiled, model, [(1, 5, 32), (1, 7, 32), (1, 11, 32), (1, 13, 32)])
+    results = run_at(compiled, model, [(1, 5, 32), (1, 7, 32), (1, 11, 32), (1, 13, 32)])
     assert all(close(got, want) for got, want in results)
     reports = te_torch.backend.reports
     # The first shape compiled static, the second made the sequence symbolic: that graph is
@@ -58,7 +43,7 @@ def test_the_cache_key_covers_the_range_not_the_hints():
     for shape in ((2, 5, 32), (3, 9, 32)):
         torch._dynamo.reset()
         compiled = torch.compile(model, backend="tensor_eqsat", dynamic=True, options=FAST)
-        _run_at(compiled, model, [shape])
+        run_at(compiled, model, [shape])
     first, second = te_torch.backend.reports
     assert first.cache == "miss" and second.cache in ("memory", "disk")
     assert first.graph_key == second.graph_key

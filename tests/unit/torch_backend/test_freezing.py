@@ -17,6 +17,7 @@ from torch_models import (  # noqa: E402
     FAST,
     Attention,
     BasicBlock,
+    close,
     fresh,  # noqa: F401 (an autouse fixture: a fresh cache and Dynamo for every test)
 )
 
@@ -43,10 +44,6 @@ class ConvBnRelu(nn.Module):
 
     def forward(self, x):
         return torch.relu(self.bn(self.conv(x)))
-
-
-def close(a, b, tol=1e-5):
-    return (a - b).abs().max().item() <= tol * max(1.0, b.abs().max().item())
 
 
 @pytest.fixture

@@ -186,6 +186,27 @@ def run(model, x, **options):
     return got, expected, list(te_torch.backend.reports)
 
 
+def close(a, b, tol=1e-5):
+    """Whether ``a`` is within ``tol`` of ``b``, relative to ``b``'s largest magnitude (at least 1)."""
+    return (a - b).abs().max().item() <= tol * max(1.0, b.abs().max().item())
+
+
+def run_at(compiled, model, shapes):
+    """(compiled output, eager output) on a random input of each shape, in order, with no
+    gradients recorded; a FallbackWarning is an error."""
+    import warnings
+
+    import tensor_eqsat.torch as te_torch
+
+    out = []
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("error", te_torch.FallbackWarning)
+        for shape in shapes:
+            x = torch.randn(*shape)
+            out.append((compiled(x), model(x)))
+    return out
+
+
 def capture(fn, *inputs):
     """The Dynamo FX graph of ``fn`` and its example inputs."""
     torch._dynamo.reset()
