@@ -2,7 +2,8 @@
 
     PYTHONPATH=src python benchmarks/generate.py [MODEL ...] [--cache dynamic static]
         [--prompt 16 128] [--new-tokens 32] [--arms eager inductor freezing tensor_eqsat]
-        [--dtype float32|bf16] [--time-budget 5] [--reps 3] [--device cpu|cuda] [--quick]
+        [--dtype float32|bf16] [--time-budget 5] [--reps 10] [--lockstep 10]
+        [--device cpu|cuda] [--quick]
         [--json benchmarks/out/generate.json]
 
 Models (``transformers``, random init from small configs with the real structure, nothing
@@ -31,6 +32,11 @@ writes it:
   their second call). Its reports give the fallbacks, the graphs kept as they were, the rules
   applied, the recompiles still deferred (run once) and the seconds the deferred ones spent at
   their second call (``deferred_s``, within the ``generate`` that made it).
+* ``tensor_eqsat_freezing`` (not a default arm): the backend as above with
+  ``torch._inductor.config.freezing = True`` set as for the ``freezing`` arm, so that Dynamo hands
+  it the parameters as attributes, not as inputs (asserted as there): Dynamo's call no longer
+  gathers and guards them as inputs, and the backend's weight check has nothing to watch, the
+  weights being constants, as under Inductor's freezing (docs/torch.md).
 
 A small unrelated model is compiled through each arm first, so that no row's compile pays for a
 process's first use of Inductor or of the backend. Then every arm is compiled (its cold
@@ -50,13 +56,26 @@ Per row (model, cache, prompt length, arm):
   faster); the median over the blocks, and their half interquartile range in points as its noise;
 * tokens per second (new tokens over a warm ``generate``'s wall time, median), and whether the
   tokens equal eager's;
+* the decode forward against freezing's, in lockstep (``--lockstep`` rounds, default 10; 0: not
+  measured): every arm's ``generate`` runs in a thread of its own, and the threads take turns
+  step by step (one thread runs at a time, from its forward's call to its next one's), so that
+  the arms' ``k``-th decode steps run one after the other, within a few milliseconds, and a
+  change of the machine's speed between blocks falls on both sides of each ratio. Each decode
+  forward (Dynamo's guards, the compiled graph, the backend's weight check) is timed from its
+  call to its return; per round, the median over the steps of freezing's time over the arm's,
+  less 1 (positive is faster); the median over the rounds, and their half interquartile range in
+  points as its noise. The arms' block-to-block comparison above reads
+  about ±10 points of noise on this CPU for millisecond decode steps; this one about ±2 (the
+  Llama-style decoder, dynamic cache). No arm may compile in these rounds (asserted): Inductor's
+  configuration is the process's, not a thread's, so the freezing arm's is not set there;
 * the load average when the arm's compile starts and when the row ends.
 
 It runs unchanged on CUDA (``--device cuda``, the default where one is present), timing with a
 synchronisation after every forward.
 
 ``--quick``: ``llama`` only, prompt 8, 4 new tokens, the static cache, arms ``eager`` and
-``tensor_eqsat`` (then ``eager``, 2 s of search): a smoke run for the test.
+``tensor_eqsat`` (then ``eager``, 2 s of search), one alternating block and at most 2 lockstep
+rounds: a smoke run for the test.
 """
 
 from __future__ import annotations
@@ -69,6 +88,7 @@ import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
 import warnings
 from collections.abc import Callable
@@ -85,6 +105,9 @@ import torch  # noqa: E402
 
 MODELS = ("llama", "qwen2", "mistral", "gpt2")
 ARMS = ("eager", "inductor", "freezing", "tensor_eqsat")
+EXTRA_ARMS = ("tensor_eqsat_freezing",)
+FREEZING_SET = ("freezing", "tensor_eqsat_freezing")
+"""The arms that run with ``torch._inductor.config.freezing = True`` set, as a user sets it."""
 VOCAB = 2000
 
 
@@ -184,6 +207,11 @@ def make_backend(arm: str, stats: ArmStats, time_budget: float, quick: bool) -> 
         options |= {"then": "eager", "guard": False}
 
     def tensor_eqsat_backend(gm: Any, example_inputs: Any) -> Any:
+        if arm in FREEZING_SET:
+            import torch._inductor.config as inductor_config
+
+            assert inductor_config.freezing, f"the {arm} arm compiled without freezing"
+            stats.frozen_params.append(_params_as_attributes(gm))
         stats.symbolic.append(_symbolic(example_inputs))
         t0 = time.perf_counter()
         compiled = backend(gm, example_inputs, options)
@@ -208,12 +236,61 @@ class TimedForward:
         self.fn = fn
         self.sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
         self.ends: list[float] = []
+        self.durations: list[float] = []
+        self.lockstep: tuple[Lockstep, int] | None = None
+        self.holds_turn = False
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.lockstep is not None:
+            # The turn is handed on at the next forward's call, not at a forward's return, so that
+            # what generate does between two forwards never runs beside another arm's forward.
+            turns, i = self.lockstep
+            if self.holds_turn:
+                turns.passed(i)
+            turns.wait(i)
+            self.holds_turn = True
+        t0 = time.perf_counter()
         out = self.fn(*args, **kwargs)
         self.sync()
-        self.ends.append(time.perf_counter())
+        end = time.perf_counter()
+        self.ends.append(end)
+        self.durations.append(end - t0)
         return out
+
+
+class Lockstep:
+    """Turns among the threads of ``n`` arms: thread ``i`` runs only at its turn, from its
+    forward's call to its next forward's call (or the end of its ``generate``), then hands the
+    turn to the next arm still generating."""
+
+    def __init__(self, n: int) -> None:
+        self._cond = threading.Condition()
+        self._turn = 0
+        self._n = n
+        self._live = set(range(n))
+
+    def wait(self, i: int) -> None:
+        with self._cond:
+            self._cond.wait_for(lambda: self._turn == i)
+
+    def passed(self, i: int) -> None:
+        """Thread ``i`` is at its next forward: the next live arm's turn."""
+        with self._cond:
+            self._advance(i)
+
+    def finished(self, i: int) -> None:
+        """Thread ``i``'s ``generate`` returned (or raised): it takes no more turns."""
+        with self._cond:
+            self._live.discard(i)
+            if self._turn == i:
+                self._advance(i)
+
+    def _advance(self, i: int) -> None:
+        for step in range(1, self._n + 1):
+            if (i + step) % self._n in self._live:
+                self._turn = (i + step) % self._n
+                break
+        self._cond.notify_all()
 
 
 def _generate(model: Any, ids: Any, cache: str, new_tokens: int) -> Any:
@@ -277,13 +354,14 @@ class Arm:
     totals: list[float] = field(default_factory=list)
     gaps: list[float] = field(default_factory=list)
     block_decode: list[float] = field(default_factory=list)
+    lockstep_decode: list[list[float]] = field(default_factory=list)
     load: list[float] = field(default_factory=list)
 
 
 def _context(arm: str) -> Any:
     import torch._inductor.config as inductor_config
 
-    return inductor_config.patch(freezing=arm == "freezing")
+    return inductor_config.patch(freezing=arm in FREEZING_SET)
 
 
 def compile_arm(name: str, dtype: Any, ids: Any, cache: str, arm: str, args: argparse.Namespace) -> Arm:
@@ -325,16 +403,67 @@ def warm_run(state: Arm, ids: Any, cache: str, args: argparse.Namespace) -> None
     assert torch.equal(again, state.tokens), f"{state.name}: a warm run gave other tokens than the cold one"
 
 
+def lockstep_rounds(arms: list[Arm], ids: Any, cache: str, args: argparse.Namespace) -> None:
+    """``args.lockstep`` rounds of every arm's warm ``generate`` in lockstep (module docstring):
+    each round appends each arm's decode forwards' durations to its ``lockstep_decode``."""
+    compiles = [len(a.stats.compiles) for a in arms]
+    for _ in range(args.lockstep):
+        turns = Lockstep(len(arms))
+        errors: list[BaseException] = []
+        for i, state in enumerate(arms):
+            state.timed.durations.clear()
+            state.timed.lockstep, state.timed.holds_turn = (turns, i), False
+
+        def generate(i: int, state: Arm, turns: Lockstep = turns, errors: list[Any] = errors) -> None:
+            try:
+                again = _generate(state.model, ids, cache, args.new_tokens)
+                assert torch.equal(again, state.tokens), f"{state.name}: other tokens in lockstep"
+            except BaseException as exc:  # re-raised in the main thread
+                errors.append(exc)
+            finally:
+                turns.finished(i)
+
+        threads = [threading.Thread(target=generate, args=(i, a)) for i, a in enumerate(arms)]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        for state in arms:
+            state.timed.lockstep = None
+        if errors:
+            raise errors[0]
+        for state in arms:
+            state.lockstep_decode.append(state.timed.durations[1:])  # the first is the prefill
+    assert compiles == [len(a.stats.compiles) for a in arms], "an arm compiled in lockstep"
+
+
+def _lockstep_pct(base: list[list[float]], other: list[list[float]]) -> tuple[float, float]:
+    """``other``'s decode forwards against ``base``'s, step by step within each lockstep round:
+    the median over the rounds of each round's median ratio (base / other - 1, in %), and the
+    half interquartile range of the rounds' figures."""
+    rounds = [
+        statistics.median([100.0 * (b / o - 1.0) for b, o in zip(bs, os_, strict=True)])
+        for bs, os_ in zip(base, other, strict=True)
+        if bs
+    ]
+    return _spread(rounds)
+
+
+def _spread(values: list[float]) -> tuple[float, float]:
+    if not values:
+        return float("nan"), float("nan")
+    if len(values) < 4:
+        return statistics.median(values), float("nan")
+    q = statistics.quantiles(values, n=4)
+    return statistics.median(values), (q[2] - q[0]) / 2.0
+
+
 def _ratio_pct(base: list[float], other: list[float]) -> tuple[float, float]:
     """``other``'s decode against ``base``'s, block by block (base / other - 1, in %: positive is
     faster than base): the median over the blocks and the half interquartile range."""
-    ratios = [100.0 * (b / o - 1.0) for b, o in zip(base, other, strict=True)]
-    if not ratios:
-        return float("nan"), float("nan")
-    if len(ratios) < 4:
-        return statistics.median(ratios), float("nan")
-    q = statistics.quantiles(ratios, n=4)
-    return statistics.median(ratios), (q[2] - q[0]) / 2.0
+    return _spread([100.0 * (b / o - 1.0) for b, o in zip(base, other, strict=True)])
 
 
 def arm_row(state: Arm, args: argparse.Namespace) -> dict[str, Any]:
@@ -355,7 +484,7 @@ def arm_row(state: Arm, args: argparse.Namespace) -> dict[str, Any]:
         "tokens": state.tokens[0, -args.new_tokens :].tolist(),
         "load": state.load,
     }
-    if state.name == "freezing":
+    if state.name in FREEZING_SET:
         row["frozen_params_per_graph"] = stats.frozen_params
         assert stats.frozen_params and all(n > 0 for n in stats.frozen_params), (
             f"freezing arm: a graph read its parameters as inputs ({stats.frozen_params})"
@@ -417,6 +546,8 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                 for block in range(args.reps):  # the arms alternate, in a rotating order
                     for state in arms[block % len(arms) :] + arms[: block % len(arms)]:
                         warm_run(state, ids, cache, args)
+                if args.lockstep:
+                    lockstep_rounds(arms, ids, cache, args)
                 eager_tokens = arms[0].tokens.tolist() if arms[0].name == "eager" else None
                 base = next((a for a in arms if a.name == "freezing"), None)
                 for state in arms:
@@ -429,6 +560,13 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                     if base is not None and state is not base:
                         pct, noise = _ratio_pct(base.block_decode, state.block_decode)
                         row["decode_vs_freezing_pct"], row["decode_vs_freezing_noise"] = pct, noise
+                        if args.lockstep:
+                            pct, noise = _lockstep_pct(base.lockstep_decode, state.lockstep_decode)
+                            row["forward_vs_freezing_pct"] = pct
+                            row["forward_vs_freezing_noise"] = noise
+                    if state.lockstep_decode:
+                        flat = [d for r in state.lockstep_decode for d in r]
+                        row["lockstep_forward_ms"] = 1e3 * statistics.median(flat) if flat else float("nan")
                     rows.append(row)
                     print(_line(row), flush=True)
                 for state in arms:
@@ -452,6 +590,9 @@ def _line(r: dict[str, Any]) -> str:
     if "decode_vs_freezing_pct" in r:
         pct, noise = r["decode_vs_freezing_pct"], r["decode_vs_freezing_noise"]
         text += f" | decode vs freezing {pct:+.1f} % ±{noise:.1f}"
+    if "forward_vs_freezing_pct" in r:
+        pct, noise = r["forward_vs_freezing_pct"], r["forward_vs_freezing_noise"]
+        text += f" | lockstep {pct:+.1f} % ±{noise:.1f}"
     return text
 
 
@@ -461,10 +602,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cache", nargs="+", default=["dynamic", "static"], choices=["dynamic", "static"])
     p.add_argument("--prompt", nargs="+", type=int, default=[16, 128])
     p.add_argument("--new-tokens", type=int, default=32)
-    p.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS))
+    p.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS + EXTRA_ARMS))
     p.add_argument("--dtype", default="float32", choices=["float32", "bf16", "bfloat16"])
     p.add_argument("--time-budget", type=float, default=5.0)
     p.add_argument("--reps", type=int, default=10, help="warm runs per arm, alternating (default 10)")
+    p.add_argument("--lockstep", type=int, default=10, help="lockstep rounds (default 10; 0: none)")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--quick", action="store_true", help="a smoke run (see the module docstring)")
     p.add_argument("--json", type=Path, default=None, help="write the rows here")
@@ -472,6 +614,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.models, args.cache, args.prompt, args.new_tokens = ["llama"], ["static"], [8], 4
         args.arms, args.time_budget, args.reps = ["eager", "tensor_eqsat"], 2.0, 1
+        args.lockstep = min(args.lockstep, 2)
     if "eager" in args.arms:
         args.arms = ["eager"] + [a for a in args.arms if a != "eager"]  # the tokens' reference first
     rows = run(args)

@@ -3,13 +3,18 @@ item 3): under the default ``then="inductor", freezing=True`` every parameter an
 as a constant, so each call checks all of them (identity, version counter, data pointer and
 sampled values).
 
-    PYTHONPATH=src python benchmarks/weight_check.py [MODEL ...] [--calls 2000] [--json OUT]
+    PYTHONPATH=src python benchmarks/weight_check.py [MODEL ...] [--calls 2000]
+        [--between-forward] [--json OUT]
 
 Models from ``benchmarks/real_models.py`` (default ``bert`` and ``resnet50``: HF BERT-base at
 sequence 128, ``ResNetModel``, random init). Per model: the tensors and elements checked, the
 elements sampled, and the median microseconds of one check over ``--calls`` calls (in 20 blocks;
 the median of the block medians), beside the same check without the sampled values
 (``check_weights=False``) and the old sample, one ``torch.take`` per tensor.
+
+``--between-forward``: a forward pass of the model (no gradients) before every timed check, as in
+a decode loop, so that the weights are as cold in the caches as at a call; ``--calls`` defaults
+to 300 there.
 """
 
 from __future__ import annotations
@@ -47,12 +52,14 @@ def _per_tensor_take(tensors: list[Any]) -> Any:
     return read
 
 
-def _median_us(fn: Any, calls: int, blocks: int = 20) -> float:
+def _median_us(fn: Any, calls: int, blocks: int = 20, before: Any = None) -> float:
     per = max(1, calls // blocks)
     medians = []
     for _ in range(blocks):
         times = []
         for _ in range(per):
+            if before is not None:
+                before()
             t = time.perf_counter()
             fn()
             times.append(time.perf_counter() - t)
@@ -60,9 +67,18 @@ def _median_us(fn: Any, calls: int, blocks: int = 20) -> float:
     return statistics.median(medians) * 1e6
 
 
-def measure(name: str, calls: int) -> dict[str, Any]:
-    model = pm.build(name).model
+def measure(name: str, calls: int, between_forward: bool = False) -> dict[str, Any]:
+    built = pm.build(name)
+    model = built.model
     tensors = [*model.parameters(), *model.buffers()]
+    before = None
+    if between_forward:
+
+        def before() -> None:
+            with torch.no_grad():
+                model(*built.inputs)
+
+        calls = min(calls, 300)
     sampled = WeightStamp(tensors)
     plain = WeightStamp(tensors, sample=False)
     assert sampled.fresh(tensors) and plain.fresh(tensors)
@@ -72,9 +88,10 @@ def measure(name: str, calls: int) -> dict[str, Any]:
         "tensors": len(tensors),
         "elements": sum(t.numel() for t in tensors),
         "sampled_elements": int(sum(len(sample_positions(tuple(t.shape))) for t in tensors)),
-        "check_us": _median_us(lambda: sampled.fresh(tensors), calls),
-        "check_without_values_us": _median_us(lambda: plain.fresh(tensors), calls),
-        "old_take_per_tensor_us": _median_us(take, calls),
+        "check_us": _median_us(lambda: sampled.fresh(tensors), calls, before=before),
+        "check_without_values_us": _median_us(lambda: plain.fresh(tensors), calls, before=before),
+        "old_take_per_tensor_us": _median_us(take, calls, before=before),
+        "between_forward": between_forward,
         "threads": torch.get_num_threads(),
         "load_average": os.getloadavg()[0],
     }
@@ -84,9 +101,10 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("models", nargs="*", default=["bert", "resnet50"])
     p.add_argument("--calls", type=int, default=2000)
+    p.add_argument("--between-forward", action="store_true", help="a forward pass before each check")
     p.add_argument("--json", type=Path, default=None)
     args = p.parse_args(argv)
-    rows = [measure(m, args.calls) for m in args.models]
+    rows = [measure(m, args.calls, args.between_forward) for m in args.models]
     print(f"{'model':<10} {'tensors':>7} {'elements':>11} {'sampled':>8} {'check µs':>9} "
           f"{'no values µs':>12} {'old take µs':>11}  load")  # fmt: skip
     for r in rows:

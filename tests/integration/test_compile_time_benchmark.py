@@ -61,3 +61,9 @@ def test_weight_check_reports_microseconds_per_call(tmp_path):
     (row,) = benchmark_rows("weight_check.py", tmp_path, "mobilenet_v2", "--calls", "100")
     assert row["tensors"] > 100 and row["sampled_elements"] < row["elements"]
     assert row["check_without_values_us"] > 0 and row["check_us"] > 0
+    assert row["between_forward"] is False
+
+
+def test_weight_check_between_forward_passes(tmp_path):
+    (row,) = benchmark_rows("weight_check.py", tmp_path, "mobilenet_v2", "--calls", "20", "--between-forward")
+    assert row["between_forward"] is True and row["check_us"] > 0

@@ -21,6 +21,8 @@ def test_the_quick_generation_run_optimizes_the_static_cache_steps_and_keeps_the
     assert backend["fallbacks"] == [] and backend["graphs"] == backend["compiles"] <= 2  # prefill, decode
     assert backend["recompiles_warm"] == 0
     assert backend["merged_projections"] > 0
+    # Two lockstep rounds ran after the alternating block, compiling nothing (asserted there).
+    assert eager["lockstep_forward_ms"] > 0 and backend["lockstep_forward_ms"] > 0
 
 
 @pytest.mark.slow
@@ -92,3 +94,66 @@ def test_the_timing_wrapper_shows_the_forwards_signature_to_generate():
     timed = TimedForward(lambda *a, **k: forward(*a, **k), "cpu", forward)
     assert "logits_to_keep" in inspect.signature(timed).parameters
     assert timed(3, logits_to_keep=1) == 3 and len(timed.ends) == 1
+
+
+def _generate_module():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import generate
+
+    return generate
+
+
+def test_lockstep_threads_take_turns_forward_by_forward_until_each_is_done():
+    """Three arms' "generate" calls in threads: their steps run strictly in turn (0, 1, 2, 0, ...),
+    one thread at a time, from a forward's call to the next forward's call (what a thread does
+    between its forwards, here appending "after", runs inside its turn), and an arm that stops
+    early (arm 1: two forwards) drops out of the rotation without stalling the others."""
+    import threading
+
+    generate = _generate_module()
+    steps = {0: 4, 1: 2, 2: 3}
+    order: list[int] = []
+    running = []
+    turns = generate.Lockstep(3)
+
+    def forward(i):
+        running.append(i)
+        assert len(running) == 1, running  # nobody else inside a forward
+        order.append(i)
+        running.remove(i)
+
+    timed = {i: generate.TimedForward(lambda i=i: forward(i), "cpu") for i in steps}
+    for i, t in timed.items():
+        t.lockstep = (turns, i)
+
+    def run(i):
+        try:
+            for _ in range(steps[i]):
+                timed[i]()
+                running.append(i)  # generate's own work after a forward: still this arm's turn
+                order.append(-1)
+                running.remove(i)
+        finally:
+            turns.finished(i)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in steps]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert not any(t.is_alive() for t in threads)
+    assert [i for i in order if i >= 0] == [0, 1, 2, 0, 1, 2, 0, 2, 0]
+    assert order[1::2] == [-1] * 9  # each forward's own aftermath ran before the next forward
+    assert [len(timed[i].durations) for i in steps] == [4, 2, 3]
+
+
+def test_lockstep_ratio_pairs_steps_within_rounds():
+    generate = _generate_module()
+    base = [[1.0, 1.0, 1.0], [2.0, 2.0, 2.0]]  # the second round ran on a machine half as fast
+    other = [[0.5, 0.5, 2.0], [1.0, 1.0, 1.0]]  # twice as fast as base at every step but one
+    pct, noise = generate._lockstep_pct(base, other)
+    assert pct == pytest.approx(100.0) and noise != noise  # two rounds: no quartiles
+    assert generate._lockstep_pct(base * 2, base * 2) == (0.0, 0.0)

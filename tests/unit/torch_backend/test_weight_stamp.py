@@ -146,3 +146,27 @@ def test_check_weights_off_keeps_identity_version_and_pointer_only():
     assert stamp.fresh([w])  # unseen, as documented
     w.data = torch.randn(16, 16)
     assert not stamp.fresh([w])
+
+
+def test_with_freezing_set_by_the_user_the_weights_are_attributes_and_nothing_is_watched():
+    """``torch._inductor.config.freezing = True`` set by the user: Dynamo hands the backend the
+    parameters as graph attributes, not as inputs. They are constants to it, as to Inductor's
+    freezing: the rewrite (Q, K and V merged) folds them, the outputs are the model's, and the
+    returned graph checks no argument at its calls (docs/torch.md, "What is handed on")."""
+    import torch._inductor.config as inductor_config
+
+    model, x = Attention().eval(), torch.randn(2, 6, 32)
+    compiled_graphs = []
+
+    def backend(gm, example_inputs):
+        assert not any(isinstance(a, nn.Parameter) for a in example_inputs)
+        assert any(n.op == "get_attr" for n in gm.graph.nodes)
+        compiled_graphs.append(te_torch.backend(gm, example_inputs, FAST))
+        return compiled_graphs[-1]
+
+    with torch.no_grad(), inductor_config.patch(freezing=True):
+        got = torch.compile(model, backend=backend, dynamic=False)(x)
+    (compiled,) = compiled_graphs
+    assert compiled.report.fallback is None and compiled.report.rules_applied
+    assert torch.allclose(got, model(x), atol=1e-5)
+    assert compiled._index == [] and compiled.held == ()
