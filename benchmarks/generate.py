@@ -37,6 +37,9 @@ writes it:
   it the parameters as attributes, not as inputs (asserted as there): Dynamo's call no longer
   gathers and guards them as inputs, and the backend's weight check has nothing to watch, the
   weights being constants, as under Inductor's freezing (docs/torch.md).
+* ``tensor_eqsat_unchecked`` (not a default arm): the backend with ``check_weights=False``
+  (identity, version counters and data pointers of the weights checked at each call, not their
+  sampled values): beside ``tensor_eqsat``, what the sampled values cost a call.
 
 A small unrelated model is compiled through each arm first, so that no row's compile pays for a
 process's first use of Inductor or of the backend. Then every arm is compiled (its cold
@@ -64,10 +67,11 @@ Per row (model, cache, prompt length, arm):
   forward (Dynamo's guards, the compiled graph, the backend's weight check) is timed from its
   call to its return; per round, the median over the steps of freezing's time over the arm's,
   less 1 (positive is faster); the median over the rounds, and their half interquartile range in
-  points as its noise. The arms' block-to-block comparison above reads
-  about ±10 points of noise on this CPU for millisecond decode steps; this one about ±2 (the
-  Llama-style decoder, dynamic cache). No arm may compile in these rounds (asserted): Inductor's
-  configuration is the process's, not a thread's, so the freezing arm's is not set there;
+  points as its noise. The arms' block-to-block comparison above reads ±6-19 points of noise on
+  this CPU for millisecond decode steps; this one ±1.0-5.2 (the four decoders, both caches,
+  prompts 16 and 128: docs/generation.md). No arm may compile in these rounds (asserted):
+  Inductor's configuration is the process's, not a thread's, so the freezing arm's is not set
+  there;
 * the load average when the arm's compile starts and when the row ends.
 
 It runs unchanged on CUDA (``--device cuda``, the default where one is present), timing with a
@@ -105,7 +109,7 @@ import torch  # noqa: E402
 
 MODELS = ("llama", "qwen2", "mistral", "gpt2")
 ARMS = ("eager", "inductor", "freezing", "tensor_eqsat")
-EXTRA_ARMS = ("tensor_eqsat_freezing",)
+EXTRA_ARMS = ("tensor_eqsat_freezing", "tensor_eqsat_unchecked")
 FREEZING_SET = ("freezing", "tensor_eqsat_freezing")
 """The arms that run with ``torch._inductor.config.freezing = True`` set, as a user sets it."""
 VOCAB = 2000
@@ -203,6 +207,8 @@ def make_backend(arm: str, stats: ArmStats, time_budget: float, quick: bool) -> 
     from tensor_eqsat.torch.dynamo_backend import backend
 
     options: dict[str, Any] = {"time_budget": time_budget}
+    if arm == "tensor_eqsat_unchecked":
+        options["check_weights"] = False
     if quick:
         options |= {"then": "eager", "guard": False}
 
