@@ -223,6 +223,7 @@ def guard(
     confirm: bool = True,
     deadline: Deadline | None = None,
     graph_runtime: Runtime | None = None,
+    min_run_ms: float = 0.0,
 ) -> tuple[int | None, GuardReport]:
     """Time the original and the candidates in ``runtime``; pick the fastest beyond the noise.
 
@@ -247,6 +248,8 @@ def guard(
     graph_runtime: where a winner is also timed as the user may run it, replayed as a CUDA graph
         (:class:`~tensor_eqsat.target.runtime.TorchRuntime` ``mode="graph"``): against two
         builds of the original, and refused when slower beyond that noise. Default None.
+    min_run_ms: each timed run is as many consecutive calls as last this long together
+        (:func:`~tensor_eqsat.target.runtime.time_alternating`). Default 0: one call a run.
 
     Returns the index in ``candidates`` of the model to hand back (None: keep the original) and the
     report. Raises TargetError when the runtime cannot run here.
@@ -281,7 +284,13 @@ def guard(
         else:
             seen[fp] = label
             distinct.append((i, label))
-    tk: dict[str, Any] = {"runs": runs, "warmup": warmup, "seed": seed, "deadline": deadline}
+    tk: dict[str, Any] = {
+        "runs": runs,
+        "warmup": warmup,
+        "seed": seed,
+        "deadline": deadline,
+        "min_run_ms": min_run_ms,
+    }
     if not distinct:
         # Nothing differs from the original: time it (as two arms, for the noise figure) anyway,
         # so the report has figures.

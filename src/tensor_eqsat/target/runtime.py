@@ -22,6 +22,7 @@ not).
 from __future__ import annotations
 
 import importlib.util
+import math
 import statistics
 import time
 import weakref
@@ -296,6 +297,26 @@ class AlternatingTimes:
         return min(len(t) for t in self.times)
 
 
+def _calls_per_run(call_s: float, min_run_ms: float) -> int:
+    """Consecutive calls in one timed run: enough that ``call_s``-second calls last at least
+    ``min_run_ms`` together (one when they do alone, or when ``min_run_ms`` is 0).
+
+    >>> _calls_per_run(0.0004, 5.0), _calls_per_run(0.008, 5.0), _calls_per_run(0.0004, 0.0)
+    (13, 1, 1)
+    """
+    if min_run_ms <= 0 or call_s * 1e3 >= min_run_ms:
+        return 1
+    return max(1, math.ceil(min_run_ms / max(call_s * 1e3, 1e-6)))
+
+
+def _repeated(fn: Callable[[], None], calls: int) -> Callable[[], None]:
+    def run() -> None:
+        for _ in range(calls):
+            fn()
+
+    return run
+
+
 def time_alternating(
     models: Sequence[Any],
     runtime: Runtime,
@@ -305,6 +326,7 @@ def time_alternating(
     warmup: int = 5,
     seed: int = 0,
     deadline: Deadline | None = None,
+    min_run_ms: float = 0.0,
 ) -> AlternatingTimes:
     """Time ``models`` in ``runtime`` in alternating blocks (see the module docstring).
 
@@ -313,6 +335,12 @@ def time_alternating(
     warmup: untimed runs per model. Default 5. seed: seed of random inputs. Default 0.
     deadline: when given, after the warm-up the runs per block are cut so that every block fits
         in the time left (at least one run per block).
+    min_run_ms: where the models' mean warm-up call is shorter, each timed run is that many
+        consecutive calls, every arm the same number, as many as make it at least this long; the
+        times are per call (the run's time over its calls). A single call of a fraction of a
+        millisecond is mostly the clock's and the scheduler's jitter: on a two-core CPU the
+        guard's noise on a 0.4 ms decode graph was ±7-47 % one call a run, ±3-8 % with runs
+        of 5 ms (issue 42). Default 0: one call a run.
 
     Raises TensorEqsatError when the runtime cannot run here or ``runs < blocks``.
 
@@ -339,6 +367,10 @@ def time_alternating(
         for fn in arms:
             time_runs(fn, max(1, warmup), clock)
         per_run = (time.perf_counter() - t_warm) / max(1, warmup)  # all arms, one run each
+        calls = _calls_per_run(per_run / len(arms), min_run_ms)
+        if calls > 1:
+            arms = [_repeated(fn, calls) for fn in arms]
+            per_run *= calls
         per = [runs // blocks + (1 if k < runs % blocks else 0) for k in range(blocks)]
         left = None if deadline is None else deadline.left()
         if left is not None and per_run > 0:
@@ -350,7 +382,7 @@ def time_alternating(
             order = list(range(len(arms)))
             order = order[k % len(arms) :] + order[: k % len(arms)]
             for a in order:
-                ts = time_runs(arms[a], n, clock)
+                ts = [t / calls for t in time_runs(arms[a], n, clock)]
                 times[a].extend(ts)
                 medians[a].append(statistics.median(ts))
     return AlternatingTimes(times, medians)

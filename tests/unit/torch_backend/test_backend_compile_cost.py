@@ -177,3 +177,22 @@ def test_a_gain_beyond_what_freezing_folds_is_still_compiled_and_timed(monkeypat
     report = te_torch.backend.report
     assert report.predicted_gain_pct >= 0.5 and "freezing" not in report.reason
     assert calls and len(compiles) == 2  # timed; the rewrite and the original, each compiled once
+
+
+def test_the_guard_times_a_short_graph_in_runs_of_several_calls(monkeypatch, compiles):
+    """The backend's guard asks the one timer for runs of at least ``GUARD_MIN_RUN_MS``: a graph
+    of a fraction of a millisecond is timed in runs of consecutive calls (issue 42)."""
+    seen: list[float] = []
+    real = delivery.guard
+
+    def spy(original, candidates, runtime, **kw):
+        seen.append(kw["min_run_ms"])
+        return real(original, candidates, runtime, **kw)
+
+    monkeypatch.setattr(delivery, "guard", spy)
+    model, x = Attention().eval(), torch.randn(1, 6, 32)
+    got = compile_once(model, x, guard=True, min_gain_pct=0.0)
+    report = te_torch.backend.report
+    assert seen and all(ms == delivery.GUARD_MIN_RUN_MS > 0 for ms in seen)
+    assert report.measured is not None and report.measured["original_ms"] < delivery.GUARD_MIN_RUN_MS
+    assert torch.allclose(got, model(x), atol=1e-5)
