@@ -339,8 +339,9 @@ def time_alternating(
         consecutive calls, every arm the same number, as many as make it at least this long; the
         times are per call (the run's time over its calls). A single call of a fraction of a
         millisecond is mostly the clock's and the scheduler's jitter: on a two-core CPU the
-        guard's noise on a 0.4 ms decode graph was ±7-47 % one call a run, ±3-8 % with runs
-        of 5 ms (issue 42). Default 0: one call a run.
+        guard's median noise on a 0.475 ms decode graph was ±21.0 % one call a run, ±12.1 % in
+        runs of 2 ms, ±8.6 % in runs of 5 ms (``benchmarks/guard_runs.py``, issue 42). Default
+        0: one call a run.
 
     Raises TensorEqsatError when the runtime cannot run here or ``runs < blocks``.
 
