@@ -706,7 +706,7 @@ def _guard(
     final extraction and ``result.alternatives``; the final extraction alone unless
     ``alternatives`` (no time to check another after the guard).
     """
-    from tensor_eqsat.target.guard import guard
+    from tensor_eqsat.target.guard import GUARD_MIN_RUN_MS, guard
 
     log.info("measuring on %s (never-slower guard)", target.name)
     candidates: list[tuple[str, Graph]] = []
@@ -734,6 +734,7 @@ def _guard(
         seed=seed,
         deadline=deadline,
         graph_runtime=_graph_runtime(runtime),
+        min_run_ms=GUARD_MIN_RUN_MS,
     )
     _learn_guard(runtime, src, dcfg, report)
     return report, result.original if choice is None else candidates[choice][1]

@@ -90,6 +90,27 @@ def test_the_guard_hands_back_a_candidate_that_is_faster():
     assert d.verify.ok
 
 
+def test_the_guard_times_a_short_model_in_runs_of_several_calls(monkeypatch):
+    # deliver's guard, as the torch backend's: a call shorter than GUARD_MIN_RUN_MS is timed in
+    # runs of consecutive calls (issue 42); each fake call takes no real time, so every run is
+    # several calls, and the times are per call.
+    guard_module = importlib.import_module("tensor_eqsat.target.guard")
+    seen = []
+    real = guard_module.guard
+
+    def spy(original, candidates, runtime, **kw):
+        seen.append(kw.get("min_run_ms"))
+        return real(original, candidates, runtime, **kw)
+
+    monkeypatch.setattr(guard_module, "guard", spy)
+    original = chain()
+    runtime = FakeRuntime(lambda model: 1.0 if model is original else 0.5)
+    d = deliver(original, target="ort-cpu", runtime=runtime, cost_model="roofline:a100", **SMALL)
+    assert seen == [guard_module.GUARD_MIN_RUN_MS] and guard_module.GUARD_MIN_RUN_MS > 0
+    assert not d.kept_original and d.guard.measured.speedup_pct == pytest.approx(50.0)
+    assert d.guard.measured.original_ms == pytest.approx(1.0)  # per call, not per run
+
+
 def test_nothing_to_optimize_hands_back_the_model_unchanged(tmp_path):
     g = Graph()
     x = g.input((1, 8), name="x")

@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from tensor_eqsat.target.guard import Measured, guard
+from tensor_eqsat.target.guard import GUARD_MIN_RUN_MS, Measured, guard
 from tensor_eqsat.target.runtime import TorchRuntime, time_alternating
 from tensor_eqsat.target.targets import Target
 from tensor_eqsat.torch.config import TorchConfig
@@ -720,16 +720,6 @@ def _guard(
             return choice, report
     return timed(cfg.guard_runs)
 
-
-GUARD_MIN_RUN_MS = 2.0
-"""The guard times a graph whose call is shorter in runs of consecutive calls lasting this long
-(``min_run_ms`` of :func:`~tensor_eqsat.target.runtime.time_alternating`). One call a run, the
-decode graphs of ``benchmarks/generate.py``'s decoders (0.4-1 ms on a two-core CPU) were judged
-at a noise of ±7-47 %, above every gain the search predicted there (1-11 %): no rewrite of theirs
-could be accepted. ``benchmarks/guard_runs.py --reps 16`` (the Llama decoder's one-token forward,
-0.475 ms, against a second compile of itself; a load of 1.2): median noise ±21.0 % one call a
-run, ±12.1 % in runs of 2 ms, ±8.6 % in runs of 5 ms, for 0.09, 0.39 and 0.86 s of guard, no
-false win in 16 at any. 2 ms: most of the narrowing for a third of a second a graph."""
 
 DECISIVE_NOISE = 3.0
 """A short guard timing decides when the winner's gain is at least this many times the noise
