@@ -150,6 +150,37 @@ def test_lockstep_threads_take_turns_forward_by_forward_until_each_is_done():
     assert [len(timed[i].durations) for i in steps] == [4, 2, 3]
 
 
+def test_lockstep_turns_follow_the_rounds_order():
+    """A round's order (``round_order``: rotated, reversed every other round) is the order the
+    arms' forwards run in; an arm that stops early drops out of it."""
+    import threading
+
+    generate = _generate_module()
+    assert generate.round_order(3, 1) == [2, 1, 0]
+    steps, order = {0: 2, 1: 1, 2: 2}, []
+    turns = generate.Lockstep(3, generate.round_order(3, 1))
+    timed = {i: generate.TimedForward(lambda i=i: order.append(i), "cpu") for i in steps}
+    for i, t in timed.items():
+        t.lockstep = (turns, i)
+
+    def run(i):
+        try:
+            for _ in range(steps[i]):
+                timed[i]()
+        finally:
+            turns.finished(i)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in steps]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert not any(t.is_alive() for t in threads)
+    assert order == [2, 1, 0, 2, 0]
+    with pytest.raises(AssertionError, match="not a permutation"):
+        generate.Lockstep(3, [0, 0, 1])
+
+
 def test_lockstep_ratio_pairs_steps_within_rounds():
     generate = _generate_module()
     base = [[1.0, 1.0, 1.0], [2.0, 2.0, 2.0]]  # the second round ran on a machine half as fast
