@@ -4,10 +4,12 @@ as a constant, so each call checks all of them (identity, version counter, data 
 sampled values).
 
     PYTHONPATH=src python benchmarks/weight_check.py [MODEL ...] [--calls 2000]
-        [--between-forward] [--json OUT]
+        [--between-forward | --between-others K] [--json OUT]
 
 Models from ``benchmarks/real_models.py`` (default ``bert`` and ``resnet50``: HF BERT-base at
-sequence 128, ``ResNetModel``, random init). Per model: the tensors and elements checked, the
+sequence 128, ``ResNetModel``, random init), or ``generate:NAME``, a decoder of
+``benchmarks/generate.py`` (hidden 256, 2 layers: its weights fit in a CPU's last-level cache)
+on a prompt of 16 tokens. Per model: the tensors and elements checked, the
 elements sampled, and the median microseconds of one check over ``--calls`` calls (in 20 blocks;
 the median of the block medians), beside the same check without the sampled values
 (``check_weights=False``) and the old sample, one ``torch.take`` per tensor.
@@ -15,6 +17,10 @@ the median of the block medians), beside the same check without the sampled valu
 ``--between-forward``: a forward pass of the model (no gradients) before every timed check, as in
 a decode loop, so that the weights are as cold in the caches as at a call; ``--calls`` defaults
 to 300 there.
+
+``--between-others K``: instead, a forward pass of each of ``K`` other instances of the model
+before every timed check, as ``benchmarks/generate.py``'s lockstep runs the other arms' decode
+steps between two of one arm's: the weights are then as cold as after other models ran.
 """
 
 from __future__ import annotations
@@ -67,16 +73,28 @@ def _median_us(fn: Any, calls: int, blocks: int = 20, before: Any = None) -> flo
     return statistics.median(medians) * 1e6
 
 
-def measure(name: str, calls: int, between_forward: bool = False) -> dict[str, Any]:
+def _build(name: str) -> tuple[Any, tuple[Any, ...]]:
+    """The model and its inputs: the registry's, or ``generate:NAME``'s decoder on 16 tokens."""
+    if name.startswith("generate:"):
+        import generate
+
+        ids = torch.randint(0, generate.VOCAB, (1, 16), generator=torch.Generator().manual_seed(0))
+        return generate.build_model(name.removeprefix("generate:"), torch.float32, "cpu"), (ids,)
     built = pm.build(name)
-    model = built.model
+    return built.model, tuple(built.inputs)
+
+
+def measure(name: str, calls: int, between_forward: bool = False, between_others: int = 0) -> dict[str, Any]:
+    model, inputs = _build(name)
     tensors = [*model.parameters(), *model.buffers()]
     before = None
-    if between_forward:
+    between = [model] if between_forward else [_build(name)[0] for _ in range(between_others)]
+    if between:
 
         def before() -> None:
             with torch.no_grad():
-                model(*built.inputs)
+                for m in between:
+                    m(*inputs)
 
         calls = min(calls, 300)
     sampled = WeightStamp(tensors)
@@ -92,6 +110,7 @@ def measure(name: str, calls: int, between_forward: bool = False) -> dict[str, A
         "check_without_values_us": _median_us(lambda: plain.fresh(tensors), calls, before=before),
         "old_take_per_tensor_us": _median_us(take, calls, before=before),
         "between_forward": between_forward,
+        "between_others": 0 if between_forward else between_others,
         "threads": torch.get_num_threads(),
         "load_average": os.getloadavg()[0],
     }
@@ -101,10 +120,13 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("models", nargs="*", default=["bert", "resnet50"])
     p.add_argument("--calls", type=int, default=2000)
-    p.add_argument("--between-forward", action="store_true", help="a forward pass before each check")
+    between = p.add_mutually_exclusive_group()
+    between.add_argument("--between-forward", action="store_true", help="a forward pass before each check")
+    between.add_argument("--between-others", type=int, default=0, metavar="K",
+                         help="a forward pass of K other instances before each check")  # fmt: skip
     p.add_argument("--json", type=Path, default=None)
     args = p.parse_args(argv)
-    rows = [measure(m, args.calls, args.between_forward) for m in args.models]
+    rows = [measure(m, args.calls, args.between_forward, args.between_others) for m in args.models]
     print(f"{'model':<10} {'tensors':>7} {'elements':>11} {'sampled':>8} {'check µs':>9} "
           f"{'no values µs':>12} {'old take µs':>11}  load")  # fmt: skip
     for r in rows:
