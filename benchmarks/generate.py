@@ -60,14 +60,13 @@ Per row (model, cache, prompt length, arm):
 * tokens per second (new tokens over a warm ``generate``'s wall time, median), and whether the
   tokens equal eager's;
 * the decode forward against freezing's, in lockstep (``--lockstep`` rounds, default 10; 0: not
-  measured): every arm's ``generate`` runs in a thread of its own, and the threads take turns
-  step by step (one thread runs at a time, from its forward's call to its next one's), so that
-  the arms' ``k``-th decode steps run one after the other, within a few milliseconds, and a
-  change of the machine's speed between blocks falls on both sides of each ratio. The turns'
-  order changes from round to round (:func:`round_order`), so that no arm always follows the
-  same one. Each decode
-  forward (Dynamo's guards, the compiled graph, the backend's weight check) is timed from its
-  call to its return; per round, the median over the steps of freezing's time over the arm's,
+  measured): every arm's ``generate`` runs in a thread of its own, and the threads take turns step
+  by step (one thread runs at a time, from its forward's call to its next one's), so that the
+  arms' ``k``-th decode steps run one after the other, within a few milliseconds, and a change of
+  the machine's speed between blocks falls on both sides of each ratio. The turns' order changes
+  from round to round (:func:`round_order`), so that no arm always follows the same one. Each
+  decode forward (Dynamo's guards, the compiled graph, the backend's weight check) is timed from
+  its call to its return; per round, the median over the steps of freezing's time over the arm's,
   less 1 (positive is faster); the median over the rounds, and their half interquartile range in
   points as its noise. The arms' block-to-block comparison above reads ±6-19 points of noise on
   this CPU for millisecond decode steps; this one ±1.0-5.2 (the four decoders, both caches,
@@ -308,9 +307,10 @@ class Lockstep:
 
 def round_order(n: int, k: int) -> list[int]:
     """The arms' turn order in lockstep round ``k``: rotated by ``k // 2`` and reversed in odd
-    rounds, so that over the rounds each arm takes each place and follows each other arm (an
-    arm's step right after another's inherits the caches it left: with one fixed order the same
-    graph, handed on by two arms, read up to 7.5 % apart).
+    rounds, so that over ``2 n`` rounds each arm takes each place, and follows the arm before it
+    in half of them and the arm after it in the other half (an arm's step right after another's
+    inherits the caches it left: with one fixed order the same graph, handed on by two arms,
+    read up to 7.5 % apart).
 
     >>> [round_order(3, k) for k in range(4)]
     [[0, 1, 2], [2, 1, 0], [1, 2, 0], [0, 2, 1]]

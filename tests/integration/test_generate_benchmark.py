@@ -106,24 +106,11 @@ def _generate_module():
     return generate
 
 
-def test_lockstep_threads_take_turns_forward_by_forward_until_each_is_done():
-    """Three arms' "generate" calls in threads: their steps run strictly in turn (0, 1, 2, 0, ...),
-    one thread at a time, from a forward's call to the next forward's call (what a thread does
-    between its forwards, here appending "after", runs inside its turn), and an arm that stops
-    early (arm 1: two forwards) drops out of the rotation without stalling the others."""
+def _in_lockstep(generate, turns, steps, forward, after=None):
+    """Arm ``i`` in a thread of its own, calling its timed ``forward(i)`` ``steps[i]`` times in
+    ``turns`` (then ``after(i)``, its ``generate``'s own work, each time); all joined. Returns
+    the timed forwards."""
     import threading
-
-    generate = _generate_module()
-    steps = {0: 4, 1: 2, 2: 3}
-    order: list[int] = []
-    running = []
-    turns = generate.Lockstep(3)
-
-    def forward(i):
-        running.append(i)
-        assert len(running) == 1, running  # nobody else inside a forward
-        order.append(i)
-        running.remove(i)
 
     timed = {i: generate.TimedForward(lambda i=i: forward(i), "cpu") for i in steps}
     for i, t in timed.items():
@@ -133,9 +120,8 @@ def test_lockstep_threads_take_turns_forward_by_forward_until_each_is_done():
         try:
             for _ in range(steps[i]):
                 timed[i]()
-                running.append(i)  # generate's own work after a forward: still this arm's turn
-                order.append(-1)
-                running.remove(i)
+                if after is not None:
+                    after(i)
         finally:
             turns.finished(i)
 
@@ -145,6 +131,31 @@ def test_lockstep_threads_take_turns_forward_by_forward_until_each_is_done():
     for t in threads:
         t.join(timeout=30)
     assert not any(t.is_alive() for t in threads)
+    return timed
+
+
+def test_lockstep_threads_take_turns_forward_by_forward_until_each_is_done():
+    """Three arms' "generate" calls in threads: their steps run strictly in turn (0, 1, 2, 0, ...),
+    one thread at a time, from a forward's call to the next forward's call (what a thread does
+    between its forwards, here appending "after", runs inside its turn), and an arm that stops
+    early (arm 1: two forwards) drops out of the rotation without stalling the others."""
+    generate = _generate_module()
+    steps = {0: 4, 1: 2, 2: 3}
+    order: list[int] = []
+    running = []
+
+    def forward(i):
+        running.append(i)
+        assert len(running) == 1, running  # nobody else inside a forward
+        order.append(i)
+        running.remove(i)
+
+    def after(i):
+        running.append(i)  # generate's own work after a forward: still this arm's turn
+        order.append(-1)
+        running.remove(i)
+
+    timed = _in_lockstep(generate, generate.Lockstep(3), steps, forward, after)
     assert [i for i in order if i >= 0] == [0, 1, 2, 0, 1, 2, 0, 2, 0]
     assert order[1::2] == [-1] * 9  # each forward's own aftermath ran before the next forward
     assert [len(timed[i].durations) for i in steps] == [4, 2, 3]
@@ -153,29 +164,10 @@ def test_lockstep_threads_take_turns_forward_by_forward_until_each_is_done():
 def test_lockstep_turns_follow_the_rounds_order():
     """A round's order (``round_order``: rotated, reversed every other round) is the order the
     arms' forwards run in; an arm that stops early drops out of it."""
-    import threading
-
     generate = _generate_module()
     assert generate.round_order(3, 1) == [2, 1, 0]
-    steps, order = {0: 2, 1: 1, 2: 2}, []
-    turns = generate.Lockstep(3, generate.round_order(3, 1))
-    timed = {i: generate.TimedForward(lambda i=i: order.append(i), "cpu") for i in steps}
-    for i, t in timed.items():
-        t.lockstep = (turns, i)
-
-    def run(i):
-        try:
-            for _ in range(steps[i]):
-                timed[i]()
-        finally:
-            turns.finished(i)
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in steps]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=30)
-    assert not any(t.is_alive() for t in threads)
+    order: list[int] = []
+    _in_lockstep(generate, generate.Lockstep(3, generate.round_order(3, 1)), {0: 2, 1: 1, 2: 2}, order.append)
     assert order == [2, 1, 0, 2, 0]
     with pytest.raises(AssertionError, match="not a permutation"):
         generate.Lockstep(3, [0, 0, 1])
