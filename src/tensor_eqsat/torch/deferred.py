@@ -94,13 +94,24 @@ def shape_state(example_inputs: Sequence[Any]) -> Any:
 
 
 class CompileContexts:
-    """Dynamo's tracing and compile contexts of the compile in progress, re-entered later."""
+    """Dynamo's tracing and compile contexts of the compile in progress, re-entered later.
+
+    With them, what the tracing context knew of the graph's input tensors: the symbolic context
+    of each (its sizes as Dynamo traced them: static, or its symbols). Dynamo forgets that at the
+    end of its compile (``tensor_to_context`` cleared, ``invalidate_compile_context_weakrefs``);
+    without it AOTAutograd takes every input as a tensor never seen and gives each of its sizes a
+    new symbol, and the guards a compile adds on those (``Eq(s85, 16)`` for a matmul's inner
+    size) were taken as changes to the sizes the graph was traced for: the rewrite refused.
+    Restored while entered, forgotten again at the exit (entered once)."""
 
     def __init__(self) -> None:
         from torch._guards import CompileContext, TracingContext
 
         self._tracing = TracingContext.try_get()
         self._compile = CompileContext.try_get()
+        self._tensors: list[tuple[Any, Any]] = []
+        if self._tracing is not None:
+            self._tensors = list(self._tracing.tensor_to_context.items())
 
     @contextlib.contextmanager
     def entered(self) -> Any:
@@ -110,6 +121,11 @@ class CompileContexts:
             if self._compile is not None:
                 stack.enter_context(compile_context(self._compile))
             if self._tracing is not None:
+                known = self._tracing.tensor_to_context
+                for t, ctx in self._tensors:
+                    known[t] = ctx
+                stack.callback(known.clear)
+                stack.callback(self._tensors.clear)  # entered once: no reference kept after
                 stack.enter_context(tracing(self._tracing))
             yield
 

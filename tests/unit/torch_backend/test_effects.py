@@ -268,3 +268,81 @@ def test_every_run_of_the_bf16_check_starts_from_the_callers_state():
     torch.testing.assert_close(got, expected)
     assert model.pos.item() == 4
     torch.testing.assert_close(model.cache, twin.cache)  # bfloat16 rounding of a rewritten linear
+
+
+class SeenInputs:
+    """A ``then`` backend that runs the graph eagerly and records, at each compile, its tensor
+    arguments and whether Dynamo's tracing context knew each (its sizes as traced)."""
+
+    __name__ = "seen_inputs"
+
+    def __init__(self):
+        self.compiles: list[list[tuple[torch.Tensor, bool]]] = []
+
+    def __call__(self, gm, example_inputs):
+        from torch._guards import TracingContext
+
+        tc = TracingContext.try_get()
+        known = tc.tensor_to_context if tc is not None else {}
+        tensors = [x for x in example_inputs if isinstance(x, torch.Tensor)]
+        self.compiles.append([(x, x in known) for x in tensors])
+        return gm
+
+
+def _kv_calls(lengths):
+    """(x, positions) for KVCache: ``lengths`` new tokens at a time, written one after another."""
+    calls, at = [], 0
+    for n in lengths:
+        calls.append((torch.randn(1, n, 16), torch.arange(at, at + n)))
+        at += n
+    return calls
+
+
+def test_the_next_backend_compiles_the_updated_buffer_itself_not_the_checks_copy():
+    # The check and the guard run on copies of a buffer updated in place; a copy is a tensor
+    # Dynamo never traced, whose every size AOTAutograd would make a new symbol.
+    torch.manual_seed(0)
+    model = KVCache(length=8).eval()
+    then = SeenInputs()
+    compiled = torch.compile(model, backend="tensor_eqsat", dynamic=False, options={**FAST, "then": then})
+    with torch.no_grad():
+        for args in _kv_calls([1, 1]):
+            compiled(*args)
+    assert te_torch.backend.report.rules_applied and not te_torch.backend.report.kept_original
+    (seen,) = then.compiles
+    assert any(x is model.keys for x, _ in seen) and any(x is model.values for x, _ in seen)
+    assert all(known for _, known in seen)
+
+
+def test_a_deferred_recompile_is_compiled_with_its_inputs_sizes_as_dynamo_traced_them():
+    # dynamic=None: the second length makes the sequence symbolic, a recompile, deferred to its
+    # second call, after Dynamo's compile forgot its tensors: they are restored for that compile.
+    torch.manual_seed(0)
+    model = KVCache(length=12).eval()
+    twin = copy.deepcopy(model)
+    then = SeenInputs()
+    compiled = torch.compile(model, backend="tensor_eqsat", options={**FAST, "then": then})
+    with torch.no_grad():
+        for args in _kv_calls([1, 2, 3, 4]):
+            torch.testing.assert_close(compiled(*args), twin(*args), rtol=1e-5, atol=1e-5)
+    _, second = te_torch.backend.reports
+    assert not second.deferred and not second.kept_original and second.rules_applied, second.message
+    deferred_compile = then.compiles[-1]
+    assert deferred_compile and all(known for _, known in deferred_compile)
+    torch.testing.assert_close(model.keys, twin.keys)
+
+
+@pytest.mark.slow
+def test_a_deferred_symbolic_kv_cache_step_compiled_by_inductor_is_handed_on():
+    # Before the inputs' sizes were restored, Inductor's compile of the rewrite added guards on
+    # sizes of its own (a matmul's inner size), and the rewrite was refused.
+    torch.manual_seed(0)
+    model = KVCache(length=12).eval()
+    twin = copy.deepcopy(model)
+    compiled = torch.compile(model, backend="tensor_eqsat", options={**FAST, "then": "inductor"})
+    with torch.no_grad():
+        for args in _kv_calls([1, 2, 3, 4]):
+            torch.testing.assert_close(compiled(*args), twin(*args), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(model.keys, twin.keys)
+    _, second = te_torch.backend.reports
+    assert not second.kept_original and second.rules_applied, second.message
