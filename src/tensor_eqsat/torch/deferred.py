@@ -12,11 +12,12 @@ the guard timing the compile already made as the original's arm, and the decisio
 any other.
 
 That later compile runs outside Dynamo's own: in the tracing and compile contexts Dynamo
-compiled the graph in (saved at that compile), so that Inductor sees the graph's fake tensors
-and ShapeEnv as it did. The guards Dynamo installed for the graph were taken then; a guard added
-now (a size the rewritten graph's compile specialises) would hold nowhere. So where the
-ShapeEnv's guards, replacements or ranges changed during the optimization, the rewrite is not
-handed on: the original stays, and the report says why.
+compiled the graph in (saved at that compile), with what the tracing context knew of the input
+tensors restored (Dynamo clears it when its compile ends), so that Inductor sees the graph's
+fake tensors, symbols and ShapeEnv as it did. The guards Dynamo installed for the graph were
+taken then; a guard added now (a size the rewritten graph's compile specialises) would hold
+nowhere. So where the ShapeEnv's guards, replacements or ranges changed during the
+optimization, the rewrite is not handed on: the original stays, and the report says why.
 
 Alternatives rejected: a recompile told by Dynamo's ``frame_compile_id`` alone (the benchmarks
 compile one model several ways in one process, so the backend's first graph of the frame would
