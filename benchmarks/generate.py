@@ -40,6 +40,12 @@ writes it:
 * ``tensor_eqsat_unchecked`` (not a default arm): the backend with ``check_weights=False``
   (identity, version counters and data pointers of the weights checked at each call, not their
   sampled values): beside ``tensor_eqsat``, what the sampled values cost a call.
+* ``tensor_eqsat_unfrozen`` (not a default arm): the backend with ``freezing=False``: what it
+  hands on goes to default Inductor (the weights read at each call), so only the weights a
+  rewrite folded are held as constants and checked at a call, not every parameter.
+* ``freezing_again`` (not a default arm): a second ``freezing`` arm, its own model instance
+  compiled the same way: its figures against ``freezing`` are what this measurement reads
+  between two equal arms (an A/A control), beside each arm's own noise estimate.
 
 A small unrelated model is compiled through each arm first, so that no row's compile pays for a
 process's first use of Inductor or of the backend. Then every arm is compiled (its cold
@@ -110,8 +116,8 @@ import torch  # noqa: E402
 
 MODELS = ("llama", "qwen2", "mistral", "gpt2")
 ARMS = ("eager", "inductor", "freezing", "tensor_eqsat")
-EXTRA_ARMS = ("tensor_eqsat_freezing", "tensor_eqsat_unchecked")
-FREEZING_SET = ("freezing", "tensor_eqsat_freezing")
+EXTRA_ARMS = ("tensor_eqsat_freezing", "tensor_eqsat_unchecked", "tensor_eqsat_unfrozen", "freezing_again")
+FREEZING_SET = ("freezing", "tensor_eqsat_freezing", "freezing_again")
 """The arms that run with ``torch._inductor.config.freezing = True`` set, as a user sets it."""
 VOCAB = 2000
 
@@ -188,13 +194,13 @@ def make_backend(arm: str, stats: ArmStats, time_budget: float, quick: bool) -> 
     compiles as the arm says and records each compile in ``stats``."""
     if arm == "eager":
         return None
-    if arm in ("inductor", "freezing"):
+    if arm in ("inductor", "freezing", "freezing_again"):
         from torch._inductor.compile_fx import compile_fx
 
         def inductor_backend(gm: Any, example_inputs: Any) -> Any:
             import torch._inductor.config as inductor_config
 
-            if arm == "freezing":
+            if arm in FREEZING_SET:
                 assert inductor_config.freezing, "the freezing arm compiled without freezing"
                 stats.frozen_params.append(_params_as_attributes(gm))
             stats.symbolic.append(_symbolic(example_inputs))
@@ -210,6 +216,8 @@ def make_backend(arm: str, stats: ArmStats, time_budget: float, quick: bool) -> 
     options: dict[str, Any] = {"time_budget": time_budget}
     if arm == "tensor_eqsat_unchecked":
         options["check_weights"] = False
+    if arm == "tensor_eqsat_unfrozen":
+        options["freezing"] = False
     if quick:
         options |= {"then": "eager", "guard": False}
 

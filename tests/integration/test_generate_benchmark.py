@@ -180,3 +180,23 @@ def test_lockstep_ratio_pairs_steps_within_rounds():
     pct, noise = generate._lockstep_pct(base, other)
     assert pct == pytest.approx(100.0) and noise != noise  # two rounds: no quartiles
     assert generate._lockstep_pct(base * 2, base * 2) == (0.0, 0.0)
+
+
+def test_the_extra_arms_compile_as_they_say(monkeypatch):
+    """``freezing_again`` is the ``freezing`` arm again (freezing asserted at its compile);
+    ``tensor_eqsat_unfrozen`` hands the backend ``freezing=False``."""
+    import torch
+    import torch._inductor.config as inductor_config
+
+    import tensor_eqsat.torch.dynamo_backend as dynamo_backend
+
+    generate = _generate_module()
+    again = generate.make_backend("freezing_again", generate.ArmStats(), 5.0, False)
+    gm = torch.fx.symbolic_trace(torch.nn.Linear(2, 2))
+    with inductor_config.patch(freezing=False), pytest.raises(AssertionError, match="without freezing"):
+        again(gm, [torch.randn(1, 2)])
+    seen = []
+    monkeypatch.setattr(dynamo_backend, "backend", lambda gm, inputs, options: seen.append(options) or gm)
+    unfrozen = generate.make_backend("tensor_eqsat_unfrozen", generate.ArmStats(), 5.0, False)
+    unfrozen(gm, [torch.randn(1, 2)])
+    assert seen == [{"time_budget": 5.0, "freezing": False}]
