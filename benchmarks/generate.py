@@ -201,7 +201,7 @@ def make_backend(arm: str, stats: ArmStats, time_budget: float, quick: bool) -> 
             import torch._inductor.config as inductor_config
 
             if arm in FREEZING_SET:
-                assert inductor_config.freezing, "the freezing arm compiled without freezing"
+                assert inductor_config.freezing, f"the {arm} arm compiled without freezing"
                 stats.frozen_params.append(_params_as_attributes(gm))
             stats.symbolic.append(_symbolic(example_inputs))
             t0 = time.perf_counter()

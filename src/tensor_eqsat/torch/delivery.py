@@ -625,14 +625,13 @@ def deliver_fx(
     # Dynamo's tracing context knows their sizes (static, or its symbols), where a copy is a
     # tensor it never saw, whose every size AOTAutograd makes a new symbol, with guards on them
     # that no source can express (a static KV cache's heads and head size compiled as symbols).
-    inputs = list(example_inputs)
-    args = fresh_copies(inputs, mutable)
+    args = fresh_copies(example_inputs, mutable)
     runs = [hint_of(a) for a in args]
     checked = check_rewrite(original, optimized, runs, cfg.rtol, cfg.atol, device, mutable)
     ok, diff, what, check = checked.ok, checked.max_diff, checked.what, checked.describe()
     tc = time.perf_counter()
     if not ok:
-        compiled = original_compiled or compile_with(cfg.then, original, inputs, frozen)
+        compiled = original_compiled or compile_with(cfg.then, original, example_inputs, frozen)
         reason = f"the rewritten graph failed the check ({what} {checked.verdict.describe()}): original kept"
         log.warning("tensor_eqsat: %s", reason)
         # A rewrite that changes the result is a bug in a rule or a translation: say so loudly.
@@ -643,7 +642,7 @@ def deliver_fx(
         return Delivery(
             compiled, True, reason, diff, None, time.perf_counter() - tc, 0.0, cacheable, check=check
         )
-    fast = compile_with(cfg.then, optimized, inputs, frozen)
+    fast = compile_with(cfg.then, optimized, example_inputs, frozen)
     compile_s = time.perf_counter() - tc
     why = target.unavailable()
     if not cfg.guard or trusted or why is not None:
@@ -656,7 +655,7 @@ def deliver_fx(
             reason = "not measured (guard off)"
         return Delivery(fast, False, reason, diff, None, compile_s, 0.0, check=check)
     tc = time.perf_counter()
-    base = original_compiled or compile_with(cfg.then, original, inputs, frozen)
+    base = original_compiled or compile_with(cfg.then, original, example_inputs, frozen)
     # Two arms, both handed on the same way (frozen or not). Freezing measured no slower than
     # default Inductor on any model timed with the benchmarks' fixed harness (docs/results-real.md,
     # issue 45), so the original without freezing is not timed as a third arm.
